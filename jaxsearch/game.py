@@ -1,0 +1,102 @@
+"""The Game and Estimator protocols and the small pytrees they exchange.
+
+A **Game** is a bundle of pure, *unbatched* JAX functions over one state (a pytree); the engine
+vmaps them. An **Estimator** is a *batched* function ``(params, key, states[B]) -> Estimate[B]``
+so that a network runs once per simulation step for the whole batch.
+
+Conventions (DESIGN.md):
+  * values and rewards are from the point of view of the player to move;
+  * two-player zero-sum games return ``discount = -1`` on every non-terminal move and
+    ``discount = 0`` on the move that ends the game;
+  * ``legal_actions`` of a terminal state is all ``False`` (that is how the engine knows a
+    state is terminal).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Optional
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+State = Any
+Params = Any
+
+
+@struct.dataclass
+class StepResult:
+  """The result of one transition, for one state (unbatched) or a batch (leading ``[B]``).
+
+  Attributes:
+    state: the next state.
+    reward: ``f32[]`` reward to the player who acted.
+    discount: ``f32[]`` multiplier of the next state's value (``-1`` alternating, ``0`` at the
+      end of the game, ``1`` single-agent undiscounted).
+    terminal: ``bool[]`` whether the next state ends the game.
+  """
+
+  state: State
+  reward: jax.Array
+  discount: jax.Array
+  terminal: jax.Array
+
+
+@struct.dataclass
+class Estimate:
+  """What an estimator says about a batch of states (``[B]`` leading axis).
+
+  Attributes:
+    value: ``f32[B]`` value of the state for the player to move.
+    prior_logits: ``f32[B, A]`` or ``None`` (``None`` = uniform prior over legal actions).
+    action_values: ``f32[B, A]`` estimated action values q̂1(s, ·) or ``None``.
+  """
+
+  value: jax.Array
+  prior_logits: Optional[jax.Array] = None
+  action_values: Optional[jax.Array] = None
+
+
+Estimator = Callable[[Params, jax.Array, State], Estimate]
+"""``(params, key, states[B]) -> Estimate`` with every field batched over ``[B]``."""
+
+
+def deterministic_outcome_probs(state: State, action: jax.Array) -> jax.Array:
+  """``outcome_probs`` of a deterministic game: one outcome with probability 1 (``f32[1]``)."""
+  del state, action
+  return jnp.ones((1,), jnp.float32)
+
+
+@dataclasses.dataclass(frozen=True)
+class Game:
+  """A game or MDP as pure unbatched functions.
+
+  Attributes:
+    name: short name used by the CLI and benchmarks.
+    num_actions: ``A``, the size of the action space.
+    init: ``key -> state``, the initial state.
+    legal_actions: ``state -> bool[A]``; all ``False`` at terminal states.
+    step: ``(state, action i32[], outcome i32[]) -> StepResult``.
+    num_outcomes: ``O``, chance outcomes per action (1 for deterministic games).
+    outcome_probs: ``(state, action) -> f32[O]`` summing to 1.
+    max_length: an upper bound on the number of moves from ``init`` to the end (used as the
+      default maximum search depth), or ``None`` if unbounded.
+    value_range: ``(lo, hi)`` bounds on values, used by range-normalised selection rules.
+  """
+
+  name: str
+  num_actions: int
+  init: Callable[[jax.Array], State]
+  legal_actions: Callable[[State], jax.Array]
+  step: Callable[[State, jax.Array, jax.Array], StepResult]
+  num_outcomes: int = 1
+  outcome_probs: Callable[[State, jax.Array], jax.Array] = deterministic_outcome_probs
+  max_length: Optional[int] = None
+  value_range: tuple[float, float] = (-1.0, 1.0)
+
+  def __post_init__(self):
+    if self.num_actions < 1:
+      raise ValueError(f"Game {self.name!r}: num_actions must be >= 1, got {self.num_actions}")
+    if self.num_outcomes < 1:
+      raise ValueError(f"Game {self.name!r}: num_outcomes must be >= 1, got {self.num_outcomes}")

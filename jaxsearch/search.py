@@ -1,0 +1,401 @@
+"""The generic search loop: select -> expand -> evaluate -> backup, in one jitted function.
+
+Each phase is a pure function of **one** tree, vmapped over the batch; the simulations are a
+``lax.fori_loop`` *outside* the vmap, so the loop never selects between whole trees. Inside a
+simulation the only loops (descending in ``select``, the return recursion in ``backup``) carry
+the ``O(D)`` path, never the tree: the tree is closed over for reads and written once per field
+with scatters afterwards (DESIGN.md, performance rules).
+
+The engine knows nothing of selection rules, games or networks: it receives a
+:class:`~jaxsearch.model.Model` and a :class:`SearchConfig`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Optional
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from jaxsearch import tree as tree_lib
+from jaxsearch.model import Expansion, Model
+from jaxsearch.selection.base import NodeView, SelectionRule, masked_argmax, masked_softmax
+from jaxsearch.tree import UNEXPANDED, Tree
+
+OUTCOME_RULES = ("balanced", "sample")
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchConfig:
+  """Static settings of one search.
+
+  Attributes:
+    num_simulations: ``S``.
+    max_nodes: ``N``; at least ``S + 1`` (a fresh root plus one node per simulation).
+    max_depth: ``D``, the longest path in edges from the root.
+    selection: the rule picking a slot at each decision node.
+    outcome_rule: at a chance record, ``"balanced"`` picks ``argmax p(o) / (n(o) + 1)`` (no
+      randomness) and ``"sample"`` draws ``o ~ p``.
+    dirichlet_fraction, dirichlet_alpha: root noise ``(1 - ε) p + ε η``, ``η ~ Dir(α)`` over
+      the legal actions; ``ε = 0`` turns it off.
+  """
+
+  num_simulations: int
+  max_nodes: int
+  max_depth: int
+  selection: SelectionRule
+  outcome_rule: str = "balanced"
+  dirichlet_fraction: float = 0.0
+  dirichlet_alpha: float = 0.3
+
+  def __post_init__(self):
+    for name in ("num_simulations", "max_nodes", "max_depth"):
+      value = getattr(self, name)
+      if not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+    if self.max_nodes < self.num_simulations + 1:
+      raise ValueError(
+          f"max_nodes={self.max_nodes} is smaller than num_simulations + 1 = "
+          f"{self.num_simulations + 1}, the nodes one search from a fresh root needs")
+    if self.outcome_rule not in OUTCOME_RULES:
+      raise ValueError(f"outcome_rule must be one of {OUTCOME_RULES}, got {self.outcome_rule!r}")
+    if not 0.0 <= self.dirichlet_fraction <= 1.0:
+      raise ValueError(f"dirichlet_fraction must be in [0, 1], got {self.dirichlet_fraction}")
+    if self.dirichlet_alpha <= 0.0:
+      raise ValueError(f"dirichlet_alpha must be > 0, got {self.dirichlet_alpha}")
+
+
+@struct.dataclass
+class Path:
+  """One simulation's descent through one tree (``D`` = max depth).
+
+  Attributes:
+    nodes: ``i32[D + 1]`` decision nodes from the root; ``-1`` past the end and where the leaf
+      still has to be created.
+    slots, outcomes: ``i32[D]`` the edge taken below each node.
+    length: ``i32[]`` number of edges ``L``.
+    expand: ``bool[]`` the last edge leads to a node that must be created.
+    new_chance: ``bool[]`` ... and its slot has no chance record yet.
+  """
+
+  nodes: jax.Array
+  slots: jax.Array
+  outcomes: jax.Array
+  length: jax.Array
+  expand: jax.Array
+  new_chance: jax.Array
+
+
+# ---- sanitising estimator output ---------------------------------------------------------
+
+def _sanitise(expansion: Expansion, num_actions: int):
+  """Replaces non-finite estimates, returning ``(value, logits, action_values, bad)``.
+
+  NaN/inf values and action values become 0; a row of prior logits holding NaN or ``+inf``
+  becomes uniform (``-inf`` is a legitimate zero prior). ``bad`` (``bool[B]``) flags rows that
+  needed it, so the tree can count them.
+  """
+  estimate = expansion.estimate
+  batch_size = expansion.legal.shape[0]
+  value = jnp.asarray(estimate.value, jnp.float32)
+  bad = ~jnp.isfinite(value)
+  value = jnp.where(bad, 0.0, value)
+  if estimate.prior_logits is None:
+    logits = jnp.zeros((batch_size, num_actions), jnp.float32)
+  else:
+    logits = jnp.asarray(estimate.prior_logits, jnp.float32)
+    bad_logits = jnp.any(jnp.isnan(logits) | (logits == jnp.inf), axis=-1)
+    bad = bad | bad_logits
+    logits = jnp.where(bad_logits[:, None], 0.0, logits)
+  if estimate.action_values is None:
+    action_values = jnp.zeros((batch_size, num_actions), jnp.float32)
+  else:
+    action_values = jnp.asarray(estimate.action_values, jnp.float32)
+    bad_q = ~jnp.isfinite(action_values)
+    bad = bad | jnp.any(bad_q & expansion.legal, axis=-1)
+    action_values = jnp.where(bad_q, 0.0, action_values)
+  value = jnp.where(expansion.terminal, 0.0, value)
+  return value, logits, action_values, bad
+
+
+# ---- root --------------------------------------------------------------------------------
+
+def _write_root(tree: Tree, expansion: Expansion, value, logits, action_values, bad) -> Tree:
+  """Writes node 0 of one empty tree (unbatched)."""
+  return tree.replace(
+      node_visits=tree.node_visits.at[0].set(1),
+      node_value=tree.node_value.at[0].set(value),
+      node_raw_value=tree.node_raw_value.at[0].set(value),
+      node_terminal=tree.node_terminal.at[0].set(expansion.terminal),
+      node_state=jax.tree.map(lambda field, x: field.at[0].set(x), tree.node_state,
+                              expansion.state),
+      slot_legal=tree.slot_legal.at[0].set(expansion.legal),
+      slot_prior_logits=tree.slot_prior_logits.at[0].set(logits),
+      slot_action_value=tree.slot_action_value.at[0].set(action_values),
+      num_nodes=jnp.int32(1),
+      nonfinite_estimates=tree.nonfinite_estimates + bad.astype(jnp.int32),
+  )
+
+
+def _root_noise_logits(key, logits, legal, fraction, alpha):
+  """Dirichlet noise over the legal actions of one root, as logits (``-inf`` = illegal)."""
+  gammas = jax.random.gamma(key, alpha, logits.shape)
+  gammas = jnp.where(legal, gammas, 0.0)
+  noise = gammas / jnp.maximum(jnp.sum(gammas), jnp.finfo(jnp.float32).tiny)
+  mixed = (1.0 - fraction) * masked_softmax(logits, legal) + fraction * noise
+  return jnp.where(legal & (mixed > 0), jnp.log(jnp.maximum(mixed, 1e-30)), -jnp.inf)
+
+
+# ---- select ------------------------------------------------------------------------------
+
+def _choose_outcome(probs, visits, key, rule):
+  """Outcome at a chance record (``probs``/``visits`` ``[O]``); zero-probability outcomes are
+  never chosen."""
+  possible = probs > 0
+  if rule == "sample":
+    return jax.random.categorical(key, jnp.where(possible, jnp.log(probs), -jnp.inf)
+                                  ).astype(jnp.int32)
+  return masked_argmax(probs / (visits + 1.0), possible)
+
+
+def _select_one(tree: Tree, root_logits, key, *, config: SearchConfig) -> Path:
+  """Descends one tree from the root to the edge the simulation will expand."""
+  depth_limit = config.max_depth
+  rule = config.selection
+  num_outcomes = tree.chance_prob.shape[-1]
+
+  def body(carry):
+    node, depth, nodes, slots, outcomes, _ = carry
+    view = NodeView(
+        visits=tree.node_visits[node], value=tree.node_value[node],
+        child_visits=tree.slot_visits[node], child_values=tree.slot_value[node],
+        prior_logits=jnp.where(node == 0, root_logits, tree.slot_prior_logits[node]),
+        action_values=tree.slot_action_value[node], legal=tree.slot_legal[node], depth=depth)
+    step_key = jax.random.fold_in(key, depth) if key is not None else None
+    rule_key, outcome_key = (jax.random.split(step_key) if step_key is not None
+                             else (None, None))
+    slot = masked_argmax(rule.score(view, rule_key), view.legal)
+    chance = tree.slot_chance[node, slot]
+    safe_chance = jnp.maximum(chance, 0)
+    if num_outcomes == 1:
+      outcome = jnp.int32(0)
+    else:
+      outcome = _choose_outcome(tree.chance_prob[safe_chance], tree.chance_visits[safe_chance],
+                                outcome_key, config.outcome_rule)
+    child = jnp.where(chance >= 0, tree.chance_child[safe_chance, outcome], UNEXPANDED)
+    slots = slots.at[depth].set(slot)
+    outcomes = outcomes.at[depth].set(outcome)
+    nodes = nodes.at[depth + 1].set(child)
+    depth = depth + 1
+    go = (child >= 0) & ~tree.node_terminal[jnp.maximum(child, 0)] & (depth < depth_limit)
+    return jnp.where(child >= 0, child, node), depth, nodes, slots, outcomes, go
+
+  root_open = (tree.num_nodes > 0) & ~tree.node_terminal[0]
+  init = (jnp.int32(0), jnp.int32(0),
+          jnp.full((depth_limit + 1,), UNEXPANDED, jnp.int32).at[0].set(0),
+          jnp.zeros((depth_limit,), jnp.int32), jnp.zeros((depth_limit,), jnp.int32), root_open)
+  _, length, nodes, slots, outcomes, _ = jax.lax.while_loop(lambda c: c[-1], body, init)
+
+  parent = nodes[jnp.maximum(length - 1, 0)]
+  slot = slots[jnp.maximum(length - 1, 0)]
+  expand = (length > 0) & (nodes[length] < 0)
+  # A full tree stops growing: the simulation ends at the parent and re-backs its value.
+  full = expand & (tree.num_nodes >= tree.node_visits.shape[0])
+  length = jnp.where(full, length - 1, length)
+  expand = expand & ~full
+  new_chance = expand & (tree.slot_chance[parent, slot] < 0)
+  return Path(nodes=nodes, slots=slots, outcomes=outcomes, length=length, expand=expand,
+              new_chance=new_chance)
+
+
+# ---- backup ------------------------------------------------------------------------------
+
+def _backup_one(tree: Tree, path: Path, expansion: Expansion, value, logits, action_values,
+                bad, probs) -> Tree:
+  """Writes the new node (if any) and backs the leaf value up the path, for one tree."""
+  capacity = tree.node_visits.shape[0]
+  depth_limit = path.slots.shape[0]
+  length, expand = path.length, path.expand
+  last = jnp.maximum(length - 1, 0)
+  parent, slot, outcome = path.nodes[last], path.slots[last], path.outcomes[last]
+
+  # 1. The chance record of the expanded slot (created if new).
+  new_chance = path.new_chance
+  chance_index = jnp.where(new_chance, tree.num_chance, tree.slot_chance[parent, slot])
+  drop_chance = jnp.where(new_chance, tree.num_chance, capacity)  # out of range = no write
+  slot_chance = tree.slot_chance.at[jnp.where(new_chance, parent, capacity), slot].set(
+      tree.num_chance, mode="drop")
+  chance_node = tree.chance_node.at[drop_chance].set(parent, mode="drop")
+  chance_prob = tree.chance_prob.at[drop_chance].set(probs, mode="drop")
+
+  # 2. The new decision node.
+  new_node = tree.num_nodes
+  write_node = jnp.where(expand, new_node, capacity)
+  write_edge = jnp.where(expand, chance_index, capacity)
+  chance_child = tree.chance_child.at[write_edge, outcome].set(new_node, mode="drop")
+  chance_reward = tree.chance_reward.at[write_edge, outcome].set(expansion.reward, mode="drop")
+  chance_discount = tree.chance_discount.at[write_edge, outcome].set(expansion.discount,
+                                                                     mode="drop")
+
+  def set_node(field, x):
+    return field.at[write_node].set(x, mode="drop")
+
+  # 3. Returns along the path: G_L = leaf value, G_d = r_d + γ_d G_{d+1} (mctx's order).
+  leaf = jnp.where(expand, new_node, path.nodes[length])
+  safe_leaf = jnp.minimum(jnp.maximum(leaf, 0), capacity - 1)
+  leaf_value = jnp.where(expand, value,
+                         jnp.where(tree.node_terminal[safe_leaf], 0.0, tree.node_value[safe_leaf]))
+  edge_ids = jnp.arange(depth_limit)
+  on_path = edge_ids < length
+  edge_nodes = jnp.maximum(path.nodes[:-1], 0)
+  edge_chance = jnp.maximum(slot_chance[edge_nodes, path.slots], 0)
+  rewards = chance_reward[edge_chance, path.outcomes]
+  discounts = chance_discount[edge_chance, path.outcomes]
+
+  def recurse(carry):
+    d, g, returns = carry
+    d = d - 1
+    g = rewards[d] + discounts[d] * g
+    return d, g, returns.at[d].set(g)
+
+  _, _, returns = jax.lax.while_loop(
+      lambda c: c[0] > 0, recurse,
+      (length, leaf_value, jnp.zeros((depth_limit,), jnp.float32)))
+
+  # 4. Statistics: nodes on the path (the new node is written whole below), slots, outcomes.
+  node_ids = jnp.where(on_path, edge_nodes, capacity)
+  leaf_ids = jnp.where(expand, capacity, leaf)  # an existing leaf (terminal / depth limit)
+  node_ids = jnp.concatenate([node_ids, leaf_ids[None]])
+  node_returns = jnp.concatenate([returns, leaf_value[None]])
+  safe_ids = jnp.minimum(node_ids, capacity - 1)
+  counts = tree.node_visits[safe_ids].astype(jnp.float32)
+  means = (tree.node_value[safe_ids] * counts + node_returns) / (counts + 1.0)
+  node_visits = tree.node_visits.at[node_ids].add(1, mode="drop")
+  node_value = tree.node_value.at[node_ids].set(means, mode="drop")
+
+  slot_rows = jnp.where(on_path, edge_nodes, capacity)
+  slot_counts = tree.slot_visits[edge_nodes, path.slots].astype(jnp.float32)
+  slot_means = (tree.slot_value[edge_nodes, path.slots] * slot_counts + returns) / (
+      slot_counts + 1.0)
+  chance_rows = jnp.where(on_path, edge_chance, capacity)
+
+  return tree.replace(
+      node_visits=set_node(node_visits, 1),
+      node_value=set_node(node_value, value),
+      node_raw_value=set_node(tree.node_raw_value, value),
+      node_parent=set_node(tree.node_parent, parent),
+      node_depth=set_node(tree.node_depth, length),
+      node_terminal=set_node(tree.node_terminal, expansion.terminal),
+      node_state=jax.tree.map(set_node, tree.node_state, expansion.state),
+      slot_legal=set_node(tree.slot_legal, expansion.legal),
+      slot_prior_logits=set_node(tree.slot_prior_logits, logits),
+      slot_action_value=set_node(tree.slot_action_value, action_values),
+      slot_visits=tree.slot_visits.at[slot_rows, path.slots].add(1, mode="drop"),
+      slot_value=tree.slot_value.at[slot_rows, path.slots].set(slot_means, mode="drop"),
+      slot_chance=slot_chance,
+      chance_node=chance_node,
+      chance_prob=chance_prob,
+      chance_reward=chance_reward,
+      chance_discount=chance_discount,
+      chance_child=chance_child,
+      chance_visits=tree.chance_visits.at[chance_rows, path.outcomes].add(1, mode="drop"),
+      num_nodes=tree.num_nodes + expand.astype(jnp.int32),
+      num_chance=tree.num_chance + new_chance.astype(jnp.int32),
+      nonfinite_estimates=tree.nonfinite_estimates + (bad & expand).astype(jnp.int32),
+  )
+
+
+# ---- the search --------------------------------------------------------------------------
+
+def _gather_rows(tree_field, index):
+  """``tree_field[b, index[b]]`` for every leaf of a ``[B, N, ...]`` pytree."""
+  return jax.tree.map(lambda x: jax.vmap(lambda row, i: row[i])(x, index), tree_field)
+
+
+def init_tree(model: Model, config: SearchConfig, params, key, root_input,
+              tree: Optional[Tree] = None) -> Tree:
+  """A batch of trees whose roots are ``root_input`` (evaluated once).
+
+  Where ``tree`` is given, its non-empty rows are kept (subtree reuse) and only its empty rows
+  (``num_nodes == 0``, e.g. after :func:`jaxsearch.tree.reroot` into an unexpanded child) start
+  from ``root_input``.
+  """
+  expansion = model.root(params, key, root_input)
+  batch_size, num_actions = expansion.legal.shape
+  if num_actions != model.num_actions:
+    raise ValueError(f"root legal mask has {num_actions} actions, the model {model.num_actions}")
+  state_example = jax.tree.map(lambda x: x[0], expansion.state)
+  fresh = tree_lib.allocate(batch_size, config.max_nodes, num_actions, model.num_outcomes,
+                            state_example)
+  fresh = jax.vmap(_write_root)(fresh, expansion, *_sanitise(expansion, num_actions))
+  if tree is None:
+    return fresh
+  expected = (batch_size, config.max_nodes, num_actions, model.num_outcomes)
+  got = (tree.batch_size, tree.max_nodes, tree.num_slots, tree.num_outcomes)
+  if got != expected:
+    raise ValueError(f"tree has (B, N, K, O) = {got}, this search needs {expected}")
+  if jax.tree.structure(tree.node_state) != jax.tree.structure(fresh.node_state):
+    raise ValueError("tree.node_state does not match the structure of the root states")
+  keep = tree.num_nodes > 0
+  return jax.tree.map(
+      lambda old, new: jnp.where(keep.reshape((-1,) + (1,) * (old.ndim - 1)), old, new),
+      tree, fresh)
+
+
+def run(model: Model, config: SearchConfig, params, key, root_input,
+        tree: Optional[Tree] = None) -> Tree:
+  """Runs ``config.num_simulations`` simulations on a batch of trees and returns them.
+
+  Args:
+    model: the batched world (see :mod:`jaxsearch.model`).
+    config: static settings.
+    params: estimator parameters (any pytree, passed through).
+    key: a PRNG key.
+    root_input: the root states ``[B, ...]`` (for :func:`jaxsearch.model.from_game`).
+    tree: optional trees to continue (subtree reuse).
+  Returns:
+    The trees, ``[B, N, ...]``.
+  """
+  root_key, noise_key, loop_key = jax.random.split(key, 3)
+  tree = init_tree(model, config, params, root_key, root_input, tree)
+  batch_size = tree.batch_size
+  batch_ids = jnp.arange(batch_size)
+  root_logits = tree.slot_prior_logits[:, 0]
+  if config.dirichlet_fraction > 0.0:
+    root_logits = jax.vmap(_root_noise_logits, in_axes=(0, 0, 0, None, None))(
+        jax.random.split(noise_key, batch_size), root_logits, tree.slot_legal[:, 0],
+        config.dirichlet_fraction, config.dirichlet_alpha)
+  needs_key = config.selection.needs_key or (
+      model.num_outcomes > 1 and config.outcome_rule == "sample")
+
+  def simulate(sim, tree):
+    sim_key = jax.random.fold_in(loop_key, sim)
+    select_key, outcome_key, estimator_key = jax.random.split(sim_key, 3)
+    tree_keys = jax.random.split(select_key, batch_size) if needs_key else None
+    path = jax.vmap(lambda t, logits, k: _select_one(t, logits, k, config=config),
+                    in_axes=(0, 0, 0 if needs_key else None))(tree, root_logits, tree_keys)
+    last = jnp.maximum(path.length - 1, 0)
+    parents = path.nodes[batch_ids, last]
+    slots = path.slots[batch_ids, last]
+    parent_states = _gather_rows(tree.node_state, parents)
+    actions = tree.slot_action[batch_ids, parents, slots]
+    if model.num_outcomes == 1:
+      probs = jnp.ones((batch_size, 1), jnp.float32)
+      outcomes = path.outcomes[batch_ids, last]
+    else:
+      probs = model.outcome_probs(params, parent_states, actions)
+      if probs.shape != (batch_size, model.num_outcomes):
+        raise ValueError(f"outcome_probs must return [B, O]=({batch_size}, "
+                         f"{model.num_outcomes}), got {probs.shape}")
+      fresh_outcomes = jax.vmap(_choose_outcome, in_axes=(0, None, 0, None))(
+          probs, jnp.zeros((model.num_outcomes,)), jax.random.split(outcome_key, batch_size),
+          config.outcome_rule)
+      outcomes = jnp.where(path.new_chance, fresh_outcomes, path.outcomes[batch_ids, last])
+      path = path.replace(outcomes=path.outcomes.at[batch_ids, last].set(outcomes))
+    expansion = model.step(params, estimator_key, parent_states, actions, outcomes)
+    sanitised = _sanitise(expansion, model.num_actions)
+    return jax.vmap(_backup_one)(tree, path, expansion, *sanitised, probs)
+
+  return jax.lax.fori_loop(0, config.num_simulations, simulate, tree)

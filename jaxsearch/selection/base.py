@@ -1,0 +1,110 @@
+"""What a selection rule sees and returns.
+
+A selection rule is a pure function of **one** node's statistics (a :class:`NodeView`, no
+batch axis: the engine vmaps it) returning a score per slot; the engine masks illegal slots
+and takes the first maximum, so ties break by slot index with no random numbers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Optional
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+
+@struct.dataclass
+class NodeView:
+  """One decision node's statistics, as a selection rule sees them (``K`` slots).
+
+  Attributes:
+    visits: ``i32[]`` the node's visit count (``1 + sum(child_visits)`` once expanded).
+    value: ``f32[]`` the node's running value (mover's view).
+    child_visits: ``i32[K]``.
+    child_values: ``f32[K]`` Q(s, a) of each slot (meaningless where ``child_visits == 0``).
+    prior_logits: ``f32[K]`` (root Dirichlet noise already mixed in at the root).
+    action_values: ``f32[K]`` the estimator's q̂1 (0 when it gives none).
+    legal: ``bool[K]``.
+    depth: ``i32[]`` 0 at the root.
+  """
+
+  visits: jax.Array
+  value: jax.Array
+  child_visits: jax.Array
+  child_values: jax.Array
+  prior_logits: jax.Array
+  action_values: jax.Array
+  legal: jax.Array
+  depth: jax.Array
+
+
+@dataclasses.dataclass(frozen=True)
+class SelectionRule:
+  """A named scoring function ``(view, key) -> f32[K]``.
+
+  ``needs_key`` says whether the rule draws random numbers; when it is ``False`` the engine
+  passes ``None`` and spends no time on keys.
+  """
+
+  name: str
+  score: Callable[[NodeView, Optional[jax.Array]], jax.Array]
+  needs_key: bool = False
+
+
+def masked_argmax(scores: jax.Array, legal: jax.Array) -> jax.Array:
+  """First index of the largest legal score (``i32[]``; 0 if nothing is legal)."""
+  return jnp.argmax(jnp.where(legal, scores, -jnp.inf)).astype(jnp.int32)
+
+
+def masked_softmax(logits: jax.Array, legal: jax.Array) -> jax.Array:
+  """Softmax over the legal entries of ``logits`` (``[..., K]``).
+
+  Illegal entries get 0. Where every legal logit is ``-inf`` (or nothing is legal) the result
+  is uniform over the legal entries (all zeros when none is legal) instead of NaN.
+  """
+  masked = jnp.where(legal, logits, -jnp.inf)
+  top = jnp.max(masked, axis=-1, keepdims=True)
+  finite_top = jnp.isfinite(top)
+  weights = jnp.where(legal & finite_top, jnp.exp(masked - jnp.where(finite_top, top, 0.0)),
+                      0.0)
+  weights = jnp.where(finite_top, weights, legal.astype(weights.dtype))
+  total = jnp.sum(weights, axis=-1, keepdims=True)
+  return weights / jnp.maximum(total, jnp.finfo(weights.dtype).tiny)
+
+
+# ---- Q transforms: Q(s, ·) -> comparable scores, one node at a time ------------------------
+
+QTransform = Callable[[NodeView], jax.Array]
+
+
+def q_minmax(view: NodeView, epsilon: float = 1e-8) -> jax.Array:
+  """Normalises Q over the node's value and its visited children (mctx's default).
+
+  ``lo = min(V, min visited Q)``, ``hi = max(...)``, ``(Q - lo) / max(hi - lo, eps)``;
+  unvisited slots get 0. Written in mctx's order of operations so that parity runs agree
+  bit for bit.
+  """
+  visited = view.child_visits > 0
+  safe_q = jnp.where(visited, view.child_values, view.value)
+  lo = jnp.minimum(view.value, jnp.min(safe_q, axis=-1))
+  hi = jnp.maximum(view.value, jnp.max(safe_q, axis=-1))
+  completed = jnp.where(visited, view.child_values, lo)
+  return (completed - lo) / jnp.maximum(hi - lo, epsilon)
+
+
+def q_range(lo: float, hi: float) -> QTransform:
+  """Maps Q from the fixed range ``[lo, hi]`` to ``[0, 1]``; unvisited slots get 0."""
+  if not hi > lo:
+    raise ValueError(f"q_range needs hi > lo, got ({lo}, {hi})")
+
+  def transform(view: NodeView) -> jax.Array:
+    return jnp.where(view.child_visits > 0, (view.child_values - lo) / (hi - lo), 0.0)
+
+  return transform
+
+
+def q_raw(view: NodeView) -> jax.Array:
+  """Q as it is; unvisited slots get 0."""
+  return jnp.where(view.child_visits > 0, view.child_values, 0.0)
