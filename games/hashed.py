@@ -78,17 +78,8 @@ def estimator(num_actions: int = 16):
   return estimate
 
 
-def mctx_recurrent_fn(game: Game):
-  """The same environment + estimator as an mctx ``recurrent_fn`` (embedding = State)."""
-  import mctx  # optional dependency, only for comparisons
 
-  num_actions = game.num_actions
-
-  def recurrent_fn(params, key, action, embedding):
-    del params, key
-    result = jax.vmap(game.step)(embedding, action, jnp.zeros_like(action))
-    value, logits = jax.vmap(lambda s: estimate_one(s, num_actions))(result.state)
-    return mctx.RecurrentFnOutput(reward=result.reward, discount=result.discount,
-                                  prior_logits=logits, value=value), result.state
-
-  return recurrent_fn
+def distinct_roots(game: Game, batch_size: int) -> State:
+  """``batch_size`` different root states (``[B]``) of a hashed game."""
+  states = jax.vmap(game.init)(jax.random.split(jax.random.PRNGKey(0), batch_size))
+  return states.replace(code=_mix(states.code ^ jnp.arange(batch_size, dtype=jnp.uint32)))

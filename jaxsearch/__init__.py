@@ -1,6 +1,6 @@
 """jaxsearch: Monte-Carlo tree search as pure, batched, jit-compiled JAX."""
 
-from jaxsearch import estimators, model, policies, search, selection, tree
+from jaxsearch import compat, estimators, model, policies, search, selection, tree
 from jaxsearch.game import Estimate, Estimator, Game, StepResult
 from jaxsearch.policies import PolicyOutput, Search
 from jaxsearch.tree import Tree, reroot
@@ -8,4 +8,4 @@ from jaxsearch.tree import Tree, reroot
 __version__ = "0.1.0"
 
 __all__ = ["Estimate", "Estimator", "Game", "PolicyOutput", "Search", "StepResult", "Tree",
-           "estimators", "model", "policies", "reroot", "search", "selection", "tree"]
+           "compat", "estimators", "model", "policies", "reroot", "search", "selection", "tree"]

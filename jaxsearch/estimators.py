@@ -12,7 +12,7 @@ from typing import Callable, Optional
 import jax
 import jax.numpy as jnp
 
-from jaxsearch.game import Estimate, Estimator, Game
+from jaxsearch.game import Estimate, Estimator, Game, per_item_keys
 
 
 def batch_size_of(states) -> int:
@@ -41,7 +41,7 @@ def from_unbatched(fn: Callable[..., Estimate]) -> Estimator:
   each state gets its own key."""
 
   def estimate(params, key, states) -> Estimate:
-    keys = jax.random.split(key, batch_size_of(states))
+    keys = per_item_keys(key, batch_size_of(states))
     return jax.vmap(fn, in_axes=(None, 0, 0))(params, keys, states)
 
   return estimate
@@ -100,7 +100,7 @@ def rollout(game: Game, num_rollouts: int = 1, max_steps: Optional[int] = None) 
 
   def estimate(params, key, states) -> Estimate:
     del params
-    keys = jax.random.split(key, batch_size_of(states))
+    keys = per_item_keys(key, batch_size_of(states))
     return Estimate(value=jax.vmap(one_state)(keys, states))
 
   return estimate

@@ -100,3 +100,12 @@ class Game:
       raise ValueError(f"Game {self.name!r}: num_actions must be >= 1, got {self.num_actions}")
     if self.num_outcomes < 1:
       raise ValueError(f"Game {self.name!r}: num_outcomes must be >= 1, got {self.num_outcomes}")
+
+
+def per_item_keys(key: jax.Array, batch_size: int) -> jax.Array:
+  """``[B]`` keys, item ``b`` = ``fold_in(key, b)``.
+
+  Unlike ``split(key, B)``, item ``b``'s key does not depend on ``B``, so a search's result
+  for one root does not change when the batch around it grows or shrinks.
+  """
+  return jax.vmap(jax.random.fold_in, in_axes=(None, 0))(key, jnp.arange(batch_size))

@@ -19,7 +19,7 @@ from flax import struct
 
 from jaxsearch import search as search_lib
 from jaxsearch import selection as selection_lib
-from jaxsearch.game import Estimator, Game
+from jaxsearch.game import Estimator, Game, per_item_keys
 from jaxsearch.model import Model, from_game
 from jaxsearch.selection.base import QTransform, SelectionRule, masked_argmax, q_minmax
 from jaxsearch.tree import Tree
@@ -76,7 +76,9 @@ def root_summary(tree: Tree, num_actions: int, temperature: float, key) -> Polic
                                 jnp.log(jnp.maximum(most, 1)).astype(jnp.float32)) / temperature),
                        0.0)
     weights = scaled / jnp.maximum(jnp.sum(scaled, axis=-1, keepdims=True), 1e-30)
-    sampled = jax.random.categorical(key, jnp.where(weights > 0, jnp.log(weights), -jnp.inf))
+    sampled = jax.vmap(jax.random.categorical)(
+        per_item_keys(key, tree.batch_size),
+        jnp.where(weights > 0, jnp.log(weights), -jnp.inf))
     action = jnp.where(jnp.any(weights > 0, axis=-1), sampled, greedy)
   weights = jnp.where(has_action[:, None], weights, 0.0)
   action = jnp.where(has_action, action, -1).astype(jnp.int32)

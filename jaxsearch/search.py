@@ -20,6 +20,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from jaxsearch import tree as tree_lib
+from jaxsearch.game import per_item_keys
 from jaxsearch.model import Expansion, Model
 from jaxsearch.selection.base import NodeView, SelectionRule, masked_argmax, masked_softmax
 from jaxsearch.tree import UNEXPANDED, Tree
@@ -160,14 +161,21 @@ def _choose_outcome(probs, visits, key, rule):
   return masked_argmax(probs / (visits + 1.0), possible)
 
 
-def _select_one(tree: Tree, root_logits, key, *, config: SearchConfig) -> Path:
-  """Descends one tree from the root to the edge the simulation will expand."""
+def _select_one(tree: Tree, root_logits, key, *, config: SearchConfig) -> tuple[Path, Tree]:
+  """Descends one tree from the root to the edge the simulation will expand.
+
+  The tree rides through the loop *unchanged* and is returned: XLA then lets the backup's
+  scatters update the very buffers the loop read, instead of copying the whole tree each
+  simulation to keep the loop's operands alive (measured: the copy grew the cost of a
+  simulation linearly with ``max_nodes``). Unchanged carries cost nothing under vmap:
+  ``select(p, x, x)`` folds to ``x``.
+  """
   depth_limit = config.max_depth
   rule = config.selection
   num_outcomes = tree.chance_prob.shape[-1]
 
   def body(carry):
-    node, depth, nodes, slots, outcomes, _ = carry
+    (node, depth, nodes, slots, outcomes, _), tree = carry
     view = NodeView(
         visits=tree.node_visits[node], value=tree.node_value[node],
         child_visits=tree.slot_visits[node], child_values=tree.slot_value[node],
@@ -190,13 +198,14 @@ def _select_one(tree: Tree, root_logits, key, *, config: SearchConfig) -> Path:
     nodes = nodes.at[depth + 1].set(child)
     depth = depth + 1
     go = (child >= 0) & ~tree.node_terminal[jnp.maximum(child, 0)] & (depth < depth_limit)
-    return jnp.where(child >= 0, child, node), depth, nodes, slots, outcomes, go
+    return (jnp.where(child >= 0, child, node), depth, nodes, slots, outcomes, go), tree
 
   root_open = (tree.num_nodes > 0) & ~tree.node_terminal[0]
   init = (jnp.int32(0), jnp.int32(0),
           jnp.full((depth_limit + 1,), UNEXPANDED, jnp.int32).at[0].set(0),
           jnp.zeros((depth_limit,), jnp.int32), jnp.zeros((depth_limit,), jnp.int32), root_open)
-  _, length, nodes, slots, outcomes, _ = jax.lax.while_loop(lambda c: c[-1], body, init)
+  (_, length, nodes, slots, outcomes, _), tree = jax.lax.while_loop(
+      lambda c: c[0][-1], body, (init, tree))
 
   parent = nodes[jnp.maximum(length - 1, 0)]
   slot = slots[jnp.maximum(length - 1, 0)]
@@ -207,7 +216,7 @@ def _select_one(tree: Tree, root_logits, key, *, config: SearchConfig) -> Path:
   expand = expand & ~full
   new_chance = expand & (tree.slot_chance[parent, slot] < 0)
   return Path(nodes=nodes, slots=slots, outcomes=outcomes, length=length, expand=expand,
-              new_chance=new_chance)
+              new_chance=new_chance), tree
 
 
 # ---- backup ------------------------------------------------------------------------------
@@ -365,7 +374,7 @@ def run(model: Model, config: SearchConfig, params, key, root_input,
   root_logits = tree.slot_prior_logits[:, 0]
   if config.dirichlet_fraction > 0.0:
     root_logits = jax.vmap(_root_noise_logits, in_axes=(0, 0, 0, None, None))(
-        jax.random.split(noise_key, batch_size), root_logits, tree.slot_legal[:, 0],
+        per_item_keys(noise_key, batch_size), root_logits, tree.slot_legal[:, 0],
         config.dirichlet_fraction, config.dirichlet_alpha)
   needs_key = config.selection.needs_key or (
       model.num_outcomes > 1 and config.outcome_rule == "sample")
@@ -373,9 +382,12 @@ def run(model: Model, config: SearchConfig, params, key, root_input,
   def simulate(sim, tree):
     sim_key = jax.random.fold_in(loop_key, sim)
     select_key, outcome_key, estimator_key = jax.random.split(sim_key, 3)
-    tree_keys = jax.random.split(select_key, batch_size) if needs_key else None
-    path = jax.vmap(lambda t, logits, k: _select_one(t, logits, k, config=config),
+    tree_keys = per_item_keys(select_key, batch_size) if needs_key else None
+    path, tree = jax.vmap(lambda t, logits, k: _select_one(t, logits, k, config=config),
                     in_axes=(0, 0, 0 if needs_key else None))(tree, root_logits, tree_keys)
+    # Ties the tree's later reads and in-place writes to after the descent, so that XLA
+    # updates the buffers the descent read instead of copying them (see _select_one).
+    path, tree = jax.lax.optimization_barrier((path, tree))
     last = jnp.maximum(path.length - 1, 0)
     parents = path.nodes[batch_ids, last]
     slots = path.slots[batch_ids, last]
@@ -390,7 +402,7 @@ def run(model: Model, config: SearchConfig, params, key, root_input,
         raise ValueError(f"outcome_probs must return [B, O]=({batch_size}, "
                          f"{model.num_outcomes}), got {probs.shape}")
       fresh_outcomes = jax.vmap(_choose_outcome, in_axes=(0, None, 0, None))(
-          probs, jnp.zeros((model.num_outcomes,)), jax.random.split(outcome_key, batch_size),
+          probs, jnp.zeros((model.num_outcomes,)), per_item_keys(outcome_key, batch_size),
           config.outcome_rule)
       outcomes = jnp.where(path.new_chance, fresh_outcomes, path.outcomes[batch_ids, last])
       path = path.replace(outcomes=path.outcomes.at[batch_ids, last].set(outcomes))

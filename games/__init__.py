@@ -1,0 +1,40 @@
+"""Pure-JAX games for jaxsearch.
+
+Each game module (``games.tictactoe``, ``games.connect_four``, ...) exposes a module constant
+``GAME`` (a :class:`jaxsearch.game.Game`) built from pure, unbatched functions over a small
+frozen ``State`` pytree, plus plain-Python helpers (``render``, ``state_from_moves``, oracles).
+
+Importing this package is cheap on purpose: game modules are imported explicitly
+(``from games import connect_four``) so that a CLI listing games does not pay for JAX.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+
+def stack_states(states: Sequence[Any]) -> Any:
+  """Stacks a list of unbatched states (same pytree structure) into one batched state.
+
+  Args:
+    states: ``P`` states, each leaf of shape ``S``.
+
+  Returns:
+    One state whose leaves have shape ``[P, *S]`` (``jax.Array``).
+  """
+  # Imported lazily so that ``import games`` stays free of JAX.
+  import jax
+  import jax.numpy as jnp
+  import numpy as np
+
+  if len(states) == 0:
+    raise ValueError("stack_states: need at least one state to stack")
+
+  def stack(*leaves):
+    # One host-side np.stack + one transfer is much cheaper than jnp.stack over P small
+    # device arrays; fall back to jnp.stack for tracers (stacking inside a jit).
+    if any(isinstance(x, jax.core.Tracer) for x in leaves):
+      return jnp.stack(leaves)
+    return jnp.asarray(np.stack([np.asarray(x) for x in leaves]))
+
+  return jax.tree.map(stack, *states)

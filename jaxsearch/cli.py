@@ -1,0 +1,248 @@
+"""The ``jaxsearch`` command line: play a game against the search, run the benchmark.
+
+    jaxsearch --help
+    jaxsearch play tictactoe [--simulations 2000] [--rule uct|puct] [--first human|search]
+    jaxsearch play connect_four [--simulations 1000] ...
+    jaxsearch bench [--quick] [--repeats N] [--only ...]
+
+JAX is imported inside the subcommands only, so that ``--help`` costs no JAX import of its own
+(today ``import jaxsearch`` itself still imports JAX, about 1.5 s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import functools
+import importlib
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Optional, Sequence
+
+
+@dataclasses.dataclass(frozen=True)
+class _GameSpec:
+  """What ``play`` needs to know about a game before importing it (no JAX here).
+
+  Attributes:
+    module: the module under ``games`` exposing ``GAME`` and ``render``.
+    default_simulations: search simulations per move unless ``--simulations`` says otherwise.
+    unit: what a person picks ("cell", "column"); action ``a`` is shown as ``a + 1``.
+    taken: why a legal-range choice is illegal, formatted with ``{label}``.
+  """
+
+  module: str
+  default_simulations: int
+  unit: str
+  taken: str
+
+
+_GAMES = {
+    "tictactoe": _GameSpec("tictactoe", 2000, "cell", "cell {label} is already taken"),
+    "connect_four": _GameSpec("connect_four", 1000, "column", "column {label} is full"),
+}
+
+_BENCH_SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "bench_search.py"
+
+
+# ---- play --------------------------------------------------------------------------------------
+
+def _ask_move(legal: Sequence[bool], spec: _GameSpec) -> Optional[int]:
+  """Prompts until the person enters a legal action; ``None`` on ``q`` or end of input.
+
+  Args:
+    legal: ``bool[A]`` legal actions of the position (action ``a`` is typed as ``a + 1``).
+    spec: the game's description, for the wording of the messages.
+  """
+  num_actions = len(legal)
+  prompt = f"Your move (1-{num_actions}, q to quit): "
+  while True:
+    try:
+      text = input(prompt).strip()
+    except EOFError:
+      print()  # the prompt left the cursor mid-line
+      return None
+    if text.lower() in ("q", "quit", "exit"):
+      return None
+    try:
+      label = int(text)
+    except ValueError:
+      print(f"{text!r} is not a number: type a {spec.unit} 1-{num_actions}, or q to quit.")
+      continue
+    if not 1 <= label <= num_actions:
+      print(f"{label} is out of range: {spec.unit}s are numbered 1-{num_actions}.")
+      continue
+    if not legal[label - 1]:
+      free = ", ".join(str(a + 1) for a, ok in enumerate(legal) if ok)
+      print(f"{spec.taken.format(label=label)}; legal {spec.unit}s: {free}.")
+      continue
+    return label - 1
+
+
+@functools.lru_cache(maxsize=None)
+def _jitted(game_name: str, rule: str, simulations: int):
+  """The jitted search, reroot, step and legal-action functions of one ``play`` setting, and
+  the trees' ``max_nodes``.
+
+  Cached so that playing again with the same settings in one process (tests, notebooks)
+  reuses the compiled search instead of paying several seconds of compilation again.
+  """
+  import jax
+
+  import jaxsearch as js
+
+  game = importlib.import_module(f"games.{_GAMES[game_name].module}").GAME
+  # Room for a reused subtree plus a full search's new nodes; a tree that still fills up
+  # stops growing and keeps backing up values (SearchConfig needs max_nodes >= S + 1).
+  max_nodes = 2 * simulations + 2
+  estimator = js.estimators.rollout(game, num_rollouts=4)
+  if rule == "uct":
+    search = js.policies.uct(game, estimator, num_simulations=simulations, max_nodes=max_nodes)
+  else:  # PUCT with the rollout estimator's uniform prior
+    search = js.policies.puct(game, estimator, num_simulations=simulations, max_nodes=max_nodes)
+  # One compile each: the tree is always passed (an empty one at first) so its pytree
+  # structure, and so the jit cache key, never changes between moves.
+  return (jax.jit(search), jax.jit(js.reroot), jax.jit(game.step),
+          jax.jit(game.legal_actions), max_nodes)
+
+
+def _play(args: argparse.Namespace) -> int:
+  import jax
+  import jax.numpy as jnp
+  import numpy as np
+
+  import jaxsearch as js
+
+  spec = _GAMES[args.game]
+  module = importlib.import_module(f"games.{spec.module}")
+  game = module.GAME
+  simulations = args.simulations if args.simulations is not None else spec.default_simulations
+  if simulations < 1:
+    print(f"--simulations must be >= 1, got {simulations}", file=sys.stderr)
+    return 2
+  search_fn, reroot, step, legal_fn, max_nodes = _jitted(args.game, args.rule, simulations)
+
+  key = jax.random.PRNGKey(args.seed)
+  key, init_key = jax.random.split(key)
+  state = game.init(init_key)
+  tree = js.tree.allocate(1, max_nodes, game.num_actions, game.num_outcomes, state)
+  human_moves_first = args.first == "human"
+  print(f"{game.name}: you play {'first' if human_moves_first else 'second'} against "
+        f"{args.rule.upper()} with {simulations} simulations a move (rollout values).")
+  ply = 0
+  searched = False  # until the first search, the tree is empty and rerooting is pointless
+  try:
+    while True:
+      print()
+      print(module.render(state))
+      legal = np.asarray(legal_fn(state))
+      if not legal.any():  # cannot happen after a non-terminal step; guards odd games
+        print("Draw: no legal move left.")
+        return 0
+      human_to_move = (ply % 2 == 0) == human_moves_first
+      if human_to_move:
+        action = _ask_move(legal.tolist(), spec)
+        if action is None:
+          print("Bye.")
+          return 0
+      else:
+        if not searched:
+          print("(the first search move compiles; a few seconds...)", flush=True)
+          searched = True
+        key, search_key = jax.random.split(key)
+        out = search_fn(None, search_key, jax.tree.map(lambda x: x[None], state), tree)
+        action = int(out.action[0])
+        visits = np.asarray(out.visit_counts[0])
+        print(f"search plays {action + 1} (value {float(out.root_value[0]):+.2f}, "
+              f"{int(visits[action])}/{int(visits.sum())} visits)")
+        tree = out.tree
+      # Keep the subtree under the move actually played; an unexpanded child gives an empty
+      # row, which the next search restarts from the state it is given.
+      if searched:
+        tree = reroot(tree, jnp.array([action], jnp.int32))
+      result = step(state, jnp.int32(action))
+      state = result.state
+      ply += 1
+      if bool(result.terminal):
+        print()
+        print(module.render(state))
+        if float(result.reward) > 0:
+          print("You win!" if human_to_move else "The search wins.")
+        else:
+          print("Draw.")
+        return 0
+  except KeyboardInterrupt:
+    print("\nInterrupted.")
+    return 130
+
+
+# ---- bench -------------------------------------------------------------------------------------
+
+def _bench(argv: Sequence[str]) -> int:
+  # scripts/ is not an installed package: load the file next to the source tree (editable
+  # installs and checkouts have it; a wheel install does not).
+  if not _BENCH_SCRIPT.is_file():
+    print(f"jaxsearch bench: {_BENCH_SCRIPT} not found; the benchmark ships with the source "
+          f"tree, not the installed package. Run it from a checkout (pip install -e .).",
+          file=sys.stderr)
+    return 2
+  spec = importlib.util.spec_from_file_location("jaxsearch_bench_search", _BENCH_SCRIPT)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  # The script's parser takes its name from argv[0]; make its usage say `jaxsearch bench`.
+  saved = sys.argv[0]
+  sys.argv[0] = "jaxsearch bench"
+  try:
+    return int(module.main(list(argv)) or 0)
+  finally:
+    sys.argv[0] = saved
+
+
+# ---- entry point -------------------------------------------------------------------------------
+
+def _parser() -> argparse.ArgumentParser:
+  parser = argparse.ArgumentParser(
+      prog="jaxsearch", description="Monte-Carlo tree search as pure, batched, jitted JAX.")
+  commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+  play = commands.add_parser(
+      "play", help="play a game against the search in the terminal",
+      description="Play against the search (batch of 1, temperature 0, subtree reuse).")
+  play.add_argument("game", choices=sorted(_GAMES), help="the game")
+  play.add_argument("--simulations", type=int, default=None,
+                    help="simulations per search move (default: 2000 tictactoe, "
+                         "1000 connect_four)")
+  play.add_argument("--rule", choices=["uct", "puct"], default="uct",
+                    help="selection rule; both use random-rollout values, PUCT a uniform "
+                         "prior (default: uct)")
+  play.add_argument("--first", choices=["human", "search"], default="human",
+                    help="who moves first (default: human)")
+  play.add_argument("--seed", type=int, default=0, help="PRNG seed (default: 0)")
+
+  # The benchmark's own options are forwarded untouched (see main), so they cannot drift
+  # from scripts/bench_search.py; `jaxsearch bench --help` prints the script's help.
+  commands.add_parser(
+      "bench", add_help=False,
+      help="throughput benchmark vs mctx (scripts/bench_search.py; --quick, --repeats N, "
+           "--only ...)",
+      description="Runs scripts/bench_search.py; see `jaxsearch bench --help`.")
+  return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+  """Runs the ``jaxsearch`` command; returns the exit status."""
+  parser = _parser()
+  args, extra = parser.parse_known_args(argv)
+  if args.command == "bench":
+    return _bench(extra)
+  if extra:
+    parser.error(f"unrecognized arguments: {' '.join(extra)}")
+  if args.command == "play":
+    return _play(args)
+  parser.error(f"unknown command {args.command!r}")  # unreachable: argparse checks choices
+  return 2
+
+
+if __name__ == "__main__":
+  sys.exit(main())

@@ -1,0 +1,325 @@
+"""The engine: jit/vmap, determinism, batch independence, reuse, chance nodes, bad input."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxsearch as js
+from games import connect_four, hashed, tictactoe
+from jaxsearch.game import Estimate, Game, StepResult
+
+GAME = tictactoe.GAME
+NUM_SIMULATIONS = 48
+
+
+@functools.lru_cache(maxsize=None)
+def _puct():
+  search = js.policies.puct(GAME, js.estimators.rollout(GAME, 2), num_simulations=NUM_SIMULATIONS,
+                            max_nodes=2 * NUM_SIMULATIONS + 1)
+  return search, jax.jit(search)
+
+
+def _positions(moves_list):
+  return tictactoe.states_from_moves(moves_list) if hasattr(
+      tictactoe, "states_from_moves") else jax.tree.map(
+          lambda *xs: jnp.stack(xs), *[tictactoe.state_from_moves(m) for m in moves_list])
+
+
+ROOTS = [[], [4], [0, 4], [0, 1, 4], [0, 4, 8, 2]]
+
+
+def _roots():
+  return _positions(ROOTS)
+
+
+def _trees_equal(a, b):
+  for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
+    np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+def test_jit_runs_and_counts_add_up():
+  _, search = _puct()
+  out = search(None, jax.random.PRNGKey(0), _roots())
+  tree = out.tree
+  assert out.action.shape == (5,) and out.visit_counts.shape == (5, 9)
+  np.testing.assert_array_equal(np.asarray(out.visit_counts.sum(-1)), NUM_SIMULATIONS)
+  # Every expanded non-terminal node has 1 + sum(child visits) visits (creation counts one).
+  visits = np.asarray(tree.node_visits)
+  child_sum = np.asarray(tree.slot_visits.sum(-1))
+  allocated = np.arange(tree.max_nodes)[None] < np.asarray(tree.num_nodes)[:, None]
+  open_nodes = allocated & ~np.asarray(tree.node_terminal)
+  np.testing.assert_array_equal(visits[open_nodes], 1 + child_sum[open_nodes])
+  # Each simulation either created a node or revisited a terminal one.
+  terminal_revisits = np.sum((visits - 1) * (allocated & np.asarray(tree.node_terminal)), axis=1)
+  np.testing.assert_array_equal(np.asarray(tree.num_nodes) - 1 + terminal_revisits,
+                                NUM_SIMULATIONS)
+  # Illegal (occupied) cells are never visited, at any depth.
+  assert not np.any(np.asarray(tree.slot_visits) * ~np.asarray(tree.slot_legal))
+  assert np.all(np.isfinite(np.asarray(out.q_values)))
+
+
+def test_vmap_over_an_extra_batch_axis_matches_separate_calls():
+  search, jitted = _puct()
+  roots = _roots()
+  stacked = jax.tree.map(lambda x: jnp.stack([x, x[::-1]]), roots)
+  keys = jnp.stack([jax.random.PRNGKey(1), jax.random.PRNGKey(2)])
+  both = jax.jit(jax.vmap(search, in_axes=(None, 0, 0)))(None, keys, stacked)
+  first = jitted(None, keys[0], roots)
+  np.testing.assert_array_equal(np.asarray(both.visit_counts[0]), np.asarray(first.visit_counts))
+  np.testing.assert_array_equal(np.asarray(both.action[0]), np.asarray(first.action))
+
+
+def test_same_key_gives_bit_identical_trees():
+  _, search = _puct()
+  a = search(None, jax.random.PRNGKey(7), _roots())
+  b = search(None, jax.random.PRNGKey(7), _roots())
+  _trees_equal(a, b)
+  c = search(None, jax.random.PRNGKey(8), _roots())
+  assert not np.array_equal(np.asarray(a.tree.node_value), np.asarray(c.tree.node_value))
+
+
+def test_result_does_not_depend_on_batch_neighbours():
+  _, search = _puct()
+  roots = _roots()
+  base = search(None, jax.random.PRNGKey(3), roots)
+  # Same first root, other neighbours (same batch size).
+  others = _positions([ROOTS[0], [8], [2, 6], [1], [3, 5]])
+  moved = search(None, jax.random.PRNGKey(3), others)
+  _trees_equal(jax.tree.map(lambda x: x[0], base.tree), jax.tree.map(lambda x: x[0], moved.tree))
+  # And a different batch size: per-root keys are fold_in(key, index), not split(key, B).
+  small = js.policies.puct(GAME, js.estimators.rollout(GAME, 2),
+                           num_simulations=NUM_SIMULATIONS, max_nodes=2 * NUM_SIMULATIONS + 1)
+  two = jax.jit(small)(None, jax.random.PRNGKey(3), jax.tree.map(lambda x: x[:2], roots))
+  _trees_equal(jax.tree.map(lambda x: x[:2], base.tree), two.tree)
+
+
+def test_visit_convention_is_pinned():
+  """'node' (N = 1 + sum n, mctx) lets the prior act on a node's first selection;
+  'children' (N = sum n) has sqrt(N) = 0 there, so the first pick falls to slot 0."""
+  logits = jnp.array([0.0, 0.0, 0.0, 5.0, 0.0, 0.0, 0.0])
+
+  def estimator(params, key, states):
+    batch = js.estimators.batch_size_of(states)
+    return Estimate(value=jnp.zeros((batch,)), prior_logits=jnp.tile(logits, (batch, 1)))
+
+  roots = connect_four.states_from_moves([""])
+  for convention, expected in (("node", 3), ("children", 0)):
+    search = js.policies.puct(connect_four.GAME, estimator, num_simulations=1,
+                              visit_convention=convention)
+    out = jax.jit(search)(None, jax.random.PRNGKey(0), roots)
+    assert int(jnp.argmax(out.visit_counts[0])) == expected, convention
+
+
+def test_uct_visits_every_legal_action_first():
+  search = js.policies.uct(GAME, js.estimators.uniform(), num_simulations=7)
+  out = jax.jit(search)(None, jax.random.PRNGKey(0), _positions([[0, 4]]))
+  np.testing.assert_array_equal(np.asarray(out.visit_counts[0]),
+                                [0, 1, 1, 1, 0, 1, 1, 1, 1])
+
+
+def test_reroot_keeps_the_subtree_and_search_continues():
+  search, jitted = _puct()
+  roots = _roots()
+  out = jitted(None, jax.random.PRNGKey(0), roots)
+  tree = out.tree
+  child = js.tree.root_child(tree, out.action)
+  kept = jax.jit(js.reroot)(tree, out.action)
+  for b in range(tree.batch_size):
+    c = int(child[b])
+    assert c > 0
+    assert int(kept.node_visits[b, 0]) == int(tree.node_visits[b, c])
+    assert float(kept.node_value[b, 0]) == float(tree.node_value[b, c])
+    np.testing.assert_array_equal(np.asarray(kept.slot_visits[b, 0]),
+                                  np.asarray(tree.slot_visits[b, c]))
+    # The subtree's size equals the child's descendants (+ itself), and nothing else is kept.
+    descendants = 1
+    frontier = [c]
+    parents = np.asarray(tree.node_parent[b])
+    while frontier:
+      kids = [n for n in range(int(tree.num_nodes[b])) if parents[n] in frontier]
+      descendants += len(kids)
+      frontier = kids
+    assert int(kept.num_nodes[b]) == descendants
+    assert int(kept.node_parent[b, 0]) == -1 and int(kept.node_depth[b, 0]) == 0
+    free = np.arange(tree.max_nodes) >= int(kept.num_nodes[b])
+    assert not np.any(np.asarray(kept.node_visits[b])[free])
+  # Continue searching from the kept subtrees: statistics accumulate.
+  next_states = jax.tree.map(lambda x: x[jnp.arange(tree.batch_size), child], tree.node_state)
+  again = jitted(None, jax.random.PRNGKey(1), next_states, kept)
+  np.testing.assert_array_equal(
+      np.asarray(again.tree.node_visits[:, 0]),
+      np.asarray(kept.node_visits[:, 0]) + NUM_SIMULATIONS)
+  # reroot under vmap (an extra batch axis) agrees.
+  stacked = jax.tree.map(lambda x: jnp.stack([x, x]), tree)
+  both = jax.jit(jax.vmap(js.reroot))(stacked, jnp.stack([out.action, out.action]))
+  _trees_equal(jax.tree.map(lambda x: x[1], both), kept)
+
+
+def test_reroot_into_unexpanded_child_restarts_from_given_state():
+  _, jitted = _puct()
+  roots = _roots()
+  out = jitted(None, jax.random.PRNGKey(0), roots)
+  unvisited = jnp.argmin(jnp.where(out.visit_counts > 0, 10**6, 0) +
+                         jnp.where(jax.vmap(GAME.legal_actions)(roots), 0, 10**7), axis=-1)
+  empty = js.reroot(out.tree, unvisited)
+  has_unvisited = np.asarray(jnp.min(jnp.where(jax.vmap(GAME.legal_actions)(roots),
+                                               out.visit_counts, 10**6), axis=-1) == 0)
+  assert has_unvisited.any()
+  assert np.all(np.asarray(empty.num_nodes)[has_unvisited] == 0)
+  fresh = jitted(None, jax.random.PRNGKey(0), roots, empty)
+  assert np.all(np.asarray(fresh.tree.node_visits[:, 0])[has_unvisited] == NUM_SIMULATIONS + 1)
+
+
+def test_terminal_root_has_documented_result():
+  _, jitted = _puct()
+  won = _positions([[0, 3, 1, 4, 2]] * 5)  # X completed the top row
+  out = jitted(None, jax.random.PRNGKey(0), won)
+  np.testing.assert_array_equal(np.asarray(out.action), -1)
+  np.testing.assert_array_equal(np.asarray(out.action_weights), 0.0)
+  np.testing.assert_array_equal(np.asarray(out.root_value), 0.0)
+  assert np.all(np.isfinite(np.asarray(out.q_values)))
+
+
+def test_nan_estimates_stay_inside_their_tree():
+  """Tree 0's estimator returns NaN: tree 0 counts it, the others are untouched."""
+  clean = js.estimators.rollout(GAME, 2)
+
+  def poisoned(params, key, states):
+    estimate = clean(params, key, states)
+    bad_row = jnp.arange(estimate.value.shape[0]) == 0
+    return Estimate(value=jnp.where(bad_row, jnp.nan, estimate.value),
+                    prior_logits=jnp.where(bad_row[:, None], jnp.nan, 0.0) * jnp.ones((1, 9)))
+
+  roots = _roots()
+  kwargs = dict(num_simulations=NUM_SIMULATIONS, max_nodes=2 * NUM_SIMULATIONS + 1)
+  bad = jax.jit(js.policies.puct(GAME, poisoned, **kwargs))(None, jax.random.PRNGKey(0), roots)
+  good = jax.jit(js.policies.puct(
+      GAME, lambda p, k, s: clean(p, k, s).replace(prior_logits=jnp.zeros(
+          (js.estimators.batch_size_of(s), 9))), **kwargs))(None, jax.random.PRNGKey(0), roots)
+  for leaf in jax.tree.leaves(bad.tree):
+    if jnp.issubdtype(leaf.dtype, jnp.floating):
+      assert np.all(np.isfinite(np.asarray(leaf)))
+  assert int(bad.tree.nonfinite_estimates[0]) > 0
+  np.testing.assert_array_equal(np.asarray(bad.tree.nonfinite_estimates[1:]), 0)
+  _trees_equal(jax.tree.map(lambda x: x[1:], bad.tree), jax.tree.map(lambda x: x[1:], good.tree))
+
+
+def test_bad_sizes_and_shapes_raise_clear_errors():
+  with pytest.raises(ValueError, match="max_nodes=10 is smaller than num_simulations"):
+    js.policies.puct(GAME, js.estimators.uniform(), num_simulations=10, max_nodes=10)
+
+  def wrong_value(params, key, states):
+    return Estimate(value=jnp.zeros((js.estimators.batch_size_of(states), 2)))
+
+  search = js.policies.puct(GAME, wrong_value, num_simulations=4)
+  with pytest.raises(ValueError, match="Estimate.value must have shape"):
+    search(None, jax.random.PRNGKey(0), _roots())
+
+  def wrong_logits(params, key, states):
+    batch = js.estimators.batch_size_of(states)
+    return Estimate(value=jnp.zeros((batch,)), prior_logits=jnp.zeros((batch, 8)))
+
+  search = js.policies.puct(GAME, wrong_logits, num_simulations=4)
+  with pytest.raises(ValueError, match="Estimate.prior_logits must have shape"):
+    search(None, jax.random.PRNGKey(0), _roots())
+  search = js.policies.puct(GAME, js.estimators.uniform(), num_simulations=4)
+  other = js.policies.puct(GAME, js.estimators.uniform(), num_simulations=4, max_nodes=9)
+  tree = search(None, jax.random.PRNGKey(0), _roots()).tree
+  with pytest.raises(ValueError, match="this search needs"):
+    other(None, jax.random.PRNGKey(0), _roots(), tree)
+  with pytest.raises(ValueError, match="reroot: action must have shape"):
+    js.reroot(tree, jnp.zeros((3,), jnp.int32))
+
+
+def test_full_tree_stops_growing_without_corruption():
+  """A reused tree can fill up: simulations then re-back existing leaves, counts stay sane."""
+  search = js.policies.puct(GAME, js.estimators.rollout(GAME, 1), num_simulations=20,
+                            max_nodes=21)
+  jitted = jax.jit(search)
+  roots = _positions([[]])
+  out = jitted(None, jax.random.PRNGKey(0), roots)
+  again = jitted(None, jax.random.PRNGKey(1), roots, out.tree)  # same root, 20 more sims
+  assert int(again.tree.num_nodes[0]) == 21
+  assert int(again.tree.node_visits[0, 0]) == 41
+  assert int(again.visit_counts.sum()) == 40
+
+
+def _coin_game():
+  """One decision, then the game ends: action 0 pays 1 with probability 0.3 (expected 0.3);
+  action 1 pays 0.5 or 0 with probabilities 0.8 / 0.2 (expected 0.4)."""
+  probs = jnp.array([[0.7, 0.3, 0.0], [0.2, 0.0, 0.8]])
+  payout = jnp.array([[0.0, 1.0, 0.0], [0.0, 0.0, 0.5]])
+
+  def init(key):
+    return jnp.zeros((), jnp.int32)
+
+  def legal_actions(state):
+    return jnp.broadcast_to(state == 0, (2,))
+
+  def step(state, action, outcome):
+    return StepResult(state=jnp.ones((), jnp.int32), reward=payout[action, outcome],
+                      discount=jnp.float32(0.0), terminal=jnp.bool_(True))
+
+  return Game(name="coin", num_actions=2, init=init, legal_actions=legal_actions, step=step,
+              num_outcomes=3, outcome_probs=lambda s, a: probs[a], max_length=1,
+              value_range=(0.0, 1.0))
+
+
+@pytest.mark.parametrize("outcome_rule", ["balanced", "sample"])
+def test_chance_outcomes_average_to_expected_values(outcome_rule):
+  game = _coin_game()
+  search = js.policies.uct(game, js.estimators.uniform(), num_simulations=400,
+                           outcome_rule=outcome_rule)
+  out = jax.jit(search)(None, jax.random.PRNGKey(0), jnp.zeros((3,), jnp.int32))
+  tree = out.tree
+  q = np.asarray(out.q_values)
+  payout = np.array([[0.0, 1.0, 0.0], [0.0, 0.0, 0.5]])
+  for b in range(3):
+    for action in range(2):
+      # Q is exactly the visit-weighted mean of the outcomes' rewards ...
+      counts = np.asarray(tree.chance_visits[b, int(tree.slot_chance[b, 0, action])])
+      np.testing.assert_allclose(q[b, action], counts @ payout[action] / counts.sum(),
+                                 rtol=1e-5)
+  if outcome_rule == "balanced":
+    # ... and with balanced outcomes it is the expectation up to one visit's worth.
+    np.testing.assert_allclose(q[:, 0], 0.3, atol=0.05)
+    np.testing.assert_allclose(q[:, 1], 0.4, atol=0.02)
+    np.testing.assert_array_equal(np.asarray(out.action), 1)
+  # Zero-probability outcomes are never expanded; records hold the game's probabilities.
+  slot_chance = np.asarray(tree.slot_chance[:, 0])
+  for b in range(3):
+    for action, impossible in ((0, 2), (1, 1)):
+      record = slot_chance[b, action]
+      assert int(tree.chance_child[b, record, impossible]) == -1
+      np.testing.assert_allclose(np.asarray(tree.chance_prob[b, record]),
+                                 np.asarray(_coin_game().outcome_probs(0, action)))
+  if outcome_rule == "balanced":  # deterministic: outcome counts track p(o) within one visit
+    record = slot_chance[0, 1]
+    counts = np.asarray(tree.chance_visits[0, record])
+    total = counts.sum()
+    assert abs(counts[2] - 0.8 * total) <= 1.0
+
+
+def test_dirichlet_noise_touches_legal_actions_only():
+  search = js.policies.alphazero(connect_four.GAME, js.estimators.uniform(),
+                                 num_simulations=64, temperature=1.0)
+  full_column = "444444"
+  roots = connect_four.states_from_moves([full_column] * 4)
+  out = jax.jit(search)(None, jax.random.PRNGKey(0), roots)
+  assert np.all(np.asarray(out.visit_counts[:, 3]) == 0)
+  np.testing.assert_allclose(np.asarray(out.action_weights.sum(-1)), 1.0, rtol=1e-6)
+  # Noise makes the four identical roots search differently.
+  visits = np.asarray(out.visit_counts)
+  assert any(not np.array_equal(visits[0], visits[b]) for b in range(1, 4))
+  assert np.all(np.asarray(out.action) != 3)
+
+
+def test_hashed_game_long_paths_respect_max_depth():
+  game = hashed.make(4)
+  search = js.policies.puct(game, hashed.estimator(4), num_simulations=30, max_depth=5)
+  out = jax.jit(search)(None, jax.random.PRNGKey(0), hashed.distinct_roots(game, 3))
+  assert int(out.tree.node_depth.max()) <= 5
+  assert int(out.visit_counts.sum()) == 90
