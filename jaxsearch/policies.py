@@ -33,7 +33,8 @@ class PolicyOutput:
     action: ``i32[B]`` the chosen action; ``-1`` where the root has no legal action.
     action_weights: ``f32[B, A]`` visit counts to the power ``1/τ``, normalised (one-hot of
       the most visited action at ``τ = 0``; all zeros without a legal action).
-    visit_counts: ``i32[B, A]`` root visit counts.
+    visit_counts: ``i32[B, A]`` root visit counts (with a reused tree they include the
+      visits of earlier searches, so they can add up to more than ``num_simulations``).
     root_value: ``f32[B]`` the root's backed-up value (mover's view; 0 if terminal).
     q_values: ``f32[B, A]`` Q at the root; unvisited or illegal actions get ``root_value``.
     tree: the searched trees (pass to :func:`jaxsearch.tree.reroot` to reuse them).
@@ -97,7 +98,9 @@ class Search:
     root: the root states, a state pytree with leading ``[B]``.
     tree: optional trees from a previous search, usually ``jaxsearch.tree.reroot(...)``ed;
       rows with ``num_nodes == 0`` start afresh from ``root``. The caller guarantees that a
-      kept tree's root is the state in ``root``.
+      kept tree's root is the state in ``root``. Reuse needs room: size ``max_nodes`` for
+      the kept subtree plus ``num_simulations`` new nodes; a tree that fills up stops growing
+      (``tree.num_nodes == max_nodes``) and its simulations re-back existing nodes.
   """
 
   model: Model
@@ -107,6 +110,14 @@ class Search:
   def __post_init__(self):
     if self.temperature < 0:
       raise ValueError(f"temperature must be >= 0, got {self.temperature}")
+
+  def init_tree(self, params, key, root) -> Tree:
+    """Fresh trees for ``root`` (``[B]`` states) of exactly the shapes this search uses.
+
+    Passing a tree on every call (this one first, then ``reroot``-ed ones) keeps one compiled
+    program instead of two (``tree=None`` and ``tree=Tree`` trace differently).
+    """
+    return search_lib.init_tree(self.model, self.config, params, key, root)
 
   def __call__(self, params, key, root, tree: Optional[Tree] = None) -> PolicyOutput:
     search_key, action_key = jax.random.split(key)

@@ -161,60 +161,87 @@ def _choose_outcome(probs, visits, key, rule):
   return masked_argmax(probs / (visits + 1.0), possible)
 
 
-def _select_one(tree: Tree, root_logits, key, *, config: SearchConfig) -> tuple[Path, Tree]:
-  """Descends one tree from the root to the edge the simulation will expand.
+def _select(tree: Tree, root_logits, keys, *, config: SearchConfig) -> tuple[Path, Tree]:
+  """Descends every tree of the batch from its root to the edge its simulation will expand.
 
-  The tree rides through the loop *unchanged* and is returned: XLA then lets the backup's
-  scatters update the very buffers the loop read, instead of copying the whole tree each
-  simulation to keep the loop's operands alive (measured: the copy grew the cost of a
-  simulation linearly with ``max_nodes``). Unchanged carries cost nothing under vmap:
-  ``select(p, x, x)`` folds to ``x``.
+  The descent is batched by hand rather than vmapped: under ``vmap`` a ``while_loop`` with a
+  per-tree predicate re-selects its whole carry (the path) every level, which measured as a
+  third of the descent's kernels. Here finished trees simply stop writing (their path writes
+  go out of range and are dropped). The selection *rule* is still a pure per-node function,
+  vmapped over the batch.
+
+  The tree rides through the loop unchanged and is returned, so that later reads and the
+  backup's in-place writes are ordered after the descent.
+
+  Args:
+    tree: ``[B, ...]`` trees.
+    root_logits: ``f32[B, K]`` root prior logits (Dirichlet noise mixed in).
+    keys: ``[B]`` keys for rules or outcome rules that draw, else ``None``.
+  Returns:
+    ``(path, tree)`` with a batched :class:`Path` (``[B, ...]``).
   """
   depth_limit = config.max_depth
-  rule = config.selection
-  num_outcomes = tree.chance_prob.shape[-1]
+  num_outcomes = tree.num_outcomes
+  batch_ids = jnp.arange(tree.batch_size)
+  score = jax.vmap(config.selection.score, in_axes=(0, 0 if keys is not None else None))
+  noisy_root = config.dirichlet_fraction > 0.0
 
   def body(carry):
-    (node, depth, nodes, slots, outcomes, _), tree = carry
+    (node, depth, steps, go), tree = carry
+    logits = tree.slot_prior_logits[batch_ids, node]
+    if noisy_root:
+      logits = jnp.where((node == 0)[:, None], root_logits, logits)
     view = NodeView(
-        visits=tree.node_visits[node], value=tree.node_value[node],
-        child_visits=tree.slot_visits[node], child_values=tree.slot_value[node],
-        prior_logits=jnp.where(node == 0, root_logits, tree.slot_prior_logits[node]),
-        action_values=tree.slot_action_value[node], legal=tree.slot_legal[node], depth=depth)
-    step_key = jax.random.fold_in(key, depth) if key is not None else None
-    rule_key, outcome_key = (jax.random.split(step_key) if step_key is not None
-                             else (None, None))
-    slot = masked_argmax(rule.score(view, rule_key), view.legal)
-    chance = tree.slot_chance[node, slot]
+        visits=tree.node_visits[batch_ids, node], value=tree.node_value[batch_ids, node],
+        child_visits=tree.slot_visits[batch_ids, node],
+        child_values=tree.slot_value[batch_ids, node], prior_logits=logits,
+        action_values=tree.slot_action_value[batch_ids, node],
+        legal=tree.slot_legal[batch_ids, node], depth=depth)
+    if keys is not None:
+      step_keys = jax.vmap(jax.random.fold_in)(keys, depth)
+      rule_keys, outcome_keys = jnp.moveaxis(jax.vmap(jax.random.split)(step_keys), 1, 0)
+    else:
+      rule_keys = outcome_keys = None
+    slot = jax.vmap(masked_argmax)(score(view, rule_keys), view.legal)
+    chance = tree.slot_chance[batch_ids, node, slot]
     safe_chance = jnp.maximum(chance, 0)
     if num_outcomes == 1:
-      outcome = jnp.int32(0)
+      outcome = jnp.zeros_like(slot)
     else:
-      outcome = _choose_outcome(tree.chance_prob[safe_chance], tree.chance_visits[safe_chance],
-                                outcome_key, config.outcome_rule)
-    child = jnp.where(chance >= 0, tree.chance_child[safe_chance, outcome], UNEXPANDED)
-    slots = slots.at[depth].set(slot)
-    outcomes = outcomes.at[depth].set(outcome)
-    nodes = nodes.at[depth + 1].set(child)
-    depth = depth + 1
-    go = (child >= 0) & ~tree.node_terminal[jnp.maximum(child, 0)] & (depth < depth_limit)
-    return (jnp.where(child >= 0, child, node), depth, nodes, slots, outcomes, go), tree
+      outcome = jax.vmap(_choose_outcome, in_axes=(0, 0, 0 if keys is not None else None,
+                                                   None))(
+          tree.chance_prob[batch_ids, safe_chance], tree.chance_visits[batch_ids, safe_chance],
+          outcome_keys, config.outcome_rule)
+    child = jnp.where(chance >= 0, tree.chance_child[batch_ids, safe_chance, outcome],
+                      UNEXPANDED)
+    # One packed row per edge (slot, outcome, child); finished trees write out of range.
+    row = jnp.where(go, depth, depth_limit)
+    steps = steps.at[batch_ids, row].set(jnp.stack([slot, outcome, child], axis=-1),
+                                         mode="drop")
+    depth = depth + go.astype(jnp.int32)
+    go = go & (child >= 0) & ~tree.node_terminal[batch_ids, jnp.maximum(child, 0)] & (
+        depth < depth_limit)
+    return (jnp.where(go, child, node), depth, steps, go), tree
 
-  root_open = (tree.num_nodes > 0) & ~tree.node_terminal[0]
-  init = (jnp.int32(0), jnp.int32(0),
-          jnp.full((depth_limit + 1,), UNEXPANDED, jnp.int32).at[0].set(0),
-          jnp.zeros((depth_limit,), jnp.int32), jnp.zeros((depth_limit,), jnp.int32), root_open)
-  (_, length, nodes, slots, outcomes, _), tree = jax.lax.while_loop(
-      lambda c: c[0][-1], body, (init, tree))
+  batch_size = tree.batch_size
+  root_open = (tree.num_nodes > 0) & ~tree.node_terminal[:, 0]
+  init = (jnp.zeros((batch_size,), jnp.int32), jnp.zeros((batch_size,), jnp.int32),
+          jnp.full((batch_size, depth_limit, 3), UNEXPANDED, jnp.int32), root_open)
+  (_, length, steps, _), tree = jax.lax.while_loop(
+      lambda carry: jnp.any(carry[0][-1]), body, (init, tree))
+  nodes = jnp.concatenate([jnp.zeros((batch_size, 1), jnp.int32), steps[:, :, 2]], axis=1)
+  slots = jnp.maximum(steps[:, :, 0], 0)
+  outcomes = jnp.maximum(steps[:, :, 1], 0)
 
-  parent = nodes[jnp.maximum(length - 1, 0)]
-  slot = slots[jnp.maximum(length - 1, 0)]
-  expand = (length > 0) & (nodes[length] < 0)
+  last = jnp.maximum(length - 1, 0)
+  parent = nodes[batch_ids, last]
+  slot = slots[batch_ids, last]
+  expand = (length > 0) & (nodes[batch_ids, length] < 0)
   # A full tree stops growing: the simulation ends at the parent and re-backs its value.
-  full = expand & (tree.num_nodes >= tree.node_visits.shape[0])
+  full = expand & (tree.num_nodes >= tree.max_nodes)
   length = jnp.where(full, length - 1, length)
   expand = expand & ~full
-  new_chance = expand & (tree.slot_chance[parent, slot] < 0)
+  new_chance = expand & (tree.slot_chance[batch_ids, parent, slot] < 0)
   return Path(nodes=nodes, slots=slots, outcomes=outcomes, length=length, expand=expand,
               new_chance=new_chance), tree
 
@@ -383,10 +410,9 @@ def run(model: Model, config: SearchConfig, params, key, root_input,
     sim_key = jax.random.fold_in(loop_key, sim)
     select_key, outcome_key, estimator_key = jax.random.split(sim_key, 3)
     tree_keys = per_item_keys(select_key, batch_size) if needs_key else None
-    path, tree = jax.vmap(lambda t, logits, k: _select_one(t, logits, k, config=config),
-                    in_axes=(0, 0, 0 if needs_key else None))(tree, root_logits, tree_keys)
+    path, tree = _select(tree, root_logits, tree_keys, config=config)
     # Ties the tree's later reads and in-place writes to after the descent, so that XLA
-    # updates the buffers the descent read instead of copying them (see _select_one).
+    # updates the buffers the descent read instead of copying them (see _select).
     path, tree = jax.lax.optimization_barrier((path, tree))
     last = jnp.maximum(path.length - 1, 0)
     parents = path.nodes[batch_ids, last]

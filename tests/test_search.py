@@ -323,3 +323,16 @@ def test_hashed_game_long_paths_respect_max_depth():
   out = jax.jit(search)(None, jax.random.PRNGKey(0), hashed.distinct_roots(game, 3))
   assert int(out.tree.node_depth.max()) <= 5
   assert int(out.visit_counts.sum()) == 90
+
+
+def test_init_tree_then_reuse_compiles_once():
+  search, _ = _puct()
+  jitted = jax.jit(search)
+  roots = _roots()
+  tree = search.init_tree(None, jax.random.PRNGKey(0), roots)
+  out = jitted(None, jax.random.PRNGKey(0), roots, tree)
+  compiled = jitted._cache_size()
+  child_states = jax.tree.map(
+      lambda x: x[jnp.arange(5), js.tree.root_child(out.tree, out.action)], out.tree.node_state)
+  jitted(None, jax.random.PRNGKey(1), child_states, js.reroot(out.tree, out.action))
+  assert jitted._cache_size() == compiled  # the reused-tree call compiled nothing new
