@@ -70,23 +70,40 @@ class SearchConfig:
 
 @struct.dataclass
 class Path:
-  """One simulation's descent through one tree (``D`` = max depth).
+  """One simulation's descent through one tree (``D`` = max depth; batched as ``[B, ...]``).
+
+  The descent records the statistics it read on the way down, so that the backup never reads
+  these tree arrays again before writing them: a read of the pre-descent arrays after the
+  descent makes XLA copy whole tree arrays every simulation (measured; DESIGN.md rules).
 
   Attributes:
     nodes: ``i32[D + 1]`` decision nodes from the root; ``-1`` past the end and where the leaf
       still has to be created.
     slots, outcomes: ``i32[D]`` the edge taken below each node.
+    chances: ``i32[D]`` the chance record of each edge (``-1``: not created yet).
+    node_visits, node_values: ``[D]`` visits and value of ``nodes[d]`` before this simulation.
+    slot_visits, slot_values: ``[D]`` the same for the slot taken at ``nodes[d]``.
     length: ``i32[]`` number of edges ``L``.
     expand: ``bool[]`` the last edge leads to a node that must be created.
     new_chance: ``bool[]`` ... and its slot has no chance record yet.
+    leaf_visits, leaf_value, leaf_terminal: the existing node a simulation ends on when it
+      does not expand (a terminal node, the depth limit, or a full tree).
   """
 
   nodes: jax.Array
   slots: jax.Array
   outcomes: jax.Array
+  chances: jax.Array
+  node_visits: jax.Array
+  node_values: jax.Array
+  slot_visits: jax.Array
+  slot_values: jax.Array
   length: jax.Array
   expand: jax.Array
   new_chance: jax.Array
+  leaf_visits: jax.Array
+  leaf_value: jax.Array
+  leaf_terminal: jax.Array
 
 
 # ---- sanitising estimator output ---------------------------------------------------------
@@ -187,15 +204,15 @@ def _select(tree: Tree, root_logits, keys, *, config: SearchConfig) -> tuple[Pat
   noisy_root = config.dirichlet_fraction > 0.0
 
   def body(carry):
-    (node, depth, steps, go), tree = carry
+    (node, visits, value, at_terminal, depth, steps, values, go), tree = carry
     logits = tree.slot_prior_logits[batch_ids, node]
     if noisy_root:
       logits = jnp.where((node == 0)[:, None], root_logits, logits)
+    child_visits = tree.slot_visits[batch_ids, node]
+    child_values = tree.slot_value[batch_ids, node]
     view = NodeView(
-        visits=tree.node_visits[batch_ids, node], value=tree.node_value[batch_ids, node],
-        child_visits=tree.slot_visits[batch_ids, node],
-        child_values=tree.slot_value[batch_ids, node], prior_logits=logits,
-        action_values=tree.slot_action_value[batch_ids, node],
+        visits=visits, value=value, child_visits=child_visits, child_values=child_values,
+        prior_logits=logits, action_values=tree.slot_action_value[batch_ids, node],
         legal=tree.slot_legal[batch_ids, node], depth=depth)
     if keys is not None:
       step_keys = jax.vmap(jax.random.fold_in)(keys, depth)
@@ -214,36 +231,53 @@ def _select(tree: Tree, root_logits, keys, *, config: SearchConfig) -> tuple[Pat
           outcome_keys, config.outcome_rule)
     child = jnp.where(chance >= 0, tree.chance_child[batch_ids, safe_chance, outcome],
                       UNEXPANDED)
-    # One packed row per edge (slot, outcome, child); finished trees write out of range.
+    # One packed int row and one float row per edge; finished trees write out of range.
     row = jnp.where(go, depth, depth_limit)
-    steps = steps.at[batch_ids, row].set(jnp.stack([slot, outcome, child], axis=-1),
-                                         mode="drop")
+    slot_visits = jnp.take_along_axis(child_visits, slot[:, None], axis=1)[:, 0]
+    slot_value = jnp.take_along_axis(child_values, slot[:, None], axis=1)[:, 0]
+    steps = steps.at[batch_ids, row].set(
+        jnp.stack([slot, outcome, child, chance, visits, slot_visits], axis=-1), mode="drop")
+    values = values.at[batch_ids, row].set(jnp.stack([value, slot_value], axis=-1),
+                                           mode="drop")
     depth = depth + go.astype(jnp.int32)
-    go = go & (child >= 0) & ~tree.node_terminal[batch_ids, jnp.maximum(child, 0)] & (
-        depth < depth_limit)
-    return (jnp.where(go, child, node), depth, steps, go), tree
+    safe_child = jnp.maximum(child, 0)
+    moving = go & (child >= 0)
+    # Read the next node's statistics now, so the leaf's are in hand when the loop stops.
+    node = jnp.where(moving, child, node)
+    visits = jnp.where(moving, tree.node_visits[batch_ids, safe_child], visits)
+    value = jnp.where(moving, tree.node_value[batch_ids, safe_child], value)
+    at_terminal = jnp.where(moving, tree.node_terminal[batch_ids, safe_child], at_terminal)
+    go = moving & ~at_terminal & (depth < depth_limit)
+    return (node, visits, value, at_terminal, depth, steps, values, go), tree
 
   batch_size = tree.batch_size
   root_open = (tree.num_nodes > 0) & ~tree.node_terminal[:, 0]
-  init = (jnp.zeros((batch_size,), jnp.int32), jnp.zeros((batch_size,), jnp.int32),
-          jnp.full((batch_size, depth_limit, 3), UNEXPANDED, jnp.int32), root_open)
-  (_, length, steps, _), tree = jax.lax.while_loop(
+  init = (jnp.zeros((batch_size,), jnp.int32), tree.node_visits[:, 0], tree.node_value[:, 0],
+          ~root_open, jnp.zeros((batch_size,), jnp.int32),
+          jnp.full((batch_size, depth_limit, 6), UNEXPANDED, jnp.int32),
+          jnp.zeros((batch_size, depth_limit, 2), jnp.float32), root_open)
+  (_, leaf_visits, leaf_value, leaf_terminal, length, steps, values, _), tree = jax.lax.while_loop(
       lambda carry: jnp.any(carry[0][-1]), body, (init, tree))
   nodes = jnp.concatenate([jnp.zeros((batch_size, 1), jnp.int32), steps[:, :, 2]], axis=1)
   slots = jnp.maximum(steps[:, :, 0], 0)
   outcomes = jnp.maximum(steps[:, :, 1], 0)
+  chances = steps[:, :, 3]
 
   last = jnp.maximum(length - 1, 0)
-  parent = nodes[batch_ids, last]
-  slot = slots[batch_ids, last]
   expand = (length > 0) & (nodes[batch_ids, length] < 0)
   # A full tree stops growing: the simulation ends at the parent and re-backs its value.
   full = expand & (tree.num_nodes >= tree.max_nodes)
-  length = jnp.where(full, length - 1, length)
+  length = jnp.where(full, last, length)
   expand = expand & ~full
-  new_chance = expand & (tree.slot_chance[batch_ids, parent, slot] < 0)
-  return Path(nodes=nodes, slots=slots, outcomes=outcomes, length=length, expand=expand,
-              new_chance=new_chance), tree
+  # Where the loop did not move onto an existing leaf (expand, full tree) the carried
+  # statistics are the last decision node's: the leaf's in the full-tree case.
+  leaf_terminal = leaf_terminal & ~expand
+  new_chance = expand & (chances[batch_ids, last] < 0)
+  return Path(nodes=nodes, slots=slots, outcomes=outcomes, chances=chances,
+              node_visits=steps[:, :, 4], node_values=values[:, :, 0],
+              slot_visits=steps[:, :, 5], slot_values=values[:, :, 1], length=length,
+              expand=expand, new_chance=new_chance, leaf_visits=leaf_visits,
+              leaf_value=leaf_value, leaf_terminal=leaf_terminal), tree
 
 
 # ---- backup ------------------------------------------------------------------------------
@@ -259,7 +293,7 @@ def _backup_one(tree: Tree, path: Path, expansion: Expansion, value, logits, act
 
   # 1. The chance record of the expanded slot (created if new).
   new_chance = path.new_chance
-  chance_index = jnp.where(new_chance, tree.num_chance, tree.slot_chance[parent, slot])
+  chance_index = jnp.where(new_chance, tree.num_chance, path.chances[last])
   drop_chance = jnp.where(new_chance, tree.num_chance, capacity)  # out of range = no write
   slot_chance = tree.slot_chance.at[jnp.where(new_chance, parent, capacity), slot].set(
       tree.num_chance, mode="drop")
@@ -280,13 +314,12 @@ def _backup_one(tree: Tree, path: Path, expansion: Expansion, value, logits, act
 
   # 3. Returns along the path: G_L = leaf value, G_d = r_d + γ_d G_{d+1} (mctx's order).
   leaf = jnp.where(expand, new_node, path.nodes[length])
-  safe_leaf = jnp.minimum(jnp.maximum(leaf, 0), capacity - 1)
-  leaf_value = jnp.where(expand, value,
-                         jnp.where(tree.node_terminal[safe_leaf], 0.0, tree.node_value[safe_leaf]))
+  leaf_value = jnp.where(expand, value, jnp.where(path.leaf_terminal, 0.0, path.leaf_value))
   edge_ids = jnp.arange(depth_limit)
   on_path = edge_ids < length
   edge_nodes = jnp.maximum(path.nodes[:-1], 0)
-  edge_chance = jnp.maximum(slot_chance[edge_nodes, path.slots], 0)
+  edge_chance = jnp.maximum(
+      jnp.where((edge_ids == last) & new_chance, tree.num_chance, path.chances), 0)
   rewards = chance_reward[edge_chance, path.outcomes]
   discounts = chance_discount[edge_chance, path.outcomes]
 
@@ -305,16 +338,15 @@ def _backup_one(tree: Tree, path: Path, expansion: Expansion, value, logits, act
   leaf_ids = jnp.where(expand, capacity, leaf)  # an existing leaf (terminal / depth limit)
   node_ids = jnp.concatenate([node_ids, leaf_ids[None]])
   node_returns = jnp.concatenate([returns, leaf_value[None]])
-  safe_ids = jnp.minimum(node_ids, capacity - 1)
-  counts = tree.node_visits[safe_ids].astype(jnp.float32)
-  means = (tree.node_value[safe_ids] * counts + node_returns) / (counts + 1.0)
+  counts = jnp.concatenate([path.node_visits, path.leaf_visits[None]]).astype(jnp.float32)
+  old_values = jnp.concatenate([path.node_values, path.leaf_value[None]])
+  means = (old_values * counts + node_returns) / (counts + 1.0)
   node_visits = tree.node_visits.at[node_ids].add(1, mode="drop")
   node_value = tree.node_value.at[node_ids].set(means, mode="drop")
 
   slot_rows = jnp.where(on_path, edge_nodes, capacity)
-  slot_counts = tree.slot_visits[edge_nodes, path.slots].astype(jnp.float32)
-  slot_means = (tree.slot_value[edge_nodes, path.slots] * slot_counts + returns) / (
-      slot_counts + 1.0)
+  slot_counts = path.slot_visits.astype(jnp.float32)
+  slot_means = (path.slot_values * slot_counts + returns) / (slot_counts + 1.0)
   chance_rows = jnp.where(on_path, edge_chance, capacity)
 
   return tree.replace(
