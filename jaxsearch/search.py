@@ -282,76 +282,37 @@ def _select(tree: Tree, root_logits, keys, *, config: SearchConfig) -> tuple[Pat
 
 # ---- backup ------------------------------------------------------------------------------
 
-def _backup_one(tree: Tree, path: Path, expansion: Expansion, value, logits, action_values,
-                bad, probs) -> Tree:
-  """Writes the new node (if any) and backs the leaf value up the path, for one tree."""
+def _leaf_value(path: Path, value):
+  """``f32[B]`` value of where each simulation ended: the new node's estimate, 0 at a
+  terminal node, else the existing leaf's value."""
+  return jnp.where(path.expand, value, jnp.where(path.leaf_terminal, 0.0, path.leaf_value))
+
+
+def _expand_one(tree: Tree, path: Path, expansion: Expansion, value, logits, action_values,
+                bad, probs) -> tuple[Tree, jax.Array]:
+  """Writes the expanded edge (chance record, reward, discount, child) and the new node of one
+  tree; returns it with ``i32[D]``, each path edge's chance record."""
   capacity = tree.node_visits.shape[0]
   depth_limit = path.slots.shape[0]
-  length, expand = path.length, path.expand
+  length, expand, new_chance = path.length, path.expand, path.new_chance
   last = jnp.maximum(length - 1, 0)
   parent, slot, outcome = path.nodes[last], path.slots[last], path.outcomes[last]
 
-  # 1. The chance record of the expanded slot (created if new).
-  new_chance = path.new_chance
+  # The chance record of the expanded slot (created if new); out-of-range writes are dropped.
   chance_index = jnp.where(new_chance, tree.num_chance, path.chances[last])
-  drop_chance = jnp.where(new_chance, tree.num_chance, capacity)  # out of range = no write
-  slot_chance = tree.slot_chance.at[jnp.where(new_chance, parent, capacity), slot].set(
-      tree.num_chance, mode="drop")
-  chance_node = tree.chance_node.at[drop_chance].set(parent, mode="drop")
-  chance_prob = tree.chance_prob.at[drop_chance].set(probs, mode="drop")
-
-  # 2. The new decision node.
+  drop_chance = jnp.where(new_chance, tree.num_chance, capacity)
   new_node = tree.num_nodes
   write_node = jnp.where(expand, new_node, capacity)
   write_edge = jnp.where(expand, chance_index, capacity)
-  chance_child = tree.chance_child.at[write_edge, outcome].set(new_node, mode="drop")
-  chance_reward = tree.chance_reward.at[write_edge, outcome].set(expansion.reward, mode="drop")
-  chance_discount = tree.chance_discount.at[write_edge, outcome].set(expansion.discount,
-                                                                     mode="drop")
 
   def set_node(field, x):
     return field.at[write_node].set(x, mode="drop")
 
-  # 3. Returns along the path: G_L = leaf value, G_d = r_d + γ_d G_{d+1} (mctx's order).
-  leaf = jnp.where(expand, new_node, path.nodes[length])
-  leaf_value = jnp.where(expand, value, jnp.where(path.leaf_terminal, 0.0, path.leaf_value))
-  edge_ids = jnp.arange(depth_limit)
-  on_path = edge_ids < length
-  edge_nodes = jnp.maximum(path.nodes[:-1], 0)
-  edge_chance = jnp.maximum(
-      jnp.where((edge_ids == last) & new_chance, tree.num_chance, path.chances), 0)
-  rewards = chance_reward[edge_chance, path.outcomes]
-  discounts = chance_discount[edge_chance, path.outcomes]
-
-  def recurse(carry):
-    d, g, returns = carry
-    d = d - 1
-    g = rewards[d] + discounts[d] * g
-    return d, g, returns.at[d].set(g)
-
-  _, _, returns = jax.lax.while_loop(
-      lambda c: c[0] > 0, recurse,
-      (length, leaf_value, jnp.zeros((depth_limit,), jnp.float32)))
-
-  # 4. Statistics: nodes on the path (the new node is written whole below), slots, outcomes.
-  node_ids = jnp.where(on_path, edge_nodes, capacity)
-  leaf_ids = jnp.where(expand, capacity, leaf)  # an existing leaf (terminal / depth limit)
-  node_ids = jnp.concatenate([node_ids, leaf_ids[None]])
-  node_returns = jnp.concatenate([returns, leaf_value[None]])
-  counts = jnp.concatenate([path.node_visits, path.leaf_visits[None]]).astype(jnp.float32)
-  old_values = jnp.concatenate([path.node_values, path.leaf_value[None]])
-  means = (old_values * counts + node_returns) / (counts + 1.0)
-  node_visits = tree.node_visits.at[node_ids].add(1, mode="drop")
-  node_value = tree.node_value.at[node_ids].set(means, mode="drop")
-
-  slot_rows = jnp.where(on_path, edge_nodes, capacity)
-  slot_counts = path.slot_visits.astype(jnp.float32)
-  slot_means = (path.slot_values * slot_counts + returns) / (slot_counts + 1.0)
-  chance_rows = jnp.where(on_path, edge_chance, capacity)
-
+  edge_chances = jnp.maximum(jnp.where(
+      (jnp.arange(depth_limit) == last) & new_chance, tree.num_chance, path.chances), 0)
   return tree.replace(
-      node_visits=set_node(node_visits, 1),
-      node_value=set_node(node_value, value),
+      node_visits=set_node(tree.node_visits, 1),
+      node_value=set_node(tree.node_value, value),
       node_raw_value=set_node(tree.node_raw_value, value),
       node_parent=set_node(tree.node_parent, parent),
       node_depth=set_node(tree.node_depth, length),
@@ -360,18 +321,70 @@ def _backup_one(tree: Tree, path: Path, expansion: Expansion, value, logits, act
       slot_legal=set_node(tree.slot_legal, expansion.legal),
       slot_prior_logits=set_node(tree.slot_prior_logits, logits),
       slot_action_value=set_node(tree.slot_action_value, action_values),
-      slot_visits=tree.slot_visits.at[slot_rows, path.slots].add(1, mode="drop"),
-      slot_value=tree.slot_value.at[slot_rows, path.slots].set(slot_means, mode="drop"),
-      slot_chance=slot_chance,
-      chance_node=chance_node,
-      chance_prob=chance_prob,
-      chance_reward=chance_reward,
-      chance_discount=chance_discount,
-      chance_child=chance_child,
-      chance_visits=tree.chance_visits.at[chance_rows, path.outcomes].add(1, mode="drop"),
+      slot_chance=tree.slot_chance.at[jnp.where(new_chance, parent, capacity), slot].set(
+          tree.num_chance, mode="drop"),
+      chance_node=tree.chance_node.at[drop_chance].set(parent, mode="drop"),
+      chance_prob=tree.chance_prob.at[drop_chance].set(probs, mode="drop"),
+      chance_child=tree.chance_child.at[write_edge, outcome].set(new_node, mode="drop"),
+      chance_reward=tree.chance_reward.at[write_edge, outcome].set(expansion.reward,
+                                                                   mode="drop"),
+      chance_discount=tree.chance_discount.at[write_edge, outcome].set(expansion.discount,
+                                                                       mode="drop"),
       num_nodes=tree.num_nodes + expand.astype(jnp.int32),
       num_chance=tree.num_chance + new_chance.astype(jnp.int32),
       nonfinite_estimates=tree.nonfinite_estimates + (bad & expand).astype(jnp.int32),
+  ), edge_chances
+
+
+def _returns(tree: Tree, path: Path, edge_chances, leaf_value) -> jax.Array:
+  """``f32[B, D]`` returns ``G_d = r_d + γ_d G_{d+1}`` along every path, ``G_L`` = leaf value.
+
+  Batched by hand for the same reason as :func:`_select` (a vmapped loop re-selects its carry
+  each step). Reads the chance records after :func:`_expand_one` wrote the new edge (reading
+  them before the write would make XLA copy them). mctx's order of operations.
+  """
+  rows = jnp.arange(tree.batch_size)
+  depth_limit = path.slots.shape[1]
+  rewards = tree.chance_reward[rows[:, None], edge_chances, path.outcomes]
+  discounts = tree.chance_discount[rows[:, None], edge_chances, path.outcomes]
+
+  def recurse(carry):
+    d, g, returns = carry
+    active = d > 0
+    d = jnp.where(active, d - 1, d)
+    g = jnp.where(active, rewards[rows, d] + discounts[rows, d] * g, g)
+    returns = returns.at[rows, jnp.where(active, d, depth_limit)].set(g, mode="drop")
+    return d, g, returns
+
+  _, _, returns = jax.lax.while_loop(
+      lambda carry: jnp.any(carry[0] > 0), recurse,
+      (path.length, leaf_value, jnp.zeros((tree.batch_size, depth_limit), jnp.float32)))
+  return returns
+
+
+def _backup_one(tree: Tree, path: Path, edge_chances, leaf_value, returns) -> Tree:
+  """Running means of the returns for the nodes, slots and outcomes on one tree's path (the
+  new node was written whole by :func:`_expand_one`)."""
+  capacity = tree.node_visits.shape[0]
+  depth_limit = path.slots.shape[0]
+  on_path = jnp.arange(depth_limit) < path.length
+  edge_nodes = jnp.maximum(path.nodes[:-1], 0)
+  existing_leaf = jnp.where(path.expand, capacity, path.nodes[path.length])
+  node_ids = jnp.concatenate([jnp.where(on_path, edge_nodes, capacity), existing_leaf[None]])
+  node_returns = jnp.concatenate([returns, leaf_value[None]])
+  counts = jnp.concatenate([path.node_visits, path.leaf_visits[None]]).astype(jnp.float32)
+  old_values = jnp.concatenate([path.node_values, path.leaf_value[None]])
+  means = (old_values * counts + node_returns) / (counts + 1.0)
+  slot_rows = jnp.where(on_path, edge_nodes, capacity)
+  slot_counts = path.slot_visits.astype(jnp.float32)
+  slot_means = (path.slot_values * slot_counts + returns) / (slot_counts + 1.0)
+  return tree.replace(
+      node_visits=tree.node_visits.at[node_ids].add(1, mode="drop"),
+      node_value=tree.node_value.at[node_ids].set(means, mode="drop"),
+      slot_visits=tree.slot_visits.at[slot_rows, path.slots].add(1, mode="drop"),
+      slot_value=tree.slot_value.at[slot_rows, path.slots].set(slot_means, mode="drop"),
+      chance_visits=tree.chance_visits.at[jnp.where(on_path, edge_chances, capacity),
+                                          path.outcomes].add(1, mode="drop"),
   )
 
 
@@ -466,6 +479,9 @@ def run(model: Model, config: SearchConfig, params, key, root_input,
       path = path.replace(outcomes=path.outcomes.at[batch_ids, last].set(outcomes))
     expansion = model.step(params, estimator_key, parent_states, actions, outcomes)
     sanitised = _sanitise(expansion, model.num_actions)
-    return jax.vmap(_backup_one)(tree, path, expansion, *sanitised, probs)
+    tree, edge_chances = jax.vmap(_expand_one)(tree, path, expansion, *sanitised, probs)
+    leaf_value = _leaf_value(path, sanitised[0])
+    returns = _returns(tree, path, edge_chances, leaf_value)
+    return jax.vmap(_backup_one)(tree, path, edge_chances, leaf_value, returns)
 
   return jax.lax.fori_loop(0, config.num_simulations, simulate, tree)
