@@ -9,9 +9,11 @@ value is below the best legal one.
     python scripts/ttt_sweep.py --rule uct --simulations 2000 --rollouts 1
     python scripts/ttt_sweep.py --rule puct --simulations 1000 --rollouts 1 --c 1.0
 
-Prints one JSON line: settings, position counts, mistakes, seconds (compile and sweep) and
-up to ``--show`` failing positions (as move lists are not recoverable from a board, as boards
-plus the chosen move, the visit counts and the minimax action values).
+Prints one JSON line: settings, position counts, mistakes, seconds (compile, and the sweep
+after it) and up to ``--show`` failing positions (board, chosen move, root visit counts and
+minimax action values, ``null`` = illegal). Chunk ``i`` of the positions is searched with the
+key ``fold_in(PRNGKey(seed), i)``, as in ``tests/test_tictactoe_search.py``, so a sweep with
+the same settings and ``--chunk 128`` reproduces the slow tests exactly.
 """
 
 from __future__ import annotations
@@ -70,7 +72,7 @@ def sweep(search, states, qs: np.ndarray, *, seed: int, chunk: int):
 
   fn = jax.jit(summary)
   total = qs.shape[0]
-  key = jax.random.key(seed)
+  key = jax.random.PRNGKey(seed)
   actions, visits = [], []
   compile_s = run_s = 0.0
   for i, start in enumerate(range(0, total, chunk)):
@@ -106,7 +108,7 @@ def main(argv=None) -> None:
   parser.add_argument("--exploration", type=float, default=float(np.sqrt(2.0)),
                       help="UCT constant")
   parser.add_argument("--seed", type=int, default=0)
-  parser.add_argument("--chunk", type=int, default=512)
+  parser.add_argument("--chunk", type=int, default=128)
   parser.add_argument("--limit", type=int, default=None, help="first N positions only")
   parser.add_argument("--show", type=int, default=5)
   args = parser.parse_args(argv)
