@@ -1,10 +1,18 @@
 """The generic search loop: select -> expand -> evaluate -> backup, in one jitted function.
 
-Each phase is a pure function of **one** tree, vmapped over the batch; the simulations are a
-``lax.fori_loop`` *outside* the vmap, so the loop never selects between whole trees. Inside a
-simulation the only loops (descending in ``select``, the return recursion in ``backup``) carry
-the ``O(D)`` path, never the tree: the tree is closed over for reads and written once per field
-with scatters afterwards (DESIGN.md, performance rules).
+The simulations are a ``lax.fori_loop`` over the whole batch, so the loop never selects
+between whole trees. Within a simulation:
+
+* **select** (:func:`_select`) descends every tree; the selection rule is a pure function of
+  one node, vmapped, while the descent loop is batched by hand (a vmapped ``while_loop``
+  re-selects its carry every level). It records what it reads on the way down.
+* **expand + evaluate**: one batched ``Model.step`` (game step and one estimator call).
+* **backup**: :func:`_expand_one` writes the new edge and node, :func:`_returns` computes the
+  returns along the paths, :func:`_backup_one` updates the running means — per tree, vmapped.
+
+Loops carry only the ``O(D)`` path, never the tree, and no tree array is read after the descent
+before it is written: either would make XLA copy whole tree arrays every simulation
+(DESIGN.md, performance rules; measured, see the notes in :class:`Path`).
 
 The engine knows nothing of selection rules, games or networks: it receives a
 :class:`~jaxsearch.model.Model` and a :class:`SearchConfig`.
