@@ -1,11 +1,28 @@
-"""jaxsearch: Monte-Carlo tree search as pure, batched, jit-compiled JAX."""
+"""jaxsearch: Monte-Carlo tree search as pure, batched, jit-compiled JAX.
 
-from jaxsearch import compat, estimators, model, policies, search, selection, tree
-from jaxsearch.game import Estimate, Estimator, Game, StepResult
-from jaxsearch.policies import PolicyOutput, Search
-from jaxsearch.tree import Tree, reroot
+Submodules and the names below load on first use, so that ``jaxsearch --help`` does not pay
+for importing JAX.
+"""
+
+import importlib
 
 __version__ = "0.1.0"
 
-__all__ = ["Estimate", "Estimator", "Game", "PolicyOutput", "Search", "StepResult", "Tree",
-           "compat", "estimators", "model", "policies", "reroot", "search", "selection", "tree"]
+_SUBMODULES = ("compat", "estimators", "game", "model", "policies", "search", "selection",
+               "tree")
+_NAMES = {"Estimate": "game", "Estimator": "game", "Game": "game", "StepResult": "game",
+          "PolicyOutput": "policies", "Search": "policies", "Tree": "tree", "reroot": "tree"}
+
+__all__ = sorted(_NAMES) + list(_SUBMODULES)
+
+
+def __getattr__(name):
+  if name in _SUBMODULES:
+    return importlib.import_module(f"jaxsearch.{name}")
+  if name in _NAMES:
+    return getattr(importlib.import_module(f"jaxsearch.{_NAMES[name]}"), name)
+  raise AttributeError(f"module 'jaxsearch' has no attribute {name!r}")
+
+
+def __dir__():
+  return sorted(list(globals()) + __all__)
