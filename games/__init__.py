@@ -1,8 +1,11 @@
 """Pure-JAX games for jaxsearch.
 
-Each game module (``games.tictactoe``, ``games.connect_four``, ...) exposes a module constant
+Each game module (``games.tictactoe``, ``games.connect_four``) exposes a module constant
 ``GAME`` (a :class:`jaxsearch.game.Game`) built from pure, unbatched functions over a small
 frozen ``State`` pytree, plus plain-Python helpers (``render``, ``state_from_moves``, oracles).
+Families of games are built by a constructor instead: ``hashed.make(num_actions)`` and
+``garnet.make(num_states, num_actions, branching, horizon, seed)`` (random MDPs with exact
+values).
 
 Importing this package is cheap on purpose: game modules are imported explicitly
 (``from games import connect_four``) so that a CLI listing games does not pay for JAX.
