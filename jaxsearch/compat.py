@@ -46,15 +46,13 @@ def muzero_policy(params: Any, rng_key: jax.Array, root: Any, recurrent_fn: Call
       model=from_mctx(recurrent_fn, num_actions), num_simulations=num_simulations,
       c1=pb_c_init, c2=pb_c_base, q_transform=qtransform, visit_convention="node",
       dirichlet_fraction=dirichlet_fraction, dirichlet_alpha=dirichlet_alpha,
-      temperature=1.0, max_nodes=max_nodes,
+      temperature=temperature, max_nodes=max_nodes,
       max_depth=max_depth if max_depth is not None else num_simulations)
   out = search(params, rng_key, (root, invalid_actions))
-  if temperature == 1.0:
-    return out
-  # mctx reports visit probabilities as action_weights and samples the action at `temperature`.
-  summary = policies.root_summary(out.tree, num_actions, temperature,
-                                  jax.random.fold_in(rng_key, 1))
-  return summary.replace(action_weights=out.action_weights)
+  # mctx reports the visit probabilities as action_weights, whatever the temperature.
+  visits = out.visit_counts.astype(jnp.float32)
+  return out.replace(
+      action_weights=visits / jnp.maximum(jnp.sum(visits, axis=-1, keepdims=True), 1.0))
 
 
 def to_mctx(game: Game, estimator: Estimator):

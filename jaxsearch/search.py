@@ -398,11 +398,6 @@ def _backup_one(tree: Tree, path: Path, edge_chances, leaf_value, returns) -> Tr
 
 # ---- the search --------------------------------------------------------------------------
 
-def _gather_rows(tree_field, index):
-  """``tree_field[b, index[b]]`` for every leaf of a ``[B, N, ...]`` pytree."""
-  return jax.tree.map(lambda x: jax.vmap(lambda row, i: row[i])(x, index), tree_field)
-
-
 def init_tree(model: Model, config: SearchConfig, params, key, root_input,
               tree: Optional[Tree] = None) -> Tree:
   """A batch of trees whose roots are ``root_input`` (evaluated once).
@@ -470,7 +465,7 @@ def run(model: Model, config: SearchConfig, params, key, root_input,
     last = jnp.maximum(path.length - 1, 0)
     parents = path.nodes[batch_ids, last]
     slots = path.slots[batch_ids, last]
-    parent_states = _gather_rows(tree.node_state, parents)
+    parent_states = jax.tree.map(lambda x: x[batch_ids, parents], tree.node_state)
     actions = tree.slot_action[batch_ids, parents, slots]
     if model.num_outcomes == 1:
       probs = jnp.ones((batch_size, 1), jnp.float32)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import jaxsearch as js
-from games import connect_four, hashed, tictactoe
+from games import connect_four, hashed, stack_states, tictactoe
 from jaxsearch.game import Estimate, Game, StepResult
 
 GAME = tictactoe.GAME
@@ -23,9 +23,7 @@ def _puct():
 
 
 def _positions(moves_list):
-  return tictactoe.states_from_moves(moves_list) if hasattr(
-      tictactoe, "states_from_moves") else jax.tree.map(
-          lambda *xs: jnp.stack(xs), *[tictactoe.state_from_moves(m) for m in moves_list])
+  return stack_states([tictactoe.state_from_moves(m) for m in moves_list])
 
 
 ROOTS = [[], [4], [0, 4], [0, 1, 4], [0, 4, 8, 2]]
