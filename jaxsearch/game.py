@@ -83,6 +83,13 @@ class Game:
     max_length: an upper bound on the number of moves from ``init`` to the end (used as the
       default maximum search depth), or ``None`` if unbounded.
     value_range: ``(lo, hi)`` bounds on values, used by range-normalised selection rules.
+    pessimistic_value: optional ``state -> f32[]``, the exact value (mover's view) of some
+      concrete policy played from ``state``, hence a lower bound on its optimal value; 0 at
+      terminal states. It seeds AVTS's *achievable bound* (ALGORITHMS.md §2). Only meaningful
+      for single-agent games (discount >= 0); without it searches report no bound.
+    optimistic_value: optional ``state -> f32[]``, an admissible bound: never below the
+      state's optimal value (0 at terminal states). Lets a solver certify optimality when the
+      achievable bound meets it.
   """
 
   name: str
@@ -94,6 +101,8 @@ class Game:
   outcome_probs: Callable[[State, jax.Array], jax.Array] = deterministic_outcome_probs
   max_length: Optional[int] = None
   value_range: tuple[float, float] = (-1.0, 1.0)
+  pessimistic_value: Optional[Callable[[State], jax.Array]] = None
+  optimistic_value: Optional[Callable[[State], jax.Array]] = None
 
   def __post_init__(self):
     if self.num_actions < 1:
