@@ -11,7 +11,12 @@ bucketed ``v = 1..V``; a slot going from ``v - 1`` to ``v`` visits records its c
   is 0 for lack of data the nearest non-zero value toward fewer visits is used (zeros would
   stop Thompson sampling from exploring).
 
-Not yet wired into the search: this module is the groundwork of the AVTS issue.
+Used by the Bellman backup of :mod:`jaxsearch.search` (``SearchConfig(backup="bellman")``).
+
+The reference implementation (Julia, ``espadrine/optimal-wordle``) differs in two ways; both
+are available for reproduction (``variance="reference"``): it squares the raw change of q̂2
+rather than of q̂3, and divides bucket ``v``'s sum by the number of actions with at least
+``v - 1`` visits, minus one (:func:`reference_bucket_variance`).
 """
 
 from __future__ import annotations
@@ -90,11 +95,25 @@ def bucket_variance(stats: DebiasStats) -> jax.Array:
   return stats.sq_sum / jnp.maximum(stats.count - 1, 1).astype(jnp.float32)
 
 
-def variance(stats: DebiasStats, visits: jax.Array) -> jax.Array:
+def reference_bucket_variance(stats: DebiasStats, num_active: jax.Array) -> jax.Array:
+  """``f32[V]`` the reference code's per-transition variance: bucket ``v``'s squared sum over
+  (actions with ``>= v - 1`` visits) ``- 1`` — ``num_active`` slots for ``v = 1``, else
+  ``count[v - 1]`` — floored at 1."""
+  reached_before = jnp.concatenate([jnp.reshape(num_active, (1,)).astype(jnp.int32),
+                                    stats.count[:-1]])
+  return stats.sq_sum / jnp.maximum(reached_before - 1, 1).astype(jnp.float32)
+
+
+def variance(stats: DebiasStats, visits: jax.Array,
+             per_bucket: jax.Array | None = None) -> jax.Array:
   """``σ²(s, n)`` for slots with ``visits`` ``n`` (any shape), with the zero-fill rule: where the
-  suffix sum is 0, the nearest non-zero value toward fewer visits (0 if there is none)."""
+  suffix sum is 0, the nearest non-zero value toward fewer visits (0 if there is none).
+
+  ``per_bucket`` overrides :func:`bucket_variance` (e.g. :func:`reference_bucket_variance`)."""
   num_buckets = stats.num_buckets
-  sums = _suffix_from(bucket_variance(stats), jnp.arange(num_buckets + 1))  # σ² for n = 0..V
+  if per_bucket is None:
+    per_bucket = bucket_variance(stats)
+  sums = _suffix_from(per_bucket, jnp.arange(num_buckets + 1))  # σ² for n = 0..V
   # σ² is a suffix sum of non-negative terms, so it only decreases with n; the fill value for
   # a zero at n is the last non-zero entry before it.
   nonzero = sums > 0

@@ -31,6 +31,8 @@ class Expansion:
     terminal: ``bool[B]``.
     legal: ``bool[B, A]`` legal actions (all ``False`` where terminal).
     estimate: the estimator's :class:`Estimate` of the states.
+    pessimistic: ``f32[B]`` the game's ``pessimistic_value`` of each state, or ``None`` when
+      the game has none (then searches report no achievable bound).
   """
 
   state: Any
@@ -39,6 +41,7 @@ class Expansion:
   terminal: jax.Array
   legal: jax.Array
   estimate: Estimate
+  pessimistic: Optional[jax.Array] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,6 +55,7 @@ class Model:
     step: ``(params, key, states, actions i32[B], outcomes i32[B]) -> Expansion``.
     outcome_probs: ``(params, states, actions i32[B]) -> f32[B, O]``.
     max_length: default maximum search depth, or ``None``.
+    has_bound: its expansions carry ``pessimistic`` values (an achievable bound exists).
   """
 
   num_actions: int
@@ -60,6 +64,7 @@ class Model:
   step: Callable[[Params, jax.Array, Any, jax.Array, jax.Array], Expansion]
   outcome_probs: Callable[[Params, Any, jax.Array], jax.Array]
   max_length: Optional[int] = None
+  has_bound: bool = False
 
 
 def check_estimate(estimate: Estimate, batch_size: int, num_actions: int,
@@ -85,6 +90,15 @@ def from_game(game: Game, estimator: Estimator) -> Model:
   probs_fn = jax.vmap(game.outcome_probs)
   num_actions = game.num_actions
 
+  def pessimistic(states, terminal):
+    if game.pessimistic_value is None:
+      return None
+    values = jnp.asarray(jax.vmap(game.pessimistic_value)(states), jnp.float32)
+    if values.shape != terminal.shape:
+      raise ValueError(f"game {game.name!r}: pessimistic_value must return f32[] per state, "
+                       f"got shape {values.shape[1:]}")
+    return jnp.where(terminal, 0.0, values)
+
   def evaluate(params, key, states, legal):
     batch_size = legal.shape[0]
     if legal.shape != (batch_size, num_actions):
@@ -100,7 +114,8 @@ def from_game(game: Game, estimator: Estimator) -> Model:
     terminal = ~jnp.any(legal, axis=-1)
     return Expansion(state=states, reward=jnp.zeros((batch_size,), jnp.float32),
                      discount=jnp.ones((batch_size,), jnp.float32), terminal=terminal,
-                     legal=legal, estimate=evaluate(params, key, states, legal))
+                     legal=legal, estimate=evaluate(params, key, states, legal),
+                     pessimistic=pessimistic(states, terminal))
 
   def step(params, key, states, actions, outcomes):
     result = step_fn(states, actions, outcomes)
@@ -109,14 +124,16 @@ def from_game(game: Game, estimator: Estimator) -> Model:
     legal = legal & ~terminal[:, None]
     return Expansion(state=result.state, reward=jnp.asarray(result.reward, jnp.float32),
                      discount=jnp.asarray(result.discount, jnp.float32), terminal=terminal,
-                     legal=legal, estimate=evaluate(params, key, result.state, legal))
+                     legal=legal, estimate=evaluate(params, key, result.state, legal),
+                     pessimistic=pessimistic(result.state, terminal))
 
   def outcome_probs(params, states, actions):
     del params
     return probs_fn(states, actions)
 
   return Model(num_actions=num_actions, num_outcomes=game.num_outcomes, root=root, step=step,
-               outcome_probs=outcome_probs, max_length=game.max_length)
+               outcome_probs=outcome_probs, max_length=game.max_length,
+               has_bound=game.pessimistic_value is not None)
 
 
 def from_mctx(recurrent_fn: Callable, num_actions: int) -> Model:

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from typing import Optional
 
@@ -37,7 +38,14 @@ class PolicyOutput:
       visits of earlier searches, so they can add up to more than ``num_simulations``).
     root_value: ``f32[B]`` the root's backed-up value (mover's view; 0 if terminal).
     q_values: ``f32[B, A]`` Q at the root; unvisited or illegal actions get ``root_value``.
+      With the Bellman backup (AVTS): the debiased q̂3 of every active slot.
     tree: the searched trees (pass to :func:`jaxsearch.tree.reroot` to reuse them).
+    root_bound: ``f32[B]`` the achievable bound at the root — the exact value of a concrete
+      policy the tree holds, a certified lower bound on the optimal value (upper bound on
+      cost) that never decreases as the search goes on — or ``None`` when the game supplies
+      no ``pessimistic_value``.
+    root_solved: ``bool[B]`` the root's value is exact (Bellman backup: every reachable
+      state below it was expanded to the end); always False with the running-mean backup.
   """
 
   action: jax.Array
@@ -46,10 +54,20 @@ class PolicyOutput:
   root_value: jax.Array
   q_values: jax.Array
   tree: Tree
+  root_bound: Optional[jax.Array] = None
+  root_solved: Optional[jax.Array] = None
 
 
-def root_summary(tree: Tree, num_actions: int, temperature: float, key) -> PolicyOutput:
-  """Turns the roots of ``tree`` into a :class:`PolicyOutput`."""
+def root_summary(tree: Tree, num_actions: int, temperature: float, key,
+                 config: Optional[search_lib.SearchConfig] = None,
+                 has_bound: bool = False) -> PolicyOutput:
+  """Turns the roots of ``tree`` into a :class:`PolicyOutput`.
+
+  With the running-mean backup the greedy action is the most visited (ties by Q); with the
+  Bellman backup (``config.bellman``) it is the active slot with the best debiased value q̂3 —
+  AVTS's belief about the best action, which unlike visit counts does not lag behind it.
+  """
+  bellman = config is not None and config.bellman
   batch_ids = jnp.arange(tree.batch_size)[:, None]
   actions = tree.slot_action[:, 0]
   legal_slots = tree.slot_legal[:, 0]
@@ -62,11 +80,23 @@ def root_summary(tree: Tree, num_actions: int, temperature: float, key) -> Polic
   slot_q = jnp.zeros((tree.batch_size, num_actions), jnp.float32).at[batch_ids, actions].add(
       jnp.where(legal_slots, tree.slot_value[:, 0], 0.0))
   root_value = tree.node_value[:, 0]
-  q_values = jnp.where(visited, slot_q, root_value[:, None])
-  has_action = jnp.any(legal, axis=-1)
-  # Most visited, ties broken by Q, then by index.
   most = jnp.max(jnp.where(legal, visits, -1), axis=-1, keepdims=True)
-  greedy = jax.vmap(masked_argmax)(q_values, legal & (visits == most))
+  if bellman:
+    active_slots = legal_slots & (jnp.arange(tree.num_slots) < tree.node_num_active[:, [0]])
+    debiased, _ = jax.vmap(functools.partial(search_lib.slot_estimates, config=config))(
+        search_lib.node_stats(tree, jnp.arange(tree.batch_size), 0), tree.slot_value[:, 0],
+        tree.slot_visits[:, 0], tree.slot_solved[:, 0], tree.node_num_active[:, 0])
+    active = jnp.zeros((tree.batch_size, num_actions), bool).at[batch_ids, actions].max(
+        active_slots)
+    slot_q3 = jnp.zeros((tree.batch_size, num_actions), jnp.float32).at[
+        batch_ids, actions].add(jnp.where(active_slots, debiased, 0.0))
+    q_values = jnp.where(active, slot_q3, root_value[:, None])
+    greedy = jax.vmap(masked_argmax)(q_values, active)
+  else:
+    q_values = jnp.where(visited, slot_q, root_value[:, None])
+    # Most visited, ties broken by Q, then by index.
+    greedy = jax.vmap(masked_argmax)(q_values, legal & (visits == most))
+  has_action = jnp.any(legal, axis=-1)
   if temperature == 0.0:
     weights = jax.nn.one_hot(greedy, num_actions, dtype=jnp.float32)
     action = greedy
@@ -84,7 +114,9 @@ def root_summary(tree: Tree, num_actions: int, temperature: float, key) -> Polic
   weights = jnp.where(has_action[:, None], weights, 0.0)
   action = jnp.where(has_action, action, -1).astype(jnp.int32)
   return PolicyOutput(action=action, action_weights=weights, visit_counts=visits,
-                      root_value=root_value, q_values=q_values, tree=tree)
+                      root_value=root_value, q_values=q_values, tree=tree,
+                      root_bound=tree.node_bound[:, 0] if has_bound else None,
+                      root_solved=tree.node_solved[:, 0])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,7 +154,8 @@ class Search:
   def __call__(self, params, key, root, tree: Optional[Tree] = None) -> PolicyOutput:
     search_key, action_key = jax.random.split(key)
     tree = search_lib.run(self.model, self.config, params, search_key, root, tree)
-    return root_summary(tree, self.model.num_actions, self.temperature, action_key)
+    return root_summary(tree, self.model.num_actions, self.temperature, action_key,
+                        self.config, self.model.has_bound)
 
 
 def _model(game: Optional[Game], estimator: Optional[Estimator], model: Optional[Model]) -> Model:
@@ -139,21 +172,54 @@ def custom(game: Optional[Game] = None, estimator: Optional[Estimator] = None, *
            selection: SelectionRule, num_simulations: int, max_nodes: Optional[int] = None,
            max_depth: Optional[int] = None, dirichlet_fraction: float = 0.0,
            dirichlet_alpha: float = 0.3, temperature: float = 0.0,
-           outcome_rule: str = "balanced", model: Optional[Model] = None) -> Search:
-  """A search with any selection rule and running-mean backup.
+           outcome_rule: str = "balanced", model: Optional[Model] = None,
+           backup: str = "mean", num_slots: Optional[int] = None, widening: bool = False,
+           debias: bool = True, variance: str = "avts", num_buckets: int = 32) -> Search:
+  """A search with any selection rule and either backup (see
+  :class:`jaxsearch.search.SearchConfig` for every option).
 
-  Defaults: ``max_nodes = num_simulations + 1``; ``max_depth`` = the game's ``max_length``
-  (else ``num_simulations``).
+  Defaults: ``max_nodes = num_simulations + 1`` for the running-mean backup and
+  ``num_simulations * O + 1`` for the Bellman backup (each expansion creates all ``O``
+  outcomes); ``max_depth`` = the game's ``max_length`` (else ``num_simulations``).
   """
   model = _model(game, estimator, model)
   if max_depth is None:
     max_depth = model.max_length if model.max_length else num_simulations
+  if max_nodes is None:
+    per_simulation = model.num_outcomes if backup == "bellman" else 1
+    max_nodes = num_simulations * per_simulation + 1
   config = search_lib.SearchConfig(
-      num_simulations=num_simulations,
-      max_nodes=max_nodes if max_nodes is not None else num_simulations + 1,
-      max_depth=max_depth, selection=selection, outcome_rule=outcome_rule,
-      dirichlet_fraction=dirichlet_fraction, dirichlet_alpha=dirichlet_alpha)
+      num_simulations=num_simulations, max_nodes=max_nodes, max_depth=max_depth,
+      selection=selection, outcome_rule=outcome_rule, dirichlet_fraction=dirichlet_fraction,
+      dirichlet_alpha=dirichlet_alpha, backup=backup, num_slots=num_slots, widening=widening,
+      debias=debias, variance=variance, num_buckets=num_buckets)
   return Search(model=model, config=config, temperature=temperature)
+
+
+def avts(game: Optional[Game] = None, estimator: Optional[Estimator] = None, *,
+         num_simulations: int, selection: Optional[SelectionRule] = None,
+         widening: bool = True, debias: bool = True, variance: str = "avts",
+         **kwargs) -> Search:
+  """Action Value Tree Search (seed 000; ALGORITHMS.md §2): Bellman backup over exact chance
+  outcomes, debiased values q̂3, Thompson sampling and progressive widening.
+
+  The estimator must return ``action_values`` (q̂1). The recommended action is the root's best
+  q̂3; ``out.root_bound`` is the achievable bound when the game has a ``pessimistic_value``.
+
+  Args:
+    selection: default :func:`jaxsearch.selection.thompson`; any rule works (``laplace``,
+      ``hoeffding``, ``value_prior_puct``, ...).
+    widening: progressive widening (start from the best q̂1, add one action at a time).
+    debias: subtract the expected remaining drift (off for ablations).
+    variance: ``"avts"``, ``"reference"`` (the reference code's quirks) or ``"off"``.
+    **kwargs: :func:`custom`'s other options (``num_slots``, ``num_buckets``, ``max_nodes``,
+      ``max_depth``, ``outcome_rule``, ``temperature``, ``model``, ...).
+  """
+  if selection is None:
+    selection = selection_lib.thompson()
+  return custom(game, estimator, selection=selection, num_simulations=num_simulations,
+                backup="bellman", widening=widening, debias=debias, variance=variance,
+                **kwargs)
 
 
 def puct(game: Optional[Game] = None, estimator: Optional[Estimator] = None, *,

@@ -21,12 +21,14 @@ The engine knows nothing of selection rules, games or networks: it receives a
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, Optional
 
 import jax
 import jax.numpy as jnp
 from flax import struct
 
+from jaxsearch import debias as debias_lib
 from jaxsearch import tree as tree_lib
 from jaxsearch.game import per_item_keys
 from jaxsearch.model import Expansion, Model
@@ -34,6 +36,8 @@ from jaxsearch.selection.base import NodeView, SelectionRule, masked_argmax, mas
 from jaxsearch.tree import UNEXPANDED, Tree
 
 OUTCOME_RULES = ("balanced", "sample")
+BACKUPS = ("mean", "bellman")
+VARIANCES = ("avts", "reference", "off")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,6 +53,20 @@ class SearchConfig:
       randomness) and ``"sample"`` draws ``o ~ p``.
     dirichlet_fraction, dirichlet_alpha: root noise ``(1 - ε) p + ε η``, ``η ~ Dir(α)`` over
       the legal actions; ``ε = 0`` turns it off.
+    backup: ``"mean"`` — running means of sampled returns (AlphaZero, MuZero, UCT; one chance
+      outcome is expanded per simulation) — or ``"bellman"`` — AVTS (ALGORITHMS.md §2):
+      expanding a slot creates **all** its possible outcomes in one estimator call, and
+      ``q̂2(s,a) = Σ_o p(o)(r + γ V(s_o))`` is recomputed at every backup, with ``V`` the best
+      debiased value of the active slots. Needs estimators that return ``action_values``.
+    num_slots: ``K``, action slots per node; ``None`` = ``A``. Larger than ``A`` is clamped to
+      ``A``. With ``K < A`` a node keeps its top-``K`` actions by q̂1 (by prior logit for the
+      mean backup) — a documented cutoff: actions outside it are never searched.
+    widening: progressive widening (Bellman backup only): a node starts with its best slot by
+      q̂1 and activates the next whenever the newest (unvisited) one is chosen.
+    debias: subtract the expected remaining drift (Bellman backup only); off = q̂3 is q̂2.
+    variance: ``"avts"`` (squared changes of q̂3), ``"reference"`` (the reference code's
+      quirks, :mod:`jaxsearch.debias`) or ``"off"`` (σ² = 0: Thompson becomes greedy).
+    num_buckets: ``V``, visit-count buckets of the debias statistics (the last absorbs the tail).
   """
 
   num_simulations: int
@@ -58,6 +76,20 @@ class SearchConfig:
   outcome_rule: str = "balanced"
   dirichlet_fraction: float = 0.0
   dirichlet_alpha: float = 0.3
+  backup: str = "mean"
+  num_slots: Optional[int] = None
+  widening: bool = False
+  debias: bool = True
+  variance: str = "avts"
+  num_buckets: int = 32
+
+  @property
+  def bellman(self) -> bool:
+    return self.backup == "bellman"
+
+  def slots_for(self, num_actions: int) -> int:
+    """``K`` for a game with ``num_actions`` actions (``num_slots`` clamped to ``A``)."""
+    return num_actions if self.num_slots is None else min(self.num_slots, num_actions)
 
   def __post_init__(self):
     for name in ("num_simulations", "max_nodes", "max_depth"):
@@ -74,6 +106,17 @@ class SearchConfig:
       raise ValueError(f"dirichlet_fraction must be in [0, 1], got {self.dirichlet_fraction}")
     if self.dirichlet_alpha <= 0.0:
       raise ValueError(f"dirichlet_alpha must be > 0, got {self.dirichlet_alpha}")
+    if self.backup not in BACKUPS:
+      raise ValueError(f"backup must be one of {BACKUPS}, got {self.backup!r}")
+    if self.variance not in VARIANCES:
+      raise ValueError(f"variance must be one of {VARIANCES}, got {self.variance!r}")
+    if self.num_slots is not None and (not isinstance(self.num_slots, int) or
+                                       self.num_slots < 1):
+      raise ValueError(f"num_slots must be a positive int or None, got {self.num_slots!r}")
+    if not isinstance(self.num_buckets, int) or self.num_buckets < 1:
+      raise ValueError(f"num_buckets must be a positive int, got {self.num_buckets!r}")
+    if self.widening and not self.bellman:
+      raise ValueError("widening=True needs backup='bellman' (it orders slots by q̂1)")
 
 
 @struct.dataclass
@@ -114,20 +157,48 @@ class Path:
   leaf_terminal: jax.Array
 
 
-# ---- sanitising estimator output ---------------------------------------------------------
+# ---- new nodes: sanitising estimator output, slot rows -----------------------------------
 
-def _sanitise(expansion: Expansion, num_actions: int):
-  """Replaces non-finite estimates, returning ``(value, logits, action_values, bad)``.
+@struct.dataclass
+class NodeRows:
+  """Everything a new decision node stores (leading ``[B]``; ``K`` slots).
 
-  NaN/inf values and action values become 0; a row of prior logits holding NaN or ``+inf``
-  becomes uniform (``-inf`` is a legitimate zero prior). ``bad`` (``bool[B]``) flags rows that
-  needed it, so the tree can count them.
+  ``slot_*`` are ``[B, K]``; ``value``, ``raw_value``, ``bound`` ``f32[B]``; ``num_active``
+  ``i32[B]``; ``bad`` ``bool[B]`` flags estimator output that was NaN/inf and was replaced.
+  """
+
+  slot_action: jax.Array
+  slot_legal: jax.Array
+  slot_prior_logits: jax.Array
+  slot_action_value: jax.Array
+  slot_value: jax.Array
+  num_active: jax.Array
+  value: jax.Array
+  raw_value: jax.Array
+  bound: jax.Array
+  bad: jax.Array
+
+
+def _node_rows(expansion: Expansion, config: SearchConfig, num_actions: int) -> NodeRows:
+  """Sanitises a batch of estimates and lays them out as slot rows.
+
+  Non-finite output never reaches the tree. Values that are NaN/inf become 0; a row of prior
+  logits holding NaN or ``+inf`` becomes uniform (``-inf`` is a legitimate zero prior). Action
+  values: ``-inf`` masks an action on purpose (e.g. a useless Wordle guess); NaN and ``+inf``
+  mask it too and count as misbehaviour. If that masks every legal action of a live state,
+  they all stay selectable with q̂1 = the (sanitised) value. ``bad`` flags misbehaving rows.
+
+  Slots: with ``K = A`` and no widening, slot ``k`` is action ``k``; otherwise the slots hold
+  the top-``K`` actions by q̂1 (Bellman backup) or prior logit, best first, so that widening
+  activates them in order and illegal ones come last.
   """
   estimate = expansion.estimate
-  batch_size = expansion.legal.shape[0]
+  legal = expansion.legal
+  batch_size = legal.shape[0]
+  num_slots = config.slots_for(num_actions)
   value = jnp.asarray(estimate.value, jnp.float32)
   bad = ~jnp.isfinite(value)
-  value = jnp.where(bad, 0.0, value)
+  value = jnp.where(bad | expansion.terminal, 0.0, value)
   if estimate.prior_logits is None:
     logits = jnp.zeros((batch_size, num_actions), jnp.float32)
   else:
@@ -136,33 +207,100 @@ def _sanitise(expansion: Expansion, num_actions: int):
     bad = bad | bad_logits
     logits = jnp.where(bad_logits[:, None], 0.0, logits)
   if estimate.action_values is None:
+    if config.bellman:
+      raise ValueError(
+          "backup='bellman' (AVTS) needs an estimator that returns Estimate.action_values "
+          "(q̂1 for every action), got action_values=None")
     action_values = jnp.zeros((batch_size, num_actions), jnp.float32)
   else:
     action_values = jnp.asarray(estimate.action_values, jnp.float32)
-    bad_q = ~jnp.isfinite(action_values)
-    bad = bad | jnp.any(bad_q & expansion.legal, axis=-1)
-    action_values = jnp.where(bad_q, 0.0, action_values)
-  value = jnp.where(expansion.terminal, 0.0, value)
-  return value, logits, action_values, bad
+    finite = jnp.isfinite(action_values)
+    bad = bad | jnp.any(legal & (jnp.isnan(action_values) | (action_values == jnp.inf)),
+                        axis=-1)
+    if config.bellman:
+      usable = legal & finite
+      none_left = ~jnp.any(usable, axis=-1, keepdims=True)
+      legal = jnp.where(none_left, legal, usable)
+      action_values = jnp.where(finite, action_values, value[:, None])
+    else:
+      action_values = jnp.where(finite, action_values, 0.0)
+
+  if num_slots == num_actions and not config.widening:
+    slot_action = jnp.broadcast_to(jnp.arange(num_actions, dtype=jnp.int32),
+                                   (batch_size, num_actions))
+  else:
+    ranking = action_values if config.bellman else logits
+    # Legal actions first, best first; ties by index (top_k is stable).
+    keys = jnp.where(legal, ranking, -jnp.inf)
+    _, slot_action = jax.lax.top_k(keys, num_slots)
+    slot_action = slot_action.astype(jnp.int32)
+
+  def gather(x):
+    return jnp.take_along_axis(x, slot_action, axis=1)
+
+  slot_legal = gather(legal)
+  slot_action_value = jnp.where(slot_legal, gather(action_values), 0.0)
+  num_candidates = jnp.sum(slot_legal, axis=-1).astype(jnp.int32)
+  if config.widening:
+    num_active = jnp.minimum(num_candidates, 1)
+  else:
+    num_active = jnp.full((batch_size,), num_slots, jnp.int32)
+  if config.bellman:
+    # V = best q̂1 among the active slots (the debias statistics are empty in a new node).
+    active = slot_legal & (jnp.arange(num_slots) < num_active[:, None])
+    node_value = jnp.max(jnp.where(active, slot_action_value, -jnp.inf), axis=-1)
+    node_value = jnp.where(jnp.any(active, axis=-1) & ~expansion.terminal, node_value, 0.0)
+    slot_value = slot_action_value
+  else:
+    node_value = value
+    slot_value = jnp.zeros_like(slot_action_value)
+  if expansion.pessimistic is None:
+    bound = jnp.zeros((batch_size,), jnp.float32)
+  else:
+    bound = jnp.where(expansion.terminal, 0.0,
+                      jnp.asarray(expansion.pessimistic, jnp.float32))
+    bad = bad | ~jnp.isfinite(bound)
+    bound = jnp.where(jnp.isfinite(bound), bound, -1.0e30)
+  return NodeRows(slot_action=slot_action, slot_legal=slot_legal,
+                  slot_prior_logits=gather(logits), slot_action_value=slot_action_value,
+                  slot_value=slot_value, num_active=num_active, value=node_value,
+                  raw_value=value, bound=bound, bad=bad)
+
+
+def _set_node(tree: Tree, index, expansion: Expansion, rows: NodeRows, parent, depth) -> Tree:
+  """Writes decision node(s) ``index`` of one (unbatched) tree from unbatched ``rows``:
+  ``index`` is a scalar (rows unbatched) or ``[M]`` (rows ``[M, ...]``); out-of-range indices
+  are dropped."""
+
+  def put(field, x):
+    return field.at[index].set(x, mode="drop")
+
+  return tree.replace(
+      node_visits=put(tree.node_visits, 1),
+      node_value=put(tree.node_value, rows.value),
+      node_raw_value=put(tree.node_raw_value, rows.raw_value),
+      node_parent=put(tree.node_parent, parent),
+      node_depth=put(tree.node_depth, depth),
+      node_terminal=put(tree.node_terminal, expansion.terminal),
+      node_state=jax.tree.map(put, tree.node_state, expansion.state),
+      node_num_active=put(tree.node_num_active, rows.num_active),
+      node_solved=put(tree.node_solved, expansion.terminal),
+      node_bound=put(tree.node_bound, rows.bound),
+      slot_action=put(tree.slot_action, rows.slot_action),
+      slot_legal=put(tree.slot_legal, rows.slot_legal),
+      slot_prior_logits=put(tree.slot_prior_logits, rows.slot_prior_logits),
+      slot_action_value=put(tree.slot_action_value, rows.slot_action_value),
+      slot_value=put(tree.slot_value, rows.slot_value),
+  )
 
 
 # ---- root --------------------------------------------------------------------------------
 
-def _write_root(tree: Tree, expansion: Expansion, value, logits, action_values, bad) -> Tree:
+def _write_root(tree: Tree, expansion: Expansion, rows: NodeRows) -> Tree:
   """Writes node 0 of one empty tree (unbatched)."""
-  return tree.replace(
-      node_visits=tree.node_visits.at[0].set(1),
-      node_value=tree.node_value.at[0].set(value),
-      node_raw_value=tree.node_raw_value.at[0].set(value),
-      node_terminal=tree.node_terminal.at[0].set(expansion.terminal),
-      node_state=jax.tree.map(lambda field, x: field.at[0].set(x), tree.node_state,
-                              expansion.state),
-      slot_legal=tree.slot_legal.at[0].set(expansion.legal),
-      slot_prior_logits=tree.slot_prior_logits.at[0].set(logits),
-      slot_action_value=tree.slot_action_value.at[0].set(action_values),
-      num_nodes=jnp.int32(1),
-      nonfinite_estimates=tree.nonfinite_estimates + bad.astype(jnp.int32),
-  )
+  tree = _set_node(tree, 0, expansion, rows, UNEXPANDED, 0)
+  return tree.replace(num_nodes=jnp.int32(1),
+                      nonfinite_estimates=tree.nonfinite_estimates + rows.bad.astype(jnp.int32))
 
 
 def _root_noise_logits(key, logits, legal, fraction, alpha):
@@ -172,6 +310,35 @@ def _root_noise_logits(key, logits, legal, fraction, alpha):
   noise = gammas / jnp.maximum(jnp.sum(gammas), jnp.finfo(jnp.float32).tiny)
   mixed = (1.0 - fraction) * masked_softmax(logits, legal) + fraction * noise
   return jnp.where(legal & (mixed > 0), jnp.log(jnp.maximum(mixed, 1e-30)), -jnp.inf)
+
+
+# ---- AVTS estimates of one node ---------------------------------------------------------
+
+def node_stats(tree: Tree, batch_ids, node) -> debias_lib.DebiasStats:
+  """``[B, V]`` debias statistics of ``node[B]``."""
+  return debias_lib.DebiasStats(count=tree.node_bias_count[batch_ids, node],
+                                bias_mean=tree.node_bias_mean[batch_ids, node],
+                                sq_sum=tree.node_bias_sq_sum[batch_ids, node])
+
+
+def slot_estimates(stats: debias_lib.DebiasStats, tree_values, visits, solved, num_active, *,
+                   config: SearchConfig):
+  """``(q̂3 f32[K], σ² f32[K])`` of one node's slots from its statistics (Bellman backup).
+
+  ``q̂3 = q̂2 + Σ_{j > n} bias_mean[j]`` (``q̂2`` alone with ``debias=False``) and
+  ``σ²(s, n)`` per ``config.variance``; a solved slot's value is exact: no drift, no variance.
+  """
+  if config.debias:
+    debiased = tree_values + jnp.where(solved, 0.0, debias_lib.correction(stats, visits))
+  else:
+    debiased = tree_values
+  if config.variance == "off":
+    variance = jnp.zeros_like(tree_values)
+  else:
+    per_bucket = (debias_lib.reference_bucket_variance(stats, num_active)
+                  if config.variance == "reference" else None)
+    variance = jnp.where(solved, 0.0, debias_lib.variance(stats, visits, per_bucket))
+  return debiased, variance
 
 
 # ---- select ------------------------------------------------------------------------------
@@ -210,6 +377,7 @@ def _select(tree: Tree, root_logits, keys, *, config: SearchConfig) -> tuple[Pat
   batch_ids = jnp.arange(tree.batch_size)
   score = jax.vmap(config.selection.score, in_axes=(0, 0 if keys is not None else None))
   noisy_root = config.dirichlet_fraction > 0.0
+  slot_ids = jnp.arange(tree.num_slots)
 
   def body(carry):
     (node, visits, value, at_terminal, depth, steps, values, go), tree = carry
@@ -218,10 +386,23 @@ def _select(tree: Tree, root_logits, keys, *, config: SearchConfig) -> tuple[Pat
       logits = jnp.where((node == 0)[:, None], root_logits, logits)
     child_visits = tree.slot_visits[batch_ids, node]
     child_values = tree.slot_value[batch_ids, node]
+    action_values = tree.slot_action_value[batch_ids, node]
+    legal = tree.slot_legal[batch_ids, node]
+    if config.widening:
+      legal = legal & (slot_ids < tree.node_num_active[batch_ids, node][:, None])
+    if config.bellman:
+      solved = tree.slot_solved[batch_ids, node]
+      legal = legal & ~solved
+      debiased, variance = jax.vmap(functools.partial(slot_estimates, config=config))(
+          node_stats(tree, batch_ids, node), child_values, child_visits, solved,
+          tree.node_num_active[batch_ids, node])
+    else:
+      debiased = jnp.where(child_visits > 0, child_values, action_values)
+      variance = jnp.zeros_like(child_values)
     view = NodeView(
         visits=visits, value=value, child_visits=child_visits, child_values=child_values,
-        prior_logits=logits, action_values=tree.slot_action_value[batch_ids, node],
-        legal=tree.slot_legal[batch_ids, node], depth=depth)
+        prior_logits=logits, action_values=action_values, legal=legal, depth=depth,
+        debiased_values=debiased, value_variance=variance)
     if keys is not None:
       step_keys = jax.vmap(jax.random.fold_in)(keys, depth)
       rule_keys, outcome_keys = jnp.moveaxis(jax.vmap(jax.random.split)(step_keys), 1, 0)
@@ -233,10 +414,15 @@ def _select(tree: Tree, root_logits, keys, *, config: SearchConfig) -> tuple[Pat
     if num_outcomes == 1:
       outcome = jnp.zeros_like(slot)
     else:
+      probs = tree.chance_prob[batch_ids, safe_chance]
+      if config.bellman:  # never descend into a solved child
+        children = tree.chance_child[batch_ids, safe_chance]
+        open_child = ~tree.node_solved[batch_ids[:, None], jnp.maximum(children, 0)]
+        probs = jnp.where(open_child & (children >= 0), probs, 0.0)
       outcome = jax.vmap(_choose_outcome, in_axes=(0, 0, 0 if keys is not None else None,
                                                    None))(
-          tree.chance_prob[batch_ids, safe_chance], tree.chance_visits[batch_ids, safe_chance],
-          outcome_keys, config.outcome_rule)
+          probs, tree.chance_visits[batch_ids, safe_chance], outcome_keys,
+          config.outcome_rule)
     child = jnp.where(chance >= 0, tree.chance_child[batch_ids, safe_chance, outcome],
                       UNEXPANDED)
     # One packed int row and one float row per edge; finished trees write out of range.
@@ -259,7 +445,7 @@ def _select(tree: Tree, root_logits, keys, *, config: SearchConfig) -> tuple[Pat
     return (node, visits, value, at_terminal, depth, steps, values, go), tree
 
   batch_size = tree.batch_size
-  root_open = (tree.num_nodes > 0) & ~tree.node_terminal[:, 0]
+  root_open = (tree.num_nodes > 0) & ~tree.node_terminal[:, 0] & ~tree.node_solved[:, 0]
   init = (jnp.zeros((batch_size,), jnp.int32), tree.node_visits[:, 0], tree.node_value[:, 0],
           ~root_open, jnp.zeros((batch_size,), jnp.int32),
           jnp.full((batch_size, depth_limit, 6), UNEXPANDED, jnp.int32),
@@ -296,8 +482,8 @@ def _leaf_value(path: Path, value):
   return jnp.where(path.expand, value, jnp.where(path.leaf_terminal, 0.0, path.leaf_value))
 
 
-def _expand_one(tree: Tree, path: Path, expansion: Expansion, value, logits, action_values,
-                bad, probs) -> tuple[Tree, jax.Array]:
+def _expand_one(tree: Tree, path: Path, expansion: Expansion, rows: NodeRows,
+                probs) -> tuple[Tree, jax.Array]:
   """Writes the expanded edge (chance record, reward, discount, child) and the new node of one
   tree; returns it with ``i32[D]``, each path edge's chance record."""
   capacity = tree.node_visits.shape[0]
@@ -313,22 +499,10 @@ def _expand_one(tree: Tree, path: Path, expansion: Expansion, value, logits, act
   write_node = jnp.where(expand, new_node, capacity)
   write_edge = jnp.where(expand, chance_index, capacity)
 
-  def set_node(field, x):
-    return field.at[write_node].set(x, mode="drop")
-
   edge_chances = jnp.maximum(jnp.where(
       (jnp.arange(depth_limit) == last) & new_chance, tree.num_chance, path.chances), 0)
+  tree = _set_node(tree, write_node, expansion, rows, parent, length)
   return tree.replace(
-      node_visits=set_node(tree.node_visits, 1),
-      node_value=set_node(tree.node_value, value),
-      node_raw_value=set_node(tree.node_raw_value, value),
-      node_parent=set_node(tree.node_parent, parent),
-      node_depth=set_node(tree.node_depth, length),
-      node_terminal=set_node(tree.node_terminal, expansion.terminal),
-      node_state=jax.tree.map(set_node, tree.node_state, expansion.state),
-      slot_legal=set_node(tree.slot_legal, expansion.legal),
-      slot_prior_logits=set_node(tree.slot_prior_logits, logits),
-      slot_action_value=set_node(tree.slot_action_value, action_values),
       slot_chance=tree.slot_chance.at[jnp.where(new_chance, parent, capacity), slot].set(
           tree.num_chance, mode="drop"),
       chance_node=tree.chance_node.at[drop_chance].set(parent, mode="drop"),
@@ -340,7 +514,7 @@ def _expand_one(tree: Tree, path: Path, expansion: Expansion, value, logits, act
                                                                        mode="drop"),
       num_nodes=tree.num_nodes + expand.astype(jnp.int32),
       num_chance=tree.num_chance + new_chance.astype(jnp.int32),
-      nonfinite_estimates=tree.nonfinite_estimates + (bad & expand).astype(jnp.int32),
+      nonfinite_estimates=tree.nonfinite_estimates + (rows.bad & expand).astype(jnp.int32),
   ), edge_chances
 
 
@@ -396,6 +570,230 @@ def _backup_one(tree: Tree, path: Path, edge_chances, leaf_value, returns) -> Tr
   )
 
 
+# ---- Bellman backup (AVTS) ---------------------------------------------------------------
+
+def _expand_all_one(tree: Tree, path: Path, expansion: Expansion, rows: NodeRows,
+                    probs) -> tuple[Tree, jax.Array]:
+  """Bellman mode: creates the expanded slot's chance record with **every** possible outcome's
+  node at once (``expansion``/``rows`` are ``[O, ...]``, unbatched tree). Returns the tree and
+  ``i32[D]``, each path edge's chance record."""
+  capacity = tree.node_visits.shape[0]
+  depth_limit = path.slots.shape[0]
+  last = jnp.maximum(path.length - 1, 0)
+  parent, slot = path.nodes[last], path.slots[last]
+  expand = path.expand
+  possible = probs > 0
+  child_ids = tree.num_nodes + jnp.cumsum(possible).astype(jnp.int32) - 1
+  children = jnp.where(possible, child_ids, UNEXPANDED)
+  tree = _set_node(tree, jnp.where(expand & possible, child_ids, capacity), expansion, rows,
+                   parent, path.length)
+  chance = tree.num_chance
+  write_chance = jnp.where(expand, chance, capacity)
+  edge_chances = jnp.maximum(jnp.where(
+      (jnp.arange(depth_limit) == last) & expand, chance, path.chances), 0)
+  return tree.replace(
+      slot_chance=tree.slot_chance.at[jnp.where(expand, parent, capacity), slot].set(
+          chance, mode="drop"),
+      chance_node=tree.chance_node.at[write_chance].set(parent, mode="drop"),
+      chance_prob=tree.chance_prob.at[write_chance].set(probs, mode="drop"),
+      chance_child=tree.chance_child.at[write_chance].set(children, mode="drop"),
+      chance_reward=tree.chance_reward.at[write_chance].set(expansion.reward, mode="drop"),
+      chance_discount=tree.chance_discount.at[write_chance].set(expansion.discount,
+                                                                mode="drop"),
+      num_nodes=tree.num_nodes + jnp.where(expand, jnp.sum(possible), 0).astype(jnp.int32),
+      num_chance=tree.num_chance + expand.astype(jnp.int32),
+      nonfinite_estimates=tree.nonfinite_estimates + jnp.where(
+          expand, jnp.sum(rows.bad & possible), 0).astype(jnp.int32),
+  ), edge_chances
+
+
+@struct.dataclass
+class _Level:
+  """What the Bellman backup changes at one node of a path (one tree, one level)."""
+
+  slot_value: jax.Array  # f32[], the taken slot's new q̂2
+  slot_solved: jax.Array  # bool[]
+  slot_bound: jax.Array  # f32[]
+  stats: debias_lib.DebiasStats  # [V]
+  num_active: jax.Array  # i32[]
+  value: jax.Array  # f32[], V(s) = max over active slots of q̂3
+  solved: jax.Array  # bool[]
+  bound: jax.Array  # f32[]
+
+
+def _bellman_level(tree_values, visits, legal, solved, num_active, stats, slot_bounds,
+                   node_bound, slot, probs, rewards, discounts, child_values, child_bounds,
+                   child_solved, *, config: SearchConfig) -> _Level:
+  """One node's Bellman update after its slot ``slot`` was simulated (``[K]`` slot rows,
+  ``[O]`` outcome rows of the slot's chance record with the children's current values)."""
+  possible = probs > 0
+  q2_new = jnp.sum(jnp.where(possible, probs * (rewards + discounts * child_values), 0.0))
+  q2_old = tree_values[slot]
+  visits_before = visits[slot]
+  change = q2_new - q2_old
+  if config.debias and config.variance == "avts":
+    drift = (debias_lib.correction(stats, visits_before + 1) -
+             debias_lib.correction(stats, visits_before))
+    debiased_change = change + drift  # q̂3 after minus q̂3 before
+  else:
+    debiased_change = change  # q̂3 = q̂2 (no debias), or the reference code's raw change
+  stats = debias_lib.record(stats, visits_before + 1, change, debiased_change)
+  slot_solved = jnp.all(jnp.where(possible, child_solved, True))
+  tree_values = tree_values.at[slot].set(q2_new)
+  visits = visits.at[slot].add(1)
+  solved = solved.at[slot].set(slot_solved)
+  num_candidates = jnp.sum(legal).astype(jnp.int32)
+  if config.widening:  # choosing the newest slot activates the next candidate
+    num_active = jnp.where((slot == num_active - 1) & (num_active < num_candidates),
+                           num_active + 1, num_active)
+  active = legal & (jnp.arange(legal.shape[0]) < num_active)
+  debiased, _ = slot_estimates(stats, tree_values, visits, solved, num_active,
+                               config=dataclasses.replace(config, variance="off"))
+  value = jnp.max(jnp.where(active, debiased, -jnp.inf))
+  value = jnp.where(jnp.any(active), value, 0.0)
+  node_solved = (jnp.sum(active) >= num_candidates) & jnp.all(jnp.where(active, solved, True))
+  slot_bound = jnp.maximum(slot_bounds[slot], jnp.sum(
+      jnp.where(possible, probs * (rewards + discounts * child_bounds), 0.0)))
+  return _Level(slot_value=q2_new, slot_solved=slot_solved, slot_bound=slot_bound, stats=stats,
+                num_active=num_active, value=value, solved=node_solved,
+                bound=jnp.maximum(node_bound, slot_bound))
+
+
+def _bellman_levels(tree: Tree, path: Path, edge_chances, config: SearchConfig) -> _Level:
+  """``[B, D]`` Bellman updates along every path, leaf to root.
+
+  Batched by hand like :func:`_returns`: the loop carries the child's new value, bound and
+  solved flag up the path and collects per-level results; the tree is only read (it already
+  holds the new nodes), and written once afterwards by :func:`_bellman_write_one`.
+  """
+  batch_size, depth_limit = path.slots.shape
+  rows = jnp.arange(batch_size)
+  level_fn = jax.vmap(functools.partial(_bellman_level, config=config))
+  empty = jax.tree.map(
+      lambda x: jnp.zeros((batch_size, depth_limit) + x.shape[1:], x.dtype),
+      jax.eval_shape(level_fn, *(
+          [tree.slot_value[:, 0], tree.slot_visits[:, 0], tree.slot_legal[:, 0],
+           tree.slot_solved[:, 0], tree.node_num_active[:, 0], node_stats(tree, rows, 0),
+           tree.slot_bound[:, 0], tree.node_bound[:, 0], path.slots[:, 0]] +
+          [tree.chance_prob[:, 0]] * 5 + [tree.chance_child[:, 0] >= 0])))
+
+  def body(carry):
+    depth, child_value, child_bound, child_solved, levels = carry
+    depth = depth - 1
+    live = depth >= 0
+    row = jnp.maximum(depth, 0)
+    node = jnp.maximum(path.nodes[rows, row], 0)
+    slot = path.slots[rows, row]
+    chance = edge_chances[rows, row]
+    kids = tree.chance_child[rows, chance]
+    safe_kids = jnp.maximum(kids, 0)
+    # Below the deepest edge the tree holds the child's values; above it, the carried ones.
+    carried = ((jnp.arange(tree.num_outcomes) == path.outcomes[rows, row][:, None]) &
+               (depth < path.length - 1)[:, None])
+    kid_values = jnp.where(carried, child_value[:, None],
+                           tree.node_value[rows[:, None], safe_kids])
+    kid_bounds = jnp.where(carried, child_bound[:, None],
+                           tree.node_bound[rows[:, None], safe_kids])
+    kid_solved = jnp.where(carried, child_solved[:, None],
+                           tree.node_solved[rows[:, None], safe_kids]) & (kids >= 0)
+    level = level_fn(
+        tree.slot_value[rows, node], tree.slot_visits[rows, node], tree.slot_legal[rows, node],
+        tree.slot_solved[rows, node], tree.node_num_active[rows, node],
+        node_stats(tree, rows, node), tree.slot_bound[rows, node], tree.node_bound[rows, node],
+        slot, tree.chance_prob[rows, chance], tree.chance_reward[rows, chance],
+        tree.chance_discount[rows, chance], kid_values, kid_bounds, kid_solved)
+    out_row = jnp.where(live, depth, depth_limit)
+    levels = jax.tree.map(lambda buf, x: buf.at[rows, out_row].set(x, mode="drop"), levels,
+                          level)
+    return (jnp.maximum(depth, 0), jnp.where(live, level.value, child_value),
+            jnp.where(live, level.bound, child_bound), jnp.where(live, level.solved,
+                                                                 child_solved), levels)
+
+  init = (path.length, jnp.zeros((batch_size,), jnp.float32),
+          jnp.zeros((batch_size,), jnp.float32), jnp.zeros((batch_size,), bool), empty)
+  *_, levels = jax.lax.while_loop(lambda carry: jnp.any(carry[0] > 0), body, init)
+  return levels
+
+
+def _bellman_write_one(tree: Tree, path: Path, edge_chances, levels: _Level) -> Tree:
+  """Writes one tree's ``[D]`` level updates and visit counts."""
+  capacity = tree.node_visits.shape[0]
+  depth_limit = path.slots.shape[0]
+  on_path = jnp.arange(depth_limit) < path.length
+  node_ids = jnp.where(on_path, jnp.maximum(path.nodes[:-1], 0), capacity)
+  existing_leaf = jnp.where(path.expand, capacity, path.nodes[path.length])
+  slots = path.slots
+
+  def node_set(field, x):
+    return field.at[node_ids].set(x, mode="drop")
+
+  def slot_set(field, x):
+    return field.at[node_ids, slots].set(x, mode="drop")
+
+  return tree.replace(
+      node_visits=tree.node_visits.at[jnp.concatenate([node_ids, existing_leaf[None]])].add(
+          1, mode="drop"),
+      node_value=node_set(tree.node_value, levels.value),
+      node_num_active=node_set(tree.node_num_active, levels.num_active),
+      node_solved=node_set(tree.node_solved, levels.solved),
+      node_bound=node_set(tree.node_bound, levels.bound),
+      node_bias_count=node_set(tree.node_bias_count, levels.stats.count),
+      node_bias_mean=node_set(tree.node_bias_mean, levels.stats.bias_mean),
+      node_bias_sq_sum=node_set(tree.node_bias_sq_sum, levels.stats.sq_sum),
+      slot_visits=tree.slot_visits.at[node_ids, slots].add(1, mode="drop"),
+      slot_value=slot_set(tree.slot_value, levels.slot_value),
+      slot_solved=slot_set(tree.slot_solved, levels.slot_solved),
+      slot_bound=slot_set(tree.slot_bound, levels.slot_bound),
+      chance_visits=tree.chance_visits.at[jnp.where(on_path, edge_chances, capacity),
+                                          path.outcomes].add(1, mode="drop"),
+  )
+
+
+def _bellman_simulation(model: Model, config: SearchConfig, params, key, tree: Tree,
+                        path: Path, parent_states, actions) -> Tree:
+  """Expand (all outcomes, one estimator call for ``B·O`` states) and Bellman-backup."""
+  batch_size = tree.batch_size
+  num_outcomes = model.num_outcomes
+  batch_ids = jnp.arange(batch_size)
+  last = jnp.maximum(path.length - 1, 0)
+  if num_outcomes == 1:
+    probs = jnp.ones((batch_size, 1), jnp.float32)
+  else:
+    probs = _outcome_probs(model, params, parent_states, actions, batch_size)
+  possible = probs > 0
+  # All possible outcomes get a node now; where they do not fit, the tree stops growing.
+  fits = tree.num_nodes + jnp.sum(possible, axis=-1) <= tree.max_nodes
+  full = path.expand & ~fits
+  first_outcome = jnp.argmax(possible, axis=-1).astype(jnp.int32)
+  outcomes = jnp.where(path.expand, first_outcome, path.outcomes[batch_ids, last])
+  path = path.replace(length=jnp.where(full, last, path.length), expand=path.expand & fits,
+                      new_chance=path.new_chance & fits,
+                      outcomes=path.outcomes.at[batch_ids, last].set(outcomes))
+
+  def repeat(x):
+    return jnp.repeat(x, num_outcomes, axis=0)
+
+  expansion = model.step(params, key, jax.tree.map(repeat, parent_states), repeat(actions),
+                         jnp.tile(jnp.arange(num_outcomes, dtype=jnp.int32), batch_size))
+  rows = _node_rows(expansion, config, model.num_actions)
+
+  def per_tree(x):
+    return x.reshape((batch_size, num_outcomes) + x.shape[1:])
+
+  tree, edge_chances = jax.vmap(_expand_all_one)(
+      tree, path, jax.tree.map(per_tree, expansion), jax.tree.map(per_tree, rows), probs)
+  levels = _bellman_levels(tree, path, edge_chances, config)
+  return jax.vmap(_bellman_write_one)(tree, path, edge_chances, levels)
+
+
+def _outcome_probs(model: Model, params, states, actions, batch_size: int) -> jax.Array:
+  probs = model.outcome_probs(params, states, actions)
+  if probs.shape != (batch_size, model.num_outcomes):
+    raise ValueError(f"outcome_probs must return [B, O]=({batch_size}, "
+                     f"{model.num_outcomes}), got {probs.shape}")
+  return probs
+
+
 # ---- the search --------------------------------------------------------------------------
 
 def init_tree(model: Model, config: SearchConfig, params, key, root_input,
@@ -411,15 +809,17 @@ def init_tree(model: Model, config: SearchConfig, params, key, root_input,
   if num_actions != model.num_actions:
     raise ValueError(f"root legal mask has {num_actions} actions, the model {model.num_actions}")
   state_example = jax.tree.map(lambda x: x[0], expansion.state)
-  fresh = tree_lib.allocate(batch_size, config.max_nodes, num_actions, model.num_outcomes,
-                            state_example)
-  fresh = jax.vmap(_write_root)(fresh, expansion, *_sanitise(expansion, num_actions))
+  num_buckets = config.num_buckets if config.bellman else 1
+  fresh = tree_lib.allocate(batch_size, config.max_nodes, config.slots_for(num_actions),
+                            model.num_outcomes, state_example, num_buckets)
+  fresh = jax.vmap(_write_root)(fresh, expansion, _node_rows(expansion, config, num_actions))
   if tree is None:
     return fresh
-  expected = (batch_size, config.max_nodes, num_actions, model.num_outcomes)
-  got = (tree.batch_size, tree.max_nodes, tree.num_slots, tree.num_outcomes)
+  expected = (batch_size, config.max_nodes, config.slots_for(num_actions), model.num_outcomes,
+              num_buckets)
+  got = (tree.batch_size, tree.max_nodes, tree.num_slots, tree.num_outcomes, tree.num_buckets)
   if got != expected:
-    raise ValueError(f"tree has (B, N, K, O) = {got}, this search needs {expected}")
+    raise ValueError(f"tree has (B, N, K, O, V) = {got}, this search needs {expected}")
   if jax.tree.structure(tree.node_state) != jax.tree.structure(fresh.node_state):
     raise ValueError("tree.node_state does not match the structure of the root states")
   keep = tree.num_nodes > 0
@@ -467,23 +867,23 @@ def run(model: Model, config: SearchConfig, params, key, root_input,
     slots = path.slots[batch_ids, last]
     parent_states = jax.tree.map(lambda x: x[batch_ids, parents], tree.node_state)
     actions = tree.slot_action[batch_ids, parents, slots]
+    if config.bellman:
+      return _bellman_simulation(model, config, params, estimator_key, tree, path,
+                                 parent_states, actions)
     if model.num_outcomes == 1:
       probs = jnp.ones((batch_size, 1), jnp.float32)
       outcomes = path.outcomes[batch_ids, last]
     else:
-      probs = model.outcome_probs(params, parent_states, actions)
-      if probs.shape != (batch_size, model.num_outcomes):
-        raise ValueError(f"outcome_probs must return [B, O]=({batch_size}, "
-                         f"{model.num_outcomes}), got {probs.shape}")
+      probs = _outcome_probs(model, params, parent_states, actions, batch_size)
       fresh_outcomes = jax.vmap(_choose_outcome, in_axes=(0, None, 0, None))(
           probs, jnp.zeros((model.num_outcomes,)), per_item_keys(outcome_key, batch_size),
           config.outcome_rule)
       outcomes = jnp.where(path.new_chance, fresh_outcomes, path.outcomes[batch_ids, last])
       path = path.replace(outcomes=path.outcomes.at[batch_ids, last].set(outcomes))
     expansion = model.step(params, estimator_key, parent_states, actions, outcomes)
-    sanitised = _sanitise(expansion, model.num_actions)
-    tree, edge_chances = jax.vmap(_expand_one)(tree, path, expansion, *sanitised, probs)
-    leaf_value = _leaf_value(path, sanitised[0])
+    rows = _node_rows(expansion, config, model.num_actions)
+    tree, edge_chances = jax.vmap(_expand_one)(tree, path, expansion, rows, probs)
+    leaf_value = _leaf_value(path, rows.value)
     returns = _returns(tree, path, edge_chances, leaf_value)
     return jax.vmap(_backup_one)(tree, path, edge_chances, leaf_value, returns)
 

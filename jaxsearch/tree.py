@@ -7,7 +7,8 @@ are private, so the public type never changes meaning between batched and unbatc
 Sizes (static, checked when a tree is allocated):
   B  batch size, N  decision-node capacity, K  action slots per node,
   C  chance-record capacity (= N: a record is only ever created together with a node),
-  O  chance outcomes per action (1 for deterministic games).
+  O  chance outcomes per action (1 for deterministic games),
+  V  visit-count buckets of the AVTS debias statistics (1 when unused).
 
 Node 0 is always the root. Children are allocated after their parents, so a parent's index
 is always smaller than its children's; :func:`reroot` preserves that order.
@@ -22,6 +23,7 @@ import jax.numpy as jnp
 from flax import struct
 
 UNEXPANDED = -1  # sentinel in ``slot_chance`` and ``chance_child``; ``node_parent`` of the root
+NO_BOUND = -3.0e38  # ``slot_bound`` of an unexpanded slot: finite, so trees never hold inf/NaN
 
 
 @struct.dataclass
@@ -37,13 +39,24 @@ class Tree:
     node_depth: i32, edges from the root.
     node_terminal: bool, the state is terminal (no legal action).
     node_state: game-state pytree with leading ``[B, N]``.
+    node_num_active: i32, active slots: slots ``0 .. num_active - 1`` may be selected
+      (progressive widening grows it; ``K`` without widening).
+    node_solved: bool, the node's value is exact: terminal, or every candidate slot is active
+      and solved (Bellman backup only).
+    node_bound: f32, achievable bound: the value of a concrete policy from the node (the
+      game's ``pessimistic_value`` improved by the Bellman backup); meaningless without one.
+  Debias statistics ``[B, N, V]`` (Bellman backup; :mod:`jaxsearch.debias`):
+    node_bias_count: i32, node_bias_mean: f32, node_bias_sq_sum: f32.
   Action slots ``[B, N, K]``:
     slot_action: i32, the action a slot stands for.
     slot_legal: bool, the slot is a legal, active action.
     slot_prior_logits: f32, the estimator's prior logit (unnormalised).
     slot_action_value: f32, the estimator's action value q̂1 (0 when it gives none).
     slot_visits: i32, simulations through the slot.
-    slot_value: f32, the tree's estimate Q(s, a) (running mean of returns, mover's view).
+    slot_value: f32, the tree's estimate Q(s, a) (running mean of returns, mover's view);
+      with the Bellman backup q̂2, initialised to q̂1.
+    slot_solved: bool, every possible outcome of the slot leads to a solved node.
+    slot_bound: f32, achievable bound of the slot (:data:`NO_BOUND` until expanded).
     slot_chance: i32, the slot's chance record or ``-1`` while unexpanded.
   Chance records ``[B, C, O]`` (``chance_node`` is ``[B, C]``):
     chance_node: i32, the decision node owning the record.
@@ -64,12 +77,20 @@ class Tree:
   node_depth: jax.Array
   node_terminal: jax.Array
   node_state: Any
+  node_num_active: jax.Array
+  node_solved: jax.Array
+  node_bound: jax.Array
+  node_bias_count: jax.Array
+  node_bias_mean: jax.Array
+  node_bias_sq_sum: jax.Array
   slot_action: jax.Array
   slot_legal: jax.Array
   slot_prior_logits: jax.Array
   slot_action_value: jax.Array
   slot_visits: jax.Array
   slot_value: jax.Array
+  slot_solved: jax.Array
+  slot_bound: jax.Array
   slot_chance: jax.Array
   chance_node: jax.Array
   chance_prob: jax.Array
@@ -97,21 +118,27 @@ class Tree:
   def num_outcomes(self) -> int:
     return self.chance_prob.shape[2]
 
+  @property
+  def num_buckets(self) -> int:
+    return self.node_bias_mean.shape[2]
+
   def nbytes(self) -> int:
     """Bytes held by the tree's arrays."""
     return sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(self))
 
 
 def allocate(batch_size: int, max_nodes: int, num_slots: int, num_outcomes: int,
-             state_example: Any) -> Tree:
+             state_example: Any, num_buckets: int = 1) -> Tree:
   """An empty batch of trees (``num_nodes == 0``).
 
   Args:
-    batch_size, max_nodes, num_slots, num_outcomes: ``B, N, K, O`` (static Python ints >= 1).
+    batch_size, max_nodes, num_slots, num_outcomes, num_buckets: ``B, N, K, O, V`` (static
+      Python ints >= 1).
     state_example: one *unbatched* game state; fixes the per-node state structure.
   """
   for name, size in (("batch_size", batch_size), ("max_nodes", max_nodes),
-                     ("num_slots", num_slots), ("num_outcomes", num_outcomes)):
+                     ("num_slots", num_slots), ("num_outcomes", num_outcomes),
+                     ("num_buckets", num_buckets)):
     if not isinstance(size, int) or size < 1:
       raise ValueError(f"{name} must be a positive Python int, got {size!r}")
   b, n, k, o = batch_size, max_nodes, num_slots, num_outcomes
@@ -125,12 +152,20 @@ def allocate(batch_size: int, max_nodes: int, num_slots: int, num_outcomes: int,
       node_terminal=jnp.zeros((b, n), bool),
       node_state=jax.tree.map(
           lambda x: jnp.zeros((b, n) + jnp.shape(x), jnp.asarray(x).dtype), state_example),
+      node_num_active=jnp.full((b, n), k, i32),
+      node_solved=jnp.zeros((b, n), bool),
+      node_bound=jnp.zeros((b, n), f32),
+      node_bias_count=jnp.zeros((b, n, num_buckets), i32),
+      node_bias_mean=jnp.zeros((b, n, num_buckets), f32),
+      node_bias_sq_sum=jnp.zeros((b, n, num_buckets), f32),
       slot_action=jnp.broadcast_to(jnp.arange(k, dtype=i32), (b, n, k)),
       slot_legal=jnp.zeros((b, n, k), bool),
       slot_prior_logits=jnp.zeros((b, n, k), f32),
       slot_action_value=jnp.zeros((b, n, k), f32),
       slot_visits=jnp.zeros((b, n, k), i32),
       slot_value=jnp.zeros((b, n, k), f32),
+      slot_solved=jnp.zeros((b, n, k), bool),
+      slot_bound=jnp.full((b, n, k), NO_BOUND, f32),
       slot_chance=jnp.full((b, n, k), UNEXPANDED, i32),
       chance_node=jnp.full((b, n), UNEXPANDED, i32),
       chance_prob=jnp.zeros((b, n, o), f32),
@@ -209,7 +244,7 @@ def _reroot_one(tree: Tree, new_root: jax.Array) -> Tree:
   chance_live = chance_ids < num_chance_kept
 
   fresh = allocate(1, n, tree.slot_visits.shape[1], tree.chance_prob.shape[1],
-                   jax.tree.map(lambda x: x[0], tree.node_state))
+                   jax.tree.map(lambda x: x[0], tree.node_state), tree.node_bias_mean.shape[1])
   fresh = jax.tree.map(lambda x: x[0], fresh)
 
   def take(field, fresh_field, order, live):
@@ -235,12 +270,20 @@ def _reroot_one(tree: Tree, new_root: jax.Array) -> Tree:
       node_depth=jnp.where(live, tree.node_depth[order] - root_depth, 0),
       node_terminal=nodes(tree.node_terminal, fresh.node_terminal),
       node_state=jax.tree.map(nodes, tree.node_state, fresh.node_state),
+      node_num_active=nodes(tree.node_num_active, fresh.node_num_active),
+      node_solved=nodes(tree.node_solved, fresh.node_solved),
+      node_bound=nodes(tree.node_bound, fresh.node_bound),
+      node_bias_count=nodes(tree.node_bias_count, fresh.node_bias_count),
+      node_bias_mean=nodes(tree.node_bias_mean, fresh.node_bias_mean),
+      node_bias_sq_sum=nodes(tree.node_bias_sq_sum, fresh.node_bias_sq_sum),
       slot_action=nodes(tree.slot_action, fresh.slot_action),
       slot_legal=nodes(tree.slot_legal, fresh.slot_legal),
       slot_prior_logits=nodes(tree.slot_prior_logits, fresh.slot_prior_logits),
       slot_action_value=nodes(tree.slot_action_value, fresh.slot_action_value),
       slot_visits=nodes(tree.slot_visits, fresh.slot_visits),
       slot_value=nodes(tree.slot_value, fresh.slot_value),
+      slot_solved=nodes(tree.slot_solved, fresh.slot_solved),
+      slot_bound=nodes(tree.slot_bound, fresh.slot_bound),
       slot_chance=jnp.where(live[:, None], slot_chance, UNEXPANDED),
       chance_node=jnp.where(chance_live, remap(tree.chance_node[chance_order]), UNEXPANDED),
       chance_prob=chances(tree.chance_prob, fresh.chance_prob),

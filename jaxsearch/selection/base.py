@@ -26,8 +26,14 @@ class NodeView:
     child_values: ``f32[K]`` Q(s, a) of each slot (meaningless where ``child_visits == 0``).
     prior_logits: ``f32[K]`` (root Dirichlet noise already mixed in at the root).
     action_values: ``f32[K]`` the estimator's q̂1 (0 when it gives none).
-    legal: ``bool[K]``.
+    legal: ``bool[K]`` slots that may be chosen: legal, active (progressive widening) and, with
+      the Bellman backup, not yet solved.
     depth: ``i32[]`` 0 at the root.
+    debiased_values: ``f32[K]`` AVTS's q̂3: with the Bellman backup, the tree value q̂2 plus the
+      node's expected remaining drift (:mod:`jaxsearch.debias`); with the running-mean backup,
+      Q where visited and the estimator's q̂1 elsewhere.
+    value_variance: ``f32[K]`` σ²(s, n(a)), the variance of the remaining drift of each slot's
+      value (zeros without variance statistics).
   """
 
   visits: jax.Array
@@ -38,6 +44,8 @@ class NodeView:
   action_values: jax.Array
   legal: jax.Array
   depth: jax.Array
+  debiased_values: jax.Array
+  value_variance: jax.Array
 
 
 @dataclasses.dataclass(frozen=True)

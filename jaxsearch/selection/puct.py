@@ -23,9 +23,14 @@ MUZERO_C1 = 1.25
 MUZERO_C2 = 19652.0
 
 
+def q_debiased(view: NodeView) -> jax.Array:
+  """AVTS's debiased values q̂3 as they are (every active slot has one)."""
+  return view.debiased_values
+
+
 def puct(c: Optional[float] = None, c1: float = MUZERO_C1, c2: float = MUZERO_C2,
          q_transform: QTransform = q_minmax,
-         visit_convention: str = "node") -> SelectionRule:
+         visit_convention: str = "node", prior: str = "logits") -> SelectionRule:
   """The PUCT rule.
 
   Args:
@@ -34,10 +39,14 @@ def puct(c: Optional[float] = None, c1: float = MUZERO_C1, c2: float = MUZERO_C2
     c1, c2: the MuZero schedule's constants.
     q_transform: Q scaling (default: per-node min-max over the node value and visited slots).
     visit_convention: ``"node"`` (``N = 1 + sum(n)``, mctx) or ``"children"`` (``N = sum(n)``).
+    prior: ``"logits"`` (softmax of the estimator's prior logits) or ``"action_values"``
+      (softmax of its q̂1 over the selectable slots: seed 000's PUCT without a policy head).
   """
   if visit_convention not in ("node", "children"):
     raise ValueError(
         f"visit_convention must be 'node' or 'children', got {visit_convention!r}")
+  if prior not in ("logits", "action_values"):
+    raise ValueError(f"prior must be 'logits' or 'action_values', got {prior!r}")
 
   def score(view: NodeView, key: Optional[jax.Array]) -> jax.Array:
     del key
@@ -49,8 +58,15 @@ def puct(c: Optional[float] = None, c1: float = MUZERO_C1, c2: float = MUZERO_C2
       weight = c1 + jnp.log((total + c2 + 1.0) / c2)
     else:
       weight = jnp.float32(c)
-    prior = masked_softmax(view.prior_logits, view.legal)
-    policy_score = jnp.sqrt(total) * weight * prior / (view.child_visits + 1)
+    logits = view.prior_logits if prior == "logits" else view.action_values
+    prior_probs = masked_softmax(logits, view.legal)
+    policy_score = jnp.sqrt(total) * weight * prior_probs / (view.child_visits + 1)
     return q_transform(view) + policy_score
 
   return SelectionRule("puct", score)
+
+
+def value_prior_puct(c: float = 1.0) -> SelectionRule:
+  """Seed 000's PUCT for action-value estimators: ``q̂3(a) + c·π(a)·sqrt(N)/(1 + n(a))`` with
+  ``π`` = softmax of q̂1 over the selectable slots, ``N = sum(n)``, raw (unnormalised) q̂3."""
+  return puct(c=c, q_transform=q_debiased, visit_convention="children", prior="action_values")

@@ -1,0 +1,321 @@
+"""Wordle as a single-agent guessing game with exact chance over feedbacks.
+
+The secret is one of the ``S`` answers, drawn uniformly; every guess is one of the ``G``
+allowed words (which include the answers) and costs one move; the feedback is a pattern of
+five colours; the game ends when the pattern is all green. The value of a state is minus the
+expected number of guesses still needed, so at the root ``-value * S`` is the total number of
+guesses over all answers (3158 answers / 14855 guesses: 11219 with TARSE; 2315 / 12972:
+7920 with SALET).
+
+    w = wordle.load_default("nyt")   # or wordle.make(answers, guesses)
+    state = w.state_after([("tarse", "BBYBY")])
+    search = js.policies.puct(w.game, w.estimator, num_simulations=64)
+
+State, chance, rewards, bounds and the entropic estimator are the generic guessing game of
+:mod:`games.mastermind` (:func:`~games.mastermind.guessing_game`,
+:func:`~games.mastermind.entropic_estimator`): the state is the set of answers still
+consistent with the feedback (a bitset ``u32[ceil(S / 32)]``) plus ``solved``; action ``g``
+guesses ``guesses[g]``; outcome = feedback pattern index.
+
+**Feedback** (ALGORITHMS.md §2): greens first (each consumes its answer letter), then yellows
+left to right, each consuming the first unused matching answer letter; other letters are grey.
+Equivalently a non-green guess letter at position ``i`` is yellow iff fewer earlier non-green
+guess positions hold the same letter than there are non-green answer positions holding it.
+**Pattern index** = ``Σ_i digit_i * 3**i`` over positions ``i = 0..4`` (leftmost first),
+grey ``B = 0``, yellow ``Y = 1``, green ``G = 2``: 243 patterns, all green = 242
+(:data:`SOLVED`); ``pattern_string(242) == "GGGGG"``, ``pattern_string(1) == "YBBBB"``.
+
+**Estimator cost** (2 CPU cores, XLA CPU, 3158 / 14855, measured by
+``tests/test_wordle.py``'s figures test and by hand): building the ``u8[14855, 3158]`` table
+(47 MB) ~2 s; one estimate of the full answer set ~0.16 s (all 47 M (guess, answer) pairs);
+a state with ``n <= 64`` answers ~3 ms, ``n <= 256`` ~12 ms (compacted); working memory a few
+tens of MB whatever the batch size, as states are done one after the other. Compiling the
+estimator takes a few seconds, ~2 s of which is XLA embedding the 47 MB table constant (paid
+by every program that closes over it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+import re
+from pathlib import Path
+from typing import Optional, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from games import mastermind as _guessing
+from games.mastermind import State, bits_to_mask, mask_to_bits  # noqa: F401 (re-exported)
+from jaxsearch.game import Estimator, Game
+
+WORD_LENGTH = 5
+NUM_PATTERNS = 3 ** WORD_LENGTH  # 243
+SOLVED = NUM_PATTERNS - 1  # all green
+_DIGITS = {"B": 0, "Y": 1, "G": 2}
+_POW3 = 3 ** np.arange(WORD_LENGTH)
+
+# The lists of shared/data/wordle (README there): file name -> number of words.
+LISTS = {
+    "nyt": ("wordlist_nyt20230701_hidden", "wordlist_nyt20220830_all"),
+    "orig": ("wordlist_orig_hidden", "wordlist_orig_all"),
+}
+EXPECTED_COUNTS = {
+    "wordlist_nyt20230701_hidden": 3158,
+    "wordlist_nyt20220830_all": 14855,
+    "wordlist_orig_hidden": 2315,
+    "wordlist_orig_all": 12972,
+}
+_WORD = re.compile(r"[a-z]{5}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Patterns and feedback.
+
+
+def pattern_string(index: int) -> str:
+  """``"GYBBB"``-style pattern of pattern index ``index`` (position 0 = least digit)."""
+  index = int(index)
+  if not 0 <= index < NUM_PATTERNS:
+    raise ValueError(f"pattern index {index} not in [0, {NUM_PATTERNS})")
+  return "".join("BYG"[(index // 3 ** i) % 3] for i in range(WORD_LENGTH))
+
+
+def pattern_index(pattern: str) -> int:
+  """Inverse of :func:`pattern_string` (``"GYBBB"`` -> ``2 + 1 * 3 = 5``)."""
+  if len(pattern) != WORD_LENGTH or any(c not in _DIGITS for c in pattern):
+    raise ValueError(f"{pattern!r} is not a pattern of {WORD_LENGTH} letters from B, Y, G")
+  return sum(_DIGITS[c] * 3 ** i for i, c in enumerate(pattern))
+
+
+def encode_words(words: Sequence[str]) -> np.ndarray:
+  """``int8[len(words), 5]``: letters as ``0..25``."""
+  _check_words(words, "encode_words")
+  return (np.frombuffer("".join(words).encode("ascii"), np.uint8).reshape(-1, WORD_LENGTH)
+          - ord("a")).astype(np.int8)
+
+
+def _feedback_row(guess: jax.Array, answers: jax.Array) -> jax.Array:
+  """``u8[S]`` pattern indices of one guess (``int8[5]``) for ``answers`` (``int8[S, 5]``)."""
+  green = answers == guess[None, :]  # [S, 5]
+  # avail[s, i]: non-green answer positions j holding guess letter i.
+  avail = jnp.sum((answers[:, None, :] == guess[None, :, None]) & ~green[:, None, :], axis=-1)
+  # before[s, i]: earlier non-green guess positions j < i holding guess letter i.
+  pos = jnp.arange(WORD_LENGTH)
+  same_before = (guess[:, None] == guess[None, :]) & (pos[None, :] < pos[:, None])  # [i, j]
+  before = jnp.sum(same_before[None] & ~green[:, None, :], axis=-1)
+  yellow = ~green & (before < avail)
+  digits = jnp.where(green, 2, jnp.where(yellow, 1, 0))
+  return jnp.sum(digits * jnp.asarray(_POW3, jnp.int32), axis=-1).astype(jnp.uint8)
+
+
+@jax.jit
+def _feedback_table(guesses: jax.Array, answers: jax.Array) -> jax.Array:
+  return jax.lax.map(lambda g: _feedback_row(g, answers), guesses, batch_size=256)
+
+
+def feedback_table(guesses: Sequence[str], answers: Sequence[str]) -> jax.Array:
+  """``u8[G, S]`` pattern index of ``guesses[g]`` for ``answers[s]`` (JAX, vectorised over
+  answers and over chunks of 256 guesses; ~2 s on CPU for 14855 x 3158)."""
+  return _feedback_table(jnp.asarray(encode_words(guesses)),
+                         jnp.asarray(encode_words(answers)))
+
+
+def score(guess: str, answer: str) -> str:
+  """The pattern string of ``guess`` for ``answer`` (``score("erase", "melee") ==
+  "YBBBG"``)."""
+  return pattern_string(int(feedback_table([guess], [answer])[0, 0]))
+
+
+# ---------------------------------------------------------------------------------------------
+# Word lists.
+
+
+def _check_words(words: Sequence[str], where: str) -> None:
+  if isinstance(words, str):
+    raise TypeError(f"{where}: expected a sequence of words, got the string {words!r}")
+  bad = [w for w in words if not isinstance(w, str) or not _WORD.fullmatch(w)]
+  if bad:
+    raise ValueError(f"{where}: {len(bad)} words are not 5 lowercase ASCII letters, e.g. "
+                     f"{bad[:5]!r}")
+
+
+def default_data_dir() -> Path:
+  """``$WORDLE_DATA`` if set, else ``shared/data/wordle`` beside the project root."""
+  env = os.environ.get("WORDLE_DATA")
+  if env:
+    return Path(env)
+  return Path(__file__).resolve().parents[2] / "shared" / "data" / "wordle"
+
+
+def default_paths(lists: str = "nyt") -> tuple[Path, Path]:
+  """``(answers_path, guesses_path)`` of one pair of lists in :func:`default_data_dir`:
+  ``"nyt"`` (3158 / 14855, the AVTS article's) or ``"orig"`` (2315 / 12972). The files
+  may not exist; :func:`load_words` says where to get them."""
+  if lists not in LISTS:
+    raise ValueError(f"unknown Wordle lists {lists!r}; expected one of {sorted(LISTS)}")
+  folder = default_data_dir()
+  return tuple(folder / name for name in LISTS[lists])
+
+
+def load_words(path, expected_count: Optional[int] = None) -> list[str]:
+  """Reads a word list: one lowercase 5-letter word per line (blank lines ignored).
+
+  Raises:
+    FileNotFoundError: the file is missing (the message says where to get the lists).
+    ValueError: a line is not a 5-letter lowercase word, a word repeats, or the number of
+      words differs from ``expected_count``.
+  """
+  path = Path(path)
+  if not path.is_file():
+    raise FileNotFoundError(
+        f"Wordle word list not found: {path}. The lists are not part of the project: they "
+        f"live in ../shared/data/wordle/ beside the project root (see the README.md "
+        f"there; originally from github.com/alex1770/wordle). Set WORDLE_DATA to a folder "
+        f"holding {sorted(EXPECTED_COUNTS)} or pass explicit paths.")
+  words = []
+  lines = path.read_text(encoding="ascii", errors="replace").splitlines()
+  for number, line in enumerate(lines, start=1):
+    word = line.strip()
+    if not word:
+      continue
+    if not _WORD.fullmatch(word):
+      raise ValueError(f"{path}:{number}: {word!r} is not a 5-letter lowercase word")
+    words.append(word)
+  if len(set(words)) != len(words):
+    seen, dups = set(), []
+    for w in words:
+      if w in seen:
+        dups.append(w)
+      seen.add(w)
+    raise ValueError(f"{path}: repeated words {dups[:5]!r}")
+  if expected_count is not None and len(words) != expected_count:
+    raise ValueError(f"{path}: expected {expected_count} words, found {len(words)}")
+  return words
+
+
+# ---------------------------------------------------------------------------------------------
+# The game.
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Wordle:
+  """Wordle over given lists as a guessing :class:`Game`.
+
+  Attributes:
+    answers: the ``S`` secrets, in state (bit) order.
+    guesses: the ``G`` allowed guesses, in action order (they include every answer).
+    feedback: ``u8[G, S]`` pattern index of guess (row) for answer (column).
+    secret_of_guess: ``int32[G]`` (numpy), the answer index of each guess, ``-1`` if none.
+    game: the :class:`jaxsearch.game.Game` (``num_actions = G``, ``num_outcomes = 243``).
+    estimator: the batched entropic estimator
+      (:func:`games.mastermind.entropic_estimator`), ``action_values f32[B, G]``.
+  """
+
+  answers: tuple[str, ...]
+  guesses: tuple[str, ...]
+  feedback: jax.Array
+  secret_of_guess: np.ndarray
+  game: Game
+  estimator: Estimator
+
+  @property
+  def num_answers(self) -> int:
+    return len(self.answers)
+
+  @property
+  def num_guesses(self) -> int:
+    return len(self.guesses)
+
+  def initial_state(self) -> State:
+    """The state before any guess: every answer is possible."""
+    return self.game.init(jax.random.PRNGKey(0))
+
+  def guess_index(self, word: str) -> int:
+    """Action index of guess ``word``."""
+    try:
+      return self._guess_ids[word]
+    except KeyError:
+      raise ValueError(f"{word!r} is not an allowed guess") from None
+
+  def answer_index(self, word: str) -> int:
+    """Secret (bit) index of answer ``word``."""
+    try:
+      return self._answer_ids[word]
+    except KeyError:
+      raise ValueError(f"{word!r} is not an answer") from None
+
+  def score(self, guess: str, answer: str) -> str:
+    """Pattern string of ``guess`` for ``answer``, from the table."""
+    return pattern_string(int(self.feedback[self.guess_index(guess),
+                                            self.answer_index(answer)]))
+
+  def remaining_answers(self, state: State) -> list[str]:
+    """The answers still possible in one (unbatched) state."""
+    mask = np.asarray(bits_to_mask(state.remaining, self.num_answers))
+    return [self.answers[i] for i in np.flatnonzero(mask)]
+
+  def state_after(self, history: Sequence[tuple[str, str]]) -> State:
+    """The state after ``[(guess, pattern), ...]`` from the initial state."""
+    state = self.initial_state()
+    for guess, pattern in history:
+      state = self.game.step(state, self.guess_index(guess),
+                             pattern_index(pattern)).state
+    return state
+
+  @functools.cached_property
+  def _guess_ids(self) -> dict[str, int]:
+    return {w: i for i, w in enumerate(self.guesses)}
+
+  @functools.cached_property
+  def _answer_ids(self) -> dict[str, int]:
+    return {w: i for i, w in enumerate(self.answers)}
+
+
+def make(answers: Sequence[str], guesses: Sequence[str],
+         value_range: tuple[float, float] = (-6.0, 0.0), max_length: Optional[int] = None,
+         tiers: Sequence[int] = _guessing.DEFAULT_TIERS,
+         chunk_elements: int = _guessing.DEFAULT_CHUNK_ELEMENTS,
+         name: Optional[str] = None) -> Wordle:
+  """Wordle with secrets ``answers`` and actions ``guesses`` (which must contain every
+  answer; no repeats in either).
+
+  ``value_range`` (default ``(-6, 0)``, ALGORITHMS.md) and ``max_length`` go to the
+  :class:`Game`; ``tiers`` and ``chunk_elements`` to the estimator. ``name`` defaults to
+  ``wordle_<S>_<G>``.
+  """
+  answers, guesses = list(answers), list(guesses)
+  _check_words(answers, "wordle.make answers")
+  _check_words(guesses, "wordle.make guesses")
+  if not answers or not guesses:
+    raise ValueError("wordle.make: need at least one answer and one guess")
+  for label, words in (("answers", answers), ("guesses", guesses)):
+    if len(set(words)) != len(words):
+      raise ValueError(f"wordle.make: {label} contain repeated words")
+  guess_ids = {w: i for i, w in enumerate(guesses)}
+  missing = [w for w in answers if w not in guess_ids]
+  if missing:
+    raise ValueError(f"wordle.make: {len(missing)} answers are not allowed guesses, e.g. "
+                     f"{missing[:5]!r}; the guesses must include the answers")
+  answer_ids = {w: i for i, w in enumerate(answers)}
+  secret_of_guess = np.asarray([answer_ids.get(w, -1) for w in guesses], np.int32)
+  table = feedback_table(guesses, answers)
+  if name is None:
+    name = f"wordle_{len(answers)}_{len(guesses)}"
+  game = _guessing.guessing_game(name, table, NUM_PATTERNS, SOLVED, value_range=value_range,
+                                 max_length=max_length)
+  est = _guessing.entropic_estimator(table, secret_of_guess, NUM_PATTERNS, tiers=tiers,
+                                     chunk_elements=chunk_elements)
+  return Wordle(answers=tuple(answers), guesses=tuple(guesses), feedback=table,
+                secret_of_guess=secret_of_guess, game=game, estimator=est)
+
+
+def load_default(lists: str = "nyt", **kwargs) -> Wordle:
+  """:func:`make` over the lists of :func:`default_paths` (``"nyt"``: 3158 / 14855,
+  ``"orig"``: 2315 / 12972), with their word counts checked. ``kwargs`` go to :func:`make`."""
+  answers_path, guesses_path = default_paths(lists)
+  answers = load_words(answers_path, EXPECTED_COUNTS[answers_path.name])
+  guesses = load_words(guesses_path, EXPECTED_COUNTS[guesses_path.name])
+  return make(answers, guesses, **kwargs)
