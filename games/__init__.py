@@ -5,7 +5,9 @@ Each game module (``games.tictactoe``, ``games.connect_four``) exposes a module 
 frozen ``State`` pytree, plus plain-Python helpers (``render``, ``state_from_moves``, oracles).
 Families of games are built by a constructor instead: ``hashed.make(num_actions)`` and
 ``garnet.make(num_states, num_actions, branching, horizon, seed)`` (random MDPs with exact
-values).
+values; ``garnet.make_family(M, ...)`` puts M of them in one batch), ``mastermind.make(pegs,
+colours)`` and ``wordle.make(answers, guesses)`` (guessing games with exact chance over
+feedbacks).
 
 Importing this package is cheap on purpose: game modules are imported explicitly
 (``from games import connect_four``) so that a CLI listing games does not pay for JAX.

@@ -417,8 +417,15 @@ def optimal_action_values(garnet, state: State) -> jax.Array:
   return _lookup(_stacked(garnet, garnet.q_star), state)
 
 
-def estimator(garnet, bias: float = 0.0, noise: float = 0.0, seed: int = 0):
-  """A batched estimator ``Q* + bias + noise · z``, with exact ``Q*`` at ``bias = noise = 0``.
+def estimator(garnet, bias: float = 0.0, noise: float = 0.0, seed: int = 0,
+              bias_per_step: float = 0.0):
+  """A batched estimator ``Q* + bias + bias_per_step · (H − t) + noise · z``, exact ``Q*`` when
+  all three are 0.
+
+  ``bias_per_step`` makes the optimism grow with the moves left, as for Wordle's entropic
+  estimator (seed 000): estimates far from the end are too good and a one-step lookahead
+  revises them down — the drift AVTS's debiasing removes. A constant ``bias`` shifts every
+  action alike and cancels out.
 
   ``garnet`` is a :class:`Garnet` or a :class:`GarnetFamily`. ``z ~ N(0, 1)`` is a fixed table
   shaped like ``garnet.q_star`` (``[H, S, A]``, or ``[M, H, S, A]`` for a family: one noise
@@ -432,7 +439,10 @@ def estimator(garnet, bias: float = 0.0, noise: float = 0.0, seed: int = 0):
     ``value f32[B] = max_a action_values`` (0 at terminal states) and ``prior_logits=None``.
   """
   z = np.random.default_rng(seed).standard_normal(garnet.q_star.shape)
-  table = garnet.q_star + jnp.float32(bias) + jnp.float32(noise) * jnp.asarray(z, jnp.float32)
+  horizon = garnet.q_star.shape[-3]
+  moves_left = jnp.arange(horizon, 0, -1, dtype=jnp.float32)[:, None, None]  # [H, 1, 1]
+  table = (garnet.q_star + jnp.float32(bias) + jnp.float32(bias_per_step) * moves_left +
+           jnp.float32(noise) * jnp.asarray(z, jnp.float32))
   table = _stacked(garnet, table)
 
   def estimate(params, key, states) -> Estimate:

@@ -78,7 +78,8 @@ def random_playout(game: Game, key: jax.Array, state, max_steps: int) -> jax.Arr
   return jax.lax.while_loop(cond, body, init)[2]
 
 
-def rollout(game: Game, num_rollouts: int = 1, max_steps: Optional[int] = None) -> Estimator:
+def rollout(game: Game, num_rollouts: int = 1, max_steps: Optional[int] = None,
+            action_values: bool = False) -> Estimator:
   """The random-rollout estimator (seed 001): value = mean return of ``num_rollouts`` random
   legal playouts to the end; uniform prior.
 
@@ -86,6 +87,10 @@ def rollout(game: Game, num_rollouts: int = 1, max_steps: Optional[int] = None) 
     game: the game to play out.
     num_rollouts: ``R`` playouts per state, run in parallel (vmapped).
     max_steps: playout length cap; defaults to ``game.max_length`` (required if that is None).
+    action_values: also estimate q̂1 for AVTS: for every legal action ``a``,
+      ``q̂1(a) = E_o[r + γ·(mean of R playouts from the successor)]`` over the exact outcome
+      distribution (``A·O·R`` playouts per state); illegal actions get ``-inf`` and the value
+      becomes ``max_a q̂1(a)``.
   """
   if num_rollouts < 1:
     raise ValueError(f"num_rollouts must be >= 1, got {num_rollouts}")
@@ -98,9 +103,30 @@ def rollout(game: Game, num_rollouts: int = 1, max_steps: Optional[int] = None) 
     returns = jax.vmap(lambda k: random_playout(game, k, state, steps))(keys)
     return jnp.mean(returns)
 
+  def one_action(key, state, action):
+    def one_outcome(outcome_key, outcome):
+      result = game.step(state, action, outcome)
+      follow = jnp.where(result.terminal, 0.0, one_state(outcome_key, result.state))
+      return result.reward + result.discount * follow
+
+    outcomes = jnp.arange(game.num_outcomes)
+    returns = jax.vmap(one_outcome)(jax.random.split(key, game.num_outcomes), outcomes)
+    return jnp.sum(game.outcome_probs(state, action) * returns)
+
+  def state_action_values(key, state):
+    legal = game.legal_actions(state)
+    actions = jnp.arange(game.num_actions)
+    q = jax.vmap(one_action, in_axes=(0, None, 0))(
+        jax.random.split(key, game.num_actions), state, actions)
+    q = jnp.where(legal, q, -jnp.inf)
+    return jnp.where(jnp.any(legal), jnp.max(q), 0.0), q
+
   def estimate(params, key, states) -> Estimate:
     del params
     keys = per_item_keys(key, batch_size_of(states))
+    if action_values:
+      value, q = jax.vmap(state_action_values)(keys, states)
+      return Estimate(value=value, action_values=q)
     return Estimate(value=jax.vmap(one_state)(keys, states))
 
   return estimate
