@@ -8,13 +8,14 @@ a state is minus the expected number of guesses still needed, so at the root
 optimum 5625, Koyama & Lai 1993).
 
     m = mastermind.make(pegs=4, colours=6)
-    roots = jax.vmap(lambda k: m.game.init(k))(keys)
+    roots = jax.vmap(m.game.init)(keys)
     search = js.policies.puct(m.game, m.estimator, num_simulations=64)
 
 This module also holds the machinery shared with :mod:`games.wordle`: any "guess the secret"
-problem given by a feedback table ``u8[G, S]`` (feedback code of guess ``g`` for secret
-``s``) becomes a :class:`jaxsearch.game.Game` (:func:`guessing_game`) with the entropic
-estimator of ALGORITHMS.md §2 (:func:`entropic_estimator`) and admissible bounds.
+problem given by a feedback table (the code of the feedback of guess ``g`` for secret ``s``,
+stored secret-major as ``by_secret: u8[S, G]``) becomes a :class:`jaxsearch.game.Game`
+(:func:`guessing_game`) with pessimistic / optimistic bounds and the entropic estimator of
+ALGORITHMS.md §2 (:func:`entropic_estimator`).
 
 **State.** The set of secrets still consistent with the feedback so far, as a packed bitset
 ``u32[W]`` (``W = ceil(S / 32)``; secret ``s`` is bit ``s % 32`` of word ``s // 32``; unused
@@ -109,9 +110,10 @@ def counting_bound_levels(num_secrets: int, branching: int) -> np.ndarray:
   Level ``k`` (0-based) holds ``branching**k`` secrets, ``L`` levels hold ``num_secrets``.
   """
   branching = max(int(branching), 1)
+  target = max(int(num_secrets), 1)
   caps, total = [], 0
-  while total < max(int(num_secrets), 1):
-    cap = min(branching ** len(caps), int(num_secrets))  # Python ints: no overflow
+  while total < target:
+    cap = min(branching ** len(caps), target)  # Python ints: no overflow
     caps.append(cap)
     total += cap
   return np.asarray(caps, np.int64)
@@ -131,11 +133,16 @@ def counting_bound_total(n: int, branching: int) -> int:
 
 # ---------------------------------------------------------------------------------------------
 # The generic guessing game.
+#
+# Both the game and the estimator take the feedback table *secret-major*, ``by_secret[s, g]``
+# (``u8[S, G]``): a remaining secret's feedbacks to every guess are one contiguous row, which
+# makes compacting a small remaining set a cheap row gather. Pass the *same* array to both, so
+# that a program using both (a search) embeds one constant.
 
 
-def _codes_present(feedback, num_outcomes: int) -> set[int]:
-  """The feedback codes that occur in ``feedback`` (numpy, in row chunks: ~0.1 s for 47 M)."""
-  table = np.asarray(feedback)
+def _codes_present(table, num_outcomes: int) -> set[int]:
+  """The feedback codes that occur in ``table`` (numpy, in row chunks: ~0.1 s for 47 M)."""
+  table = np.asarray(table)
   seen = np.zeros((max(num_outcomes, 256),), bool)
   step = max(1, (1 << 22) // max(table.shape[1], 1))
   for lo in range(0, table.shape[0], step):
@@ -143,30 +150,30 @@ def _codes_present(feedback, num_outcomes: int) -> set[int]:
   return set(np.flatnonzero(seen).tolist())
 
 
-def guessing_game(name: str, feedback, num_outcomes: int, solved_code: int,
+def guessing_game(name: str, by_secret, num_outcomes: int, solved_code: int,
                   value_range: tuple[float, float] = (-6.0, 0.0),
                   max_length: Optional[int] = None) -> Game:
   """A "guess the secret" problem as a :class:`jaxsearch.game.Game` over :class:`State`.
 
   Args:
     name: the game's name.
-    feedback: ``u8[G, S]``, feedback code of guess ``g`` for secret ``s``, in
+    by_secret: ``u8[S, G]``, feedback code of guess ``g`` for secret ``s``, in
       ``[0, num_outcomes)``; the code is ``solved_code`` exactly when ``g`` is ``s``.
-    num_outcomes: ``O``, number of feedback codes.
+    num_outcomes: ``O <= 256``, number of feedback codes.
     solved_code: the all-correct code.
-    value_range: ``(lo, hi)`` scale of values for range-normalised selection rules (ALGORITHMS.md
-      uses ``(-6, 0)`` for Wordle). Not a hard bound: bad policies can do worse.
+    value_range: ``(lo, hi)`` scale of values for range-normalised selection rules
+      (ALGORITHMS.md uses ``(-6, 0)`` for Wordle). Not a hard bound: bad policies do worse.
     max_length: the game's ``max_length`` (default ``None``: a policy may guess forever).
 
   Returns:
-    The game. Its bounds, both 0 at terminal states and at (unreachable) empty sets, with
-    ``n`` the number of remaining secrets:
+    The game (``num_actions = G``). Its bounds, both 0 at terminal states and at
+    (unreachable) empty sets, with ``n`` the number of remaining secrets:
 
     * ``pessimistic_value = -(n + 1) / 2``, the exact value of the policy "guess the remaining
       candidates one by one in index order, ignoring feedback" (the ``k``-th candidate is
       found at guess ``k``).
     * ``optimistic_value = -T(n) / n``, the *counting bound*. Let ``F`` be the number of
-      feedback codes other than ``solved_code`` that occur in ``feedback``. Under any
+      feedback codes other than ``solved_code`` that occur in the table. Under any
       deterministic policy the ``k``-th guess is a function of the ``k - 1`` earlier
       feedbacks, none of them all-correct, so it takes at most ``F**(k-1)`` distinct values
       over the secrets, and each value solves at most the one secret equal to it: at most
@@ -177,13 +184,13 @@ def guessing_game(name: str, feedback, num_outcomes: int, solved_code: int,
       average: ``-T(n) / n`` is never below the optimal value. As every level holds at least
       one secret, ``T(n) <= n (n + 1) / 2``, so pessimistic <= optimistic.
   """
-  feedback = jnp.asarray(feedback, jnp.uint8)
-  num_guesses, num_secrets = feedback.shape
+  by_secret = jnp.asarray(by_secret, jnp.uint8)
+  num_secrets, num_guesses = by_secret.shape
   if not 0 <= solved_code < num_outcomes <= 256:
     raise ValueError(f"guessing_game {name!r}: need 0 <= solved_code ({solved_code}) < "
                      f"num_outcomes ({num_outcomes}) <= 256")
   all_bits = np.asarray(mask_to_bits(np.ones((num_secrets,), bool)))
-  branching = len(_codes_present(feedback, num_outcomes) - {solved_code})
+  branching = len(_codes_present(by_secret, num_outcomes) - {solved_code})
   caps = counting_bound_levels(num_secrets, branching)
   caps_before = np.concatenate([[0], np.cumsum(caps)[:-1]])
 
@@ -197,7 +204,7 @@ def guessing_game(name: str, feedback, num_outcomes: int, solved_code: int,
   def step(state, action, outcome):
     action = jnp.asarray(action, jnp.int32)
     outcome = jnp.asarray(outcome, jnp.int32)
-    keep = mask_to_bits(feedback[action].astype(jnp.int32) == outcome)
+    keep = mask_to_bits(by_secret[:, action].astype(jnp.int32) == outcome)
     done = state.solved
     solved = done | (outcome == solved_code)
     remaining = jnp.where(done, state.remaining, state.remaining & keep)
@@ -208,7 +215,7 @@ def guessing_game(name: str, feedback, num_outcomes: int, solved_code: int,
 
   def outcome_probs(state, action):
     mask = bits_to_mask(state.remaining, num_secrets).astype(jnp.float32)
-    codes = feedback[jnp.asarray(action, jnp.int32)].astype(jnp.int32)
+    codes = by_secret[:, jnp.asarray(action, jnp.int32)].astype(jnp.int32)
     counts = jax.ops.segment_sum(mask, codes, num_segments=num_outcomes)
     return counts / jnp.maximum(jnp.sum(mask), 1.0)
 
@@ -233,48 +240,97 @@ def guessing_game(name: str, feedback, num_outcomes: int, solved_code: int,
 # ---------------------------------------------------------------------------------------------
 # The entropic estimator.
 
-DEFAULT_TIERS = (16, 64, 256, 1024)
-DEFAULT_CHUNK_ELEMENTS = 1 << 21
+DEFAULT_TIERS = (16, 32, 64, 128, 256, 512, 1024, 2048)
+DEFAULT_GUESS_CHUNK = 128
+PAIRWISE_MAX = 16  # compacted sets up to this size count matches pairwise, without a scatter
 
 
-def entropic_estimator(feedback, secret_of_guess, num_outcomes: int,
+def _pairwise_stats(codes: jax.Array, weights: jax.Array, n: jax.Array):
+  """Entropy statistics of the columns of ``codes`` by pairwise comparison (small ``K``).
+
+  Args:
+    codes: ``u8[K, c]``, feedback of ``c`` guesses (columns) for ``K`` secret slots.
+    weights: ``f32[K]``, 1 for a slot holding a remaining secret, 0 for padding.
+    n: ``f32[]``, the number of remaining secrets (``Σ weights``).
+
+  Returns:
+    ``(info f32[c], top f32[c])`` over each guess's histogram ``h`` of weighted feedbacks:
+    ``info = n H ln 2 = Σ_b h_b ln(n / h_b)`` (each term computed as
+    ``h_b log1p((n - h_b) / h_b)``: no cancellation, so small entropies keep their relative
+    precision) and ``top = max_b h_b``.
+  """
+  # at[k, g] = h_g(code of slot k) = Σ_j w_j [code_j = code_k]; a Python loop over j keeps
+  # the temporaries at [K, c] (a [K, K, c] comparison is much slower on CPU).
+  at = sum(jnp.where(codes == codes[j][None, :], weights[j], 0.0)
+           for j in range(codes.shape[0]))
+  at = jnp.maximum(at, 1.0)
+  info = jnp.sum(weights[:, None] * jnp.log1p((n - at) / at), axis=0)
+  return info, jnp.max(weights[:, None] * at, axis=0)
+
+
+def _scatter_stats(codes: jax.Array, weights: jax.Array, n: jax.Array, num_outcomes: int):
+  """Like :func:`_pairwise_stats`, by ``segment_sum`` into a ``[c, O]`` histogram."""
+  size, width = codes.shape
+  codes = codes.astype(jnp.int32)
+  flat = codes + (jnp.arange(width, dtype=jnp.int32) * num_outcomes)[None, :]
+  hist = jax.ops.segment_sum(jnp.broadcast_to(weights[:, None], codes.shape).reshape(-1),
+                             flat.reshape(-1), num_segments=width * num_outcomes)
+  hist = hist.reshape(width, num_outcomes)
+  if size > num_outcomes:  # fewer bins than slots: sum over the bins
+    safe = jnp.maximum(hist, 1.0)
+    info = jnp.sum(jnp.where(hist > 0, hist * jnp.log1p((n - safe) / safe), 0.0), axis=-1)
+    return info, jnp.max(hist, axis=-1)
+  # Σ_b h_b ln(n / h_b) = Σ_k w_k ln(n / h(code of slot k)): K logs per guess instead of O.
+  at = jnp.maximum(jnp.take_along_axis(hist, codes.T, axis=1), 1.0)  # [c, K]
+  info = jnp.sum(weights[None, :] * jnp.log1p((n - at) / at), axis=-1)
+  return info, jnp.max(weights[None, :] * at, axis=-1)
+
+
+def entropic_estimator(by_secret, secret_of_guess, num_outcomes: int,
                        tiers: Sequence[int] = DEFAULT_TIERS,
-                       chunk_elements: int = DEFAULT_CHUNK_ELEMENTS) -> Estimator:
+                       guess_chunk: int = DEFAULT_GUESS_CHUNK) -> Estimator:
   """The entropic estimator q̂1 of ALGORITHMS.md §2, batched: ``(params, key, states[B])``.
 
   For a state with remaining set ``R`` (``n = |R|``) and guess ``g``: ``p(c)`` the histogram
   of ``g``'s feedbacks over ``R``, ``H = -Σ p log2 p``, ``expected = log2(n) / H + 1``,
   ``p_sol = 1/n`` if ``g ∈ R`` else 0, ``estimate = p_sol + (1 - p_sol) * expected`` and
-  ``q̂1 = -estimate``. Guesses with ``H = 0`` that are not candidates teach nothing:
-  ``q̂1 = -inf`` (masked). With ``n = 1`` the candidate gets ``-1`` and every other guess
-  ``-inf`` (it has ``H = 0``). ``value`` is the best finite ``q̂1``; solved states (and
-  empty sets) get ``value = 0`` and ``action_values = -inf``.
+  ``q̂1 = -estimate``. Guesses with ``H = 0`` (every remaining secret gives the same
+  feedback) that are not candidates teach nothing: ``q̂1 = -inf`` (masked). With ``n = 1``
+  the candidate gets ``-1`` and every other guess ``-inf`` (it has ``H = 0``). ``value`` is
+  the best finite ``q̂1``; solved states (and empty sets) get ``value = 0`` and
+  ``action_values = -inf``. ``H`` is computed in float32 from integer counts ``h`` as
+  ``Σ_b h_b log1p((n - h_b) / h_b) / (n ln 2)``, a sum of non-negative terms, so even a
+  small ``H`` (a large estimate) keeps a relative error of a few ulps (estimates agree with
+  a float64 reference to ~1e-6 relative).
 
   Cost and memory. States are processed one after the other (``lax.map``), each by the
-  cheapest of a few compiled variants (``lax.switch`` on ``n``): a state with
-  ``n <= K`` for a tier ``K`` in ``tiers`` first compacts its remaining secrets into ``K``
-  slots (``jnp.nonzero(size=K)``), so its histograms cost ``O(G * K)`` instead of
-  ``O(G * S)``; larger sets use the full table. Histograms are ``segment_sum`` scatters over
-  chunks of guesses of about ``chunk_elements`` (guess, secret) pairs, so the working memory
-  is ``O(chunk_elements + G * O / (chunk / K))``, independent of ``B``. Wordle 3158 / 14855
-  on 2 CPU cores: about 0.16 s for the full set, a few ms for ``n <= 64``; see
-  :mod:`games.wordle` for figures. Under an outer ``jax.vmap`` the ``switch`` turns into a
-  ``select`` that runs every variant (correct, slower).
+  cheapest of a few compiled variants (``lax.switch`` on ``n``): a state with ``n <= K``
+  for a tier ``K`` in ``tiers`` first compacts its remaining secrets into ``K`` slots
+  (``jnp.nonzero(size=K)``, then a row gather of ``by_secret``), so its histograms cost
+  ``O(G * K)`` instead of ``O(G * S)``; larger sets use the whole table. Histograms are
+  pairwise comparisons for ``K <= 16`` and otherwise ``segment_sum`` scatters over chunks of
+  ``guess_chunk`` guesses (a ``[guess_chunk, O]`` histogram stays in cache; 128 was fastest
+  on CPU). Working memory, independent of ``B``: the compacted rows ``u8[K, G]`` (at most
+  ``2048 x G`` bytes) plus ``O(K * guess_chunk + G)`` words; XLA reports 31 MB of
+  temporaries for Wordle at ``B = 1`` and ``B = 256`` alike (plus the ``f32[B, G]`` output).
+  Wordle 3158 / 14855 on 2 CPU cores: ~0.1 s for the full set, ~1.3 ms for ``n <= 16``
+  (figures in :mod:`games.wordle`). Under an outer ``jax.vmap``
+  the ``switch`` becomes a ``select`` that runs every variant (correct, slower).
 
   Args:
-    feedback: ``u8[G, S]`` feedback table (closed over as a constant: XLA embeds it in each
-      compiled program, ~2 s per compile for Wordle's 47 MB).
+    by_secret: ``u8[S, G]`` feedback table, secret-major (closed over as a constant: XLA
+      embeds it in each compiled program, ~2 s per compile for Wordle's 47 MB).
     secret_of_guess: ``int[G]``, the secret each guess is, or ``-1``.
     num_outcomes: ``O``.
-    tiers: compaction sizes (those ``>= S`` are dropped; the full table is always a tier).
-    chunk_elements: (guess, secret) pairs per histogram chunk.
+    tiers: compaction sizes (those ``>= S`` are dropped; the whole table is always a tier).
+    guess_chunk: guesses per histogram chunk.
 
   Returns:
     ``(params, key, states) -> Estimate(value f32[B], action_values f32[B, G])``
     (``prior_logits=None``); ``params`` and ``key`` are unused.
   """
-  feedback = jnp.asarray(feedback, jnp.uint8)
-  num_guesses, num_secrets = feedback.shape
+  by_secret = jnp.asarray(by_secret, jnp.uint8)
+  num_secrets, num_guesses = by_secret.shape
   sog = np.asarray(secret_of_guess, np.int64)
   if sog.shape != (num_guesses,):
     raise ValueError(f"entropic_estimator: secret_of_guess must have shape ({num_guesses},), "
@@ -284,48 +340,35 @@ def entropic_estimator(feedback, secret_of_guess, num_outcomes: int,
   sizes = sorted({int(k) for k in tiers if 1 < int(k) < num_secrets} | {num_secrets})
   upper = jnp.asarray([1] + sizes, jnp.int32)  # branch i handles n <= upper[i]
   num_outcomes = int(num_outcomes)
+  chunk = max(1, min(num_guesses, int(guess_chunk)))
 
   def trivial(mask):
-    # n <= 1: every histogram has one bin (or none), so no counting is needed.
+    # n <= 1: every histogram has at most one bin, nothing to count.
     n = jnp.sum(mask, dtype=jnp.int32).astype(jnp.float32)
     return jnp.zeros((num_guesses,), jnp.float32), jnp.full((num_guesses,), n, jnp.float32)
 
   def make_branch(size):
-    chunk = max(1, min(num_guesses, int(chunk_elements) // size))
-    num_chunks = -(-num_guesses // chunk)
-
     def branch(mask):
       n = jnp.sum(mask, dtype=jnp.int32)
       if size == num_secrets:
-        idx, weights = None, mask.astype(jnp.float32)
+        rows, weights = by_secret, mask.astype(jnp.float32)
       else:
-        idx = jnp.nonzero(mask, size=size, fill_value=0)[0]
+        rows = by_secret[jnp.nonzero(mask, size=size, fill_value=0)[0]]  # [K, G]
         weights = (jnp.arange(size) < n).astype(jnp.float32)
+      n = n.astype(jnp.float32)
+      if size <= PAIRWISE_MAX:
+        return _pairwise_stats(rows, weights, n)
 
       def body(i, carry):
-        xlogx, top = carry
-        # The last chunk is shifted back to fit (dynamic_slice would clamp it anyway): it
-        # recomputes a few guesses, with identical results.
+        # The last chunk is shifted back to fit: it recomputes a few guesses, identically.
         start = jnp.minimum(i * chunk, num_guesses - chunk)
-        rows = jax.lax.dynamic_slice_in_dim(feedback, start, chunk, axis=0)
-        codes = (rows if idx is None else rows[:, idx]).astype(jnp.int32)  # [chunk, K]
-        flat = codes + (jnp.arange(chunk, dtype=jnp.int32) * num_outcomes)[:, None]
-        hist = jax.ops.segment_sum(jnp.broadcast_to(weights, codes.shape).reshape(-1),
-                                   flat.reshape(-1), num_segments=chunk * num_outcomes)
-        hist = hist.reshape(chunk, num_outcomes)
-        if size > num_outcomes:  # fewer bins than secrets: sum over the bins
-          part = jnp.sum(hist * jnp.log2(jnp.maximum(hist, 1.0)), axis=-1)
-          biggest = jnp.max(hist, axis=-1)
-        else:  # Σ_c h_c log h_c = Σ_s log h_{c(s)}, over the K slots
-          at = jnp.take_along_axis(hist, codes, axis=1)
-          part = jnp.sum(weights * jnp.log2(jnp.maximum(at, 1.0)), axis=-1)
-          biggest = jnp.max(weights * at, axis=-1)
-        xlogx = jax.lax.dynamic_update_slice_in_dim(xlogx, part, start, axis=0)
-        top = jax.lax.dynamic_update_slice_in_dim(top, biggest, start, axis=0)
-        return xlogx, top
+        codes = jax.lax.dynamic_slice_in_dim(rows, start, chunk, axis=1)
+        part = _scatter_stats(codes, weights, n, num_outcomes)
+        return tuple(jax.lax.dynamic_update_slice_in_dim(acc, x, start, axis=0)
+                     for acc, x in zip(carry, part))
 
       init = (jnp.zeros((num_guesses,), jnp.float32), jnp.zeros((num_guesses,), jnp.float32))
-      return jax.lax.fori_loop(0, num_chunks, body, init)
+      return jax.lax.fori_loop(0, -(-num_guesses // chunk), body, init)
 
     return branch
 
@@ -335,11 +378,11 @@ def entropic_estimator(feedback, secret_of_guess, num_outcomes: int,
     mask = bits_to_mask(remaining, num_secrets)
     n = jnp.sum(mask, dtype=jnp.int32)
     which = jnp.searchsorted(upper, n, side="left")
-    xlogx, top = jax.lax.switch(which, branches, mask)
+    info, top = jax.lax.switch(which, branches, mask)
     nf = jnp.maximum(n.astype(jnp.float32), 1.0)
     log_n = jnp.log2(nf)
-    one_bin = top >= nf  # H = 0: every remaining secret gives the same feedback
-    entropy = jnp.where(one_bin, 1.0, log_n - xlogx / nf)
+    one_bin = top >= nf  # H = 0
+    entropy = jnp.where(one_bin, 1.0, info / (nf * np.float32(np.log(2.0))))
     candidate = guess_is_secret & mask[guess_secret]
     p_sol = jnp.where(candidate, 1.0 / nf, 0.0)
     estimate = p_sol + (1.0 - p_sol) * (log_n / entropy + 1.0)
@@ -347,8 +390,7 @@ def entropic_estimator(feedback, secret_of_guess, num_outcomes: int,
     q = jnp.where(one_bin & ~candidate, -jnp.inf, -estimate)
     q = jnp.where(solved | (n == 0), -jnp.inf, q).astype(jnp.float32)
     value = jnp.max(q)
-    value = jnp.where(jnp.isfinite(value), value, 0.0).astype(jnp.float32)
-    return value, q
+    return jnp.where(jnp.isfinite(value), value, 0.0).astype(jnp.float32), q
 
   def estimate(params, key, states) -> Estimate:
     del params, key
@@ -405,7 +447,10 @@ class Mastermind:
     pegs: ``P``.
     colours: ``C``.
     num_codes: ``N = C**P``, the number of secrets, of guesses (actions) and of table rows.
-    feedback: ``u8[N, N]``, feedback index of guess (row) for secret (column).
+    by_secret: ``u8[N, N]``, feedback index for secret (row) of guess (column), the layout
+      the game and the estimator close over. Mastermind's feedback is symmetric (scoring
+      ``g`` against ``s`` or ``s`` against ``g`` gives the same pegs), so this is also the
+      guess-major table.
     game: the :class:`jaxsearch.game.Game` (actions = guesses, outcomes = feedbacks).
     estimator: the batched entropic estimator (:func:`entropic_estimator`).
   """
@@ -413,9 +458,15 @@ class Mastermind:
   pegs: int
   colours: int
   num_codes: int
-  feedback: jax.Array
+  by_secret: jax.Array
   game: Game
   estimator: Estimator
+
+  @property
+  def feedback(self) -> jax.Array:
+    """``u8[N, N]``, feedback index of guess (row) for secret (column): ``by_secret``, as
+    the table is symmetric."""
+    return self.by_secret
 
   @property
   def num_outcomes(self) -> int:
@@ -466,7 +517,7 @@ class Mastermind:
   def score(self, guess: str, secret: str) -> str:
     """Feedback string of ``guess`` for ``secret`` (both code strings), from the table."""
     return self.outcome_string(
-        int(self.feedback[self.code_index(guess), self.code_index(secret)]))
+        int(self.by_secret[self.code_index(secret), self.code_index(guess)]))
 
   def remaining_codes(self, state: State) -> list[str]:
     """The codes still possible in one (unbatched) state."""
@@ -476,12 +527,12 @@ class Mastermind:
 
 def make(pegs: int = 4, colours: int = 6, value_range: tuple[float, float] = (-6.0, 0.0),
          max_length: Optional[int] = None, tiers: Sequence[int] = DEFAULT_TIERS,
-         chunk_elements: int = DEFAULT_CHUNK_ELEMENTS) -> Mastermind:
+         guess_chunk: int = DEFAULT_GUESS_CHUNK) -> Mastermind:
   """Mastermind with ``pegs`` pegs and ``colours`` colours (``1 <= colours <= 9`` so codes
   are digit strings; ``colours**pegs <= 32768`` so the table stays within 1 GiB).
 
   ``value_range`` and ``max_length`` go to the :class:`Game` (see :func:`guessing_game`),
-  ``tiers`` and ``chunk_elements`` to :func:`entropic_estimator`.
+  ``tiers`` and ``guess_chunk`` to :func:`entropic_estimator`.
   """
   for label, value, hi in (("pegs", pegs, 21), ("colours", colours, 9)):
     if int(value) != value or not 1 <= value <= hi:
@@ -492,12 +543,12 @@ def make(pegs: int = 4, colours: int = 6, value_range: tuple[float, float] = (-6
   if num_codes > 32768:
     raise ValueError(f"mastermind.make: {colours}**{pegs} = {num_codes} codes is too many "
                      "(at most 32768)")
-  table = feedback_table(pegs, colours)
+  by_secret = feedback_table(pegs, colours)  # symmetric: also secret-major
   num_outcomes = len(feedback_keys(pegs))
   identity = np.arange(num_codes)
-  game = guessing_game(f"mastermind_p{pegs}_c{colours}", table, num_outcomes,
+  game = guessing_game(f"mastermind_p{pegs}_c{colours}", by_secret, num_outcomes,
                        num_outcomes - 1, value_range=value_range, max_length=max_length)
-  est = entropic_estimator(table, identity, num_outcomes, tiers=tiers,
-                           chunk_elements=chunk_elements)
-  return Mastermind(pegs=pegs, colours=colours, num_codes=num_codes, feedback=table,
+  est = entropic_estimator(by_secret, identity, num_outcomes, tiers=tiers,
+                           guess_chunk=guess_chunk)
+  return Mastermind(pegs=pegs, colours=colours, num_codes=num_codes, by_secret=by_secret,
                     game=game, estimator=est)

@@ -25,13 +25,15 @@ guess positions hold the same letter than there are non-green answer positions h
 grey ``B = 0``, yellow ``Y = 1``, green ``G = 2``: 243 patterns, all green = 242
 (:data:`SOLVED`); ``pattern_string(242) == "GGGGG"``, ``pattern_string(1) == "YBBBB"``.
 
-**Estimator cost** (2 CPU cores, XLA CPU, 3158 / 14855, measured by
-``tests/test_wordle.py``'s figures test and by hand): building the ``u8[14855, 3158]`` table
-(47 MB) ~2 s; one estimate of the full answer set ~0.16 s (all 47 M (guess, answer) pairs);
-a state with ``n <= 64`` answers ~3 ms, ``n <= 256`` ~12 ms (compacted); working memory a few
-tens of MB whatever the batch size, as states are done one after the other. Compiling the
-estimator takes a few seconds, ~2 s of which is XLA embedding the 47 MB table constant (paid
-by every program that closes over it).
+**Estimator cost** (:func:`games.mastermind.entropic_estimator`; 3158 / 14855 lists, XLA
+on 2 shared CPU cores, so +-50%): building the ``u8[3158, 14855]`` table (47 MB) ~2 s; one
+estimate of the full answer set ~0.1 s (all 47 M (guess, answer) pairs); compacted states
+~1.3 ms for ``n <= 16``, ~3-4 ms for ``n <= 64``, ~15 ms for ``n <= 256``, ~45 ms for
+``n <= 1024``; all 158 children of TARSE in one batch 0.39 s. XLA's temporaries are 31 MB at
+``B = 1`` and at ``B = 256`` alike (states are done one after the other), plus the
+``f32[B, G]`` output. Compiling the estimator takes 5-7 s, ~2 s of which is XLA embedding the
+47 MB table constant (paid by every program that closes over it; the game and the estimator
+share one array, so a search embeds it once).
 """
 
 from __future__ import annotations
@@ -97,30 +99,36 @@ def encode_words(words: Sequence[str]) -> np.ndarray:
           - ord("a")).astype(np.int8)
 
 
-def _feedback_row(guess: jax.Array, answers: jax.Array) -> jax.Array:
-  """``u8[S]`` pattern indices of one guess (``int8[5]``) for ``answers`` (``int8[S, 5]``)."""
-  green = answers == guess[None, :]  # [S, 5]
-  # avail[s, i]: non-green answer positions j holding guess letter i.
-  avail = jnp.sum((answers[:, None, :] == guess[None, :, None]) & ~green[:, None, :], axis=-1)
-  # before[s, i]: earlier non-green guess positions j < i holding guess letter i.
+def _patterns(guess: jax.Array, answer: jax.Array) -> jax.Array:
+  """``u8[...]`` pattern indices for broadcastable ``int8[..., 5]`` guesses and answers."""
+  green = guess == answer
+  open_ = ~green
+  # avail[..., i]: non-green answer positions j holding guess letter i.
+  avail = jnp.sum((answer[..., None, :] == guess[..., :, None]) & open_[..., None, :], axis=-1)
+  # before[..., i]: earlier non-green guess positions j < i holding guess letter i.
   pos = jnp.arange(WORD_LENGTH)
-  same_before = (guess[:, None] == guess[None, :]) & (pos[None, :] < pos[:, None])  # [i, j]
-  before = jnp.sum(same_before[None] & ~green[:, None, :], axis=-1)
-  yellow = ~green & (before < avail)
+  earlier = pos[None, :] < pos[:, None]  # [i, j]
+  before = jnp.sum((guess[..., None, :] == guess[..., :, None]) & earlier & open_[..., None, :],
+                   axis=-1)
+  yellow = open_ & (before < avail)
   digits = jnp.where(green, 2, jnp.where(yellow, 1, 0))
   return jnp.sum(digits * jnp.asarray(_POW3, jnp.int32), axis=-1).astype(jnp.uint8)
 
 
-@jax.jit
-def _feedback_table(guesses: jax.Array, answers: jax.Array) -> jax.Array:
-  return jax.lax.map(lambda g: _feedback_row(g, answers), guesses, batch_size=256)
+@functools.partial(jax.jit, static_argnames="secret_major")
+def _feedback_table(guesses: jax.Array, answers: jax.Array, secret_major: bool) -> jax.Array:
+  if secret_major:
+    return jax.lax.map(lambda a: _patterns(guesses, a[None, :]), answers, batch_size=64)
+  return jax.lax.map(lambda g: _patterns(g[None, :], answers), guesses, batch_size=256)
 
 
-def feedback_table(guesses: Sequence[str], answers: Sequence[str]) -> jax.Array:
-  """``u8[G, S]`` pattern index of ``guesses[g]`` for ``answers[s]`` (JAX, vectorised over
-  answers and over chunks of 256 guesses; ~2 s on CPU for 14855 x 3158)."""
+def feedback_table(guesses: Sequence[str], answers: Sequence[str],
+                   secret_major: bool = False) -> jax.Array:
+  """Pattern index of ``guesses[g]`` for ``answers[s]``: ``u8[G, S]``, or ``u8[S, G]`` with
+  ``secret_major`` (the layout of :attr:`Wordle.by_secret`). JAX, vectorised over one list
+  and over chunks of the other; ~2 s on CPU for 14855 x 3158."""
   return _feedback_table(jnp.asarray(encode_words(guesses)),
-                         jnp.asarray(encode_words(answers)))
+                         jnp.asarray(encode_words(answers)), secret_major)
 
 
 def score(guess: str, answer: str) -> str:
@@ -207,7 +215,8 @@ class Wordle:
   Attributes:
     answers: the ``S`` secrets, in state (bit) order.
     guesses: the ``G`` allowed guesses, in action order (they include every answer).
-    feedback: ``u8[G, S]`` pattern index of guess (row) for answer (column).
+    by_secret: ``u8[S, G]`` pattern index for answer (row) of guess (column), the layout the
+      game and the estimator close over (see :attr:`feedback` for guess-major).
     secret_of_guess: ``int32[G]`` (numpy), the answer index of each guess, ``-1`` if none.
     game: the :class:`jaxsearch.game.Game` (``num_actions = G``, ``num_outcomes = 243``).
     estimator: the batched entropic estimator
@@ -216,10 +225,15 @@ class Wordle:
 
   answers: tuple[str, ...]
   guesses: tuple[str, ...]
-  feedback: jax.Array
+  by_secret: jax.Array
   secret_of_guess: np.ndarray
   game: Game
   estimator: Estimator
+
+  @functools.cached_property
+  def feedback(self) -> jax.Array:
+    """``u8[G, S]`` pattern index of guess (row) for answer (column) (made on first use)."""
+    return jnp.asarray(self.by_secret.T)
 
   @property
   def num_answers(self) -> int:
@@ -249,8 +263,8 @@ class Wordle:
 
   def score(self, guess: str, answer: str) -> str:
     """Pattern string of ``guess`` for ``answer``, from the table."""
-    return pattern_string(int(self.feedback[self.guess_index(guess),
-                                            self.answer_index(answer)]))
+    return pattern_string(int(self.by_secret[self.answer_index(answer),
+                                             self.guess_index(guess)]))
 
   def remaining_answers(self, state: State) -> list[str]:
     """The answers still possible in one (unbatched) state."""
@@ -277,18 +291,18 @@ class Wordle:
 def make(answers: Sequence[str], guesses: Sequence[str],
          value_range: tuple[float, float] = (-6.0, 0.0), max_length: Optional[int] = None,
          tiers: Sequence[int] = _guessing.DEFAULT_TIERS,
-         chunk_elements: int = _guessing.DEFAULT_CHUNK_ELEMENTS,
+         guess_chunk: int = _guessing.DEFAULT_GUESS_CHUNK,
          name: Optional[str] = None) -> Wordle:
   """Wordle with secrets ``answers`` and actions ``guesses`` (which must contain every
   answer; no repeats in either).
 
   ``value_range`` (default ``(-6, 0)``, ALGORITHMS.md) and ``max_length`` go to the
-  :class:`Game`; ``tiers`` and ``chunk_elements`` to the estimator. ``name`` defaults to
+  :class:`Game`; ``tiers`` and ``guess_chunk`` to the estimator. ``name`` defaults to
   ``wordle_<S>_<G>``.
   """
-  answers, guesses = list(answers), list(guesses)
   _check_words(answers, "wordle.make answers")
   _check_words(guesses, "wordle.make guesses")
+  answers, guesses = list(answers), list(guesses)
   if not answers or not guesses:
     raise ValueError("wordle.make: need at least one answer and one guess")
   for label, words in (("answers", answers), ("guesses", guesses)):
@@ -301,14 +315,14 @@ def make(answers: Sequence[str], guesses: Sequence[str],
                      f"{missing[:5]!r}; the guesses must include the answers")
   answer_ids = {w: i for i, w in enumerate(answers)}
   secret_of_guess = np.asarray([answer_ids.get(w, -1) for w in guesses], np.int32)
-  table = feedback_table(guesses, answers)
+  by_secret = feedback_table(guesses, answers, secret_major=True)
   if name is None:
     name = f"wordle_{len(answers)}_{len(guesses)}"
-  game = _guessing.guessing_game(name, table, NUM_PATTERNS, SOLVED, value_range=value_range,
+  game = _guessing.guessing_game(name, by_secret, NUM_PATTERNS, SOLVED, value_range=value_range,
                                  max_length=max_length)
-  est = _guessing.entropic_estimator(table, secret_of_guess, NUM_PATTERNS, tiers=tiers,
-                                     chunk_elements=chunk_elements)
-  return Wordle(answers=tuple(answers), guesses=tuple(guesses), feedback=table,
+  est = _guessing.entropic_estimator(by_secret, secret_of_guess, NUM_PATTERNS, tiers=tiers,
+                                     guess_chunk=guess_chunk)
+  return Wordle(answers=tuple(answers), guesses=tuple(guesses), by_secret=by_secret,
                 secret_of_guess=secret_of_guess, game=game, estimator=est)
 
 

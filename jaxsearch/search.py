@@ -631,14 +631,15 @@ def _bellman_level(tree_values, visits, legal, solved, num_active, stats, slot_b
   q2_old = tree_values[slot]
   visits_before = visits[slot]
   change = q2_new - q2_old
+  slot_solved = jnp.all(jnp.where(possible, child_solved, True))
   if config.debias and config.variance == "avts":
-    drift = (debias_lib.correction(stats, visits_before + 1) -
-             debias_lib.correction(stats, visits_before))
-    debiased_change = change + drift  # q̂3 after minus q̂3 before
+    # q̂3 after minus q̂3 before; a slot this visit solves is exact: q̂3 = q̂2, no correction.
+    correction_after = jnp.where(slot_solved, 0.0,
+                                 debias_lib.correction(stats, visits_before + 1))
+    debiased_change = change + correction_after - debias_lib.correction(stats, visits_before)
   else:
     debiased_change = change  # q̂3 = q̂2 (no debias), or the reference code's raw change
   stats = debias_lib.record(stats, visits_before + 1, change, debiased_change)
-  slot_solved = jnp.all(jnp.where(possible, child_solved, True))
   tree_values = tree_values.at[slot].set(q2_new)
   visits = visits.at[slot].add(1)
   solved = solved.at[slot].set(slot_solved)
@@ -811,7 +812,7 @@ def init_tree(model: Model, config: SearchConfig, params, key, root_input,
   state_example = jax.tree.map(lambda x: x[0], expansion.state)
   num_buckets = config.num_buckets if config.bellman else 1
   fresh = tree_lib.allocate(batch_size, config.max_nodes, config.slots_for(num_actions),
-                            model.num_outcomes, state_example, num_buckets)
+                            model.num_outcomes, state_example, num_buckets, config.bellman)
   fresh = jax.vmap(_write_root)(fresh, expansion, _node_rows(expansion, config, num_actions))
   if tree is None:
     return fresh
@@ -820,6 +821,8 @@ def init_tree(model: Model, config: SearchConfig, params, key, root_input,
   got = (tree.batch_size, tree.max_nodes, tree.num_slots, tree.num_outcomes, tree.num_buckets)
   if got != expected:
     raise ValueError(f"tree has (B, N, K, O, V) = {got}, this search needs {expected}")
+  if tree.slot_bound.shape != fresh.slot_bound.shape:
+    raise ValueError("the tree was made for the other backup (backup='mean' vs 'bellman')")
   if jax.tree.structure(tree.node_state) != jax.tree.structure(fresh.node_state):
     raise ValueError("tree.node_state does not match the structure of the root states")
   keep = tree.num_nodes > 0

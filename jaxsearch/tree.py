@@ -128,13 +128,15 @@ class Tree:
 
 
 def allocate(batch_size: int, max_nodes: int, num_slots: int, num_outcomes: int,
-             state_example: Any, num_buckets: int = 1) -> Tree:
+             state_example: Any, num_buckets: int = 1, bellman: bool = False) -> Tree:
   """An empty batch of trees (``num_nodes == 0``).
 
   Args:
     batch_size, max_nodes, num_slots, num_outcomes, num_buckets: ``B, N, K, O, V`` (static
       Python ints >= 1).
     state_example: one *unbatched* game state; fixes the per-node state structure.
+    bellman: the tree serves the Bellman backup; otherwise the per-slot AVTS fields
+      (``slot_solved``, ``slot_bound``) are allocated with one slot only, to save memory.
   """
   for name, size in (("batch_size", batch_size), ("max_nodes", max_nodes),
                      ("num_slots", num_slots), ("num_outcomes", num_outcomes),
@@ -164,8 +166,8 @@ def allocate(batch_size: int, max_nodes: int, num_slots: int, num_outcomes: int,
       slot_action_value=jnp.zeros((b, n, k), f32),
       slot_visits=jnp.zeros((b, n, k), i32),
       slot_value=jnp.zeros((b, n, k), f32),
-      slot_solved=jnp.zeros((b, n, k), bool),
-      slot_bound=jnp.full((b, n, k), NO_BOUND, f32),
+      slot_solved=jnp.zeros((b, n, k if bellman else 1), bool),
+      slot_bound=jnp.full((b, n, k if bellman else 1), NO_BOUND, f32),
       slot_chance=jnp.full((b, n, k), UNEXPANDED, i32),
       chance_node=jnp.full((b, n), UNEXPANDED, i32),
       chance_prob=jnp.zeros((b, n, o), f32),
@@ -244,7 +246,8 @@ def _reroot_one(tree: Tree, new_root: jax.Array) -> Tree:
   chance_live = chance_ids < num_chance_kept
 
   fresh = allocate(1, n, tree.slot_visits.shape[1], tree.chance_prob.shape[1],
-                   jax.tree.map(lambda x: x[0], tree.node_state), tree.node_bias_mean.shape[1])
+                   jax.tree.map(lambda x: x[0], tree.node_state), tree.node_bias_mean.shape[1],
+                   bellman=tree.slot_bound.shape[1] == tree.slot_visits.shape[1])
   fresh = jax.tree.map(lambda x: x[0], fresh)
 
   def take(field, fresh_field, order, live):
