@@ -23,6 +23,8 @@ import pytest
 
 import jaxsearch as js
 from games import garnet
+from jaxsearch import debias
+from jaxsearch import search as search_lib
 from jaxsearch.game import Estimate
 from jaxsearch.selection import NodeView
 from jaxsearch.tree import NO_BOUND
@@ -460,10 +462,12 @@ def test_debias_statistics_follow_every_visit():
     visits_after = after.slot_visits[b, n, k]
     bucket = np.minimum(visits_after, WIDE_BUCKETS) - 1
     change = after.slot_value[b, n, k].astype(np.float64) - before.slot_value[b, n, k]
-    # q̂3 before = q̂2 + correction(n); after = q̂2' + correction(n + 1) (same statistics:
-    # recording bucket n + 1 does not touch the suffix above it).
-    drift = (_correction(mean[b, n], visits_after[:, None])[:, 0] -
-             _correction(mean[b, n], visits_after[:, None] - 1)[:, 0])
+    # q̂3 before = q̂2 + correction(n); after = q̂2' + correction(n + 1), or q̂2' alone if this
+    # visit solved the slot (same statistics: recording bucket n + 1 leaves the suffix above
+    # it alone).
+    correction_after = np.where(after.slot_solved[b, n, k], 0.0,
+                                _correction(mean[b, n], visits_after[:, None])[:, 0])
+    drift = correction_after - _correction(mean[b, n], visits_after[:, None] - 1)[:, 0]
     count[b, n, bucket] += 1
     mean[b, n, bucket] += (change - mean[b, n, bucket]) / count[b, n, bucket]
     sq_sum[b, n, bucket] += (change + drift) ** 2
@@ -509,7 +513,7 @@ def test_nonfinite_action_values_are_masked_and_counted():
   masked = (((member == 0) & np.isin(tree.slot_action, [1, 2])) |
             ((member == 1) & (tree.slot_action == 1)))
   active = np.arange(tree.num_slots) < tree.node_num_active[..., None]
-  assert masked[live[..., None] & np.ones_like(masked)].any()
+  assert np.any(masked & live[..., None])
   assert not np.any((tree.slot_legal | active | (tree.slot_visits > 0))[live[..., None] &
                                                                           masked])
   visits = np.asarray(out.visit_counts)
@@ -645,7 +649,7 @@ def test_thompson_picks_each_arm_with_the_probability_that_it_is_best():
   cdf = np.stack([_normal_cdf((x - m) / s) for m, s in zip(means[:3], sd)])
   pdf = np.stack([np.exp(-0.5 * ((x - m) / s) ** 2) / (s * math.sqrt(2 * math.pi))
                   for m, s in zip(means[:3], sd)])
-  exact = [np.trapezoid(pdf[i] * np.prod(np.delete(cdf, i, 0), 0), x) for i in range(3)]
+  exact = [np.sum(pdf[i] * np.prod(np.delete(cdf, i, 0), 0)) * (x[1] - x[0]) for i in range(3)]
   np.testing.assert_allclose(sum(exact), 1.0, atol=1e-4)
   assert frequencies[3] == 0.0
   np.testing.assert_allclose(frequencies[:3], exact, atol=0.015)  # 4+ standard errors
@@ -768,11 +772,11 @@ def _level(slot_solved_after, config):
   """One node's Bellman update (``search._bellman_level``) of slot 0 (q̂1 = 0.5, unvisited)
   at a node whose statistics hold a drift of -0.2 at visit 2 (bucket 1), after a transition
   with reward 0.2 into a child of value 0 (solved or not)."""
-  stats = js.debias.DebiasStats(count=jnp.array([2, 1, 0, 0], jnp.int32),
-                                bias_mean=jnp.array([0.0, -0.2, 0.0, 0.0], jnp.float32),
-                                sq_sum=jnp.zeros((4,), jnp.float32))
+  stats = debias.DebiasStats(count=jnp.array([2, 1, 0, 0], jnp.int32),
+                             bias_mean=jnp.array([0.0, -0.2, 0.0, 0.0], jnp.float32),
+                             sq_sum=jnp.zeros((4,), jnp.float32))
   f32 = lambda x: jnp.asarray(x, jnp.float32)
-  return jax.jit(functools.partial(js.search._bellman_level, config=config))(
+  return jax.jit(functools.partial(search_lib._bellman_level, config=config))(
       f32([0.5, 0.3]), jnp.array([0, 2], jnp.int32), jnp.array([True, True]),
       jnp.array([False, False]), jnp.int32(2), stats, f32([NO_BOUND, 0.1]), f32(0.1),
       jnp.int32(0), f32([1.0]), f32([0.2]), f32([0.0]), f32([0.0]), f32([0.0]),
@@ -780,9 +784,9 @@ def _level(slot_solved_after, config):
 
 
 def _level_config():
-  return js.search.SearchConfig(num_simulations=1, max_nodes=2, max_depth=1,
-                                selection=js.selection.thompson(), backup="bellman",
-                                widening=True, num_buckets=4)
+  return search_lib.SearchConfig(num_simulations=1, max_nodes=2, max_depth=1,
+                                 selection=js.selection.thompson(), backup="bellman",
+                                 widening=True, num_buckets=4)
 
 
 def test_bellman_level_records_the_change_of_q2_and_q3():
