@@ -33,6 +33,7 @@ class Expansion:
     estimate: the estimator's :class:`Estimate` of the states.
     pessimistic: ``f32[B]`` the game's ``pessimistic_value`` of each state, or ``None`` when
       the game has none (then searches report no achievable bound).
+    optimistic: ``f32[B]`` the game's ``optimistic_value``, or ``None``.
   """
 
   state: Any
@@ -42,6 +43,7 @@ class Expansion:
   legal: jax.Array
   estimate: Estimate
   pessimistic: Optional[jax.Array] = None
+  optimistic: Optional[jax.Array] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,6 +58,7 @@ class Model:
     outcome_probs: ``(params, states, actions i32[B]) -> f32[B, O]``.
     max_length: default maximum search depth, or ``None``.
     has_bound: its expansions carry ``pessimistic`` values (an achievable bound exists).
+    has_upper: its expansions carry ``optimistic`` values (an admissible bound exists).
   """
 
   num_actions: int
@@ -65,6 +68,7 @@ class Model:
   outcome_probs: Callable[[Params, Any, jax.Array], jax.Array]
   max_length: Optional[int] = None
   has_bound: bool = False
+  has_upper: bool = False
 
 
 def check_estimate(estimate: Estimate, batch_size: int, num_actions: int,
@@ -90,14 +94,19 @@ def from_game(game: Game, estimator: Estimator) -> Model:
   probs_fn = jax.vmap(game.outcome_probs)
   num_actions = game.num_actions
 
-  def pessimistic(states, terminal):
-    if game.pessimistic_value is None:
+  def bound(fn, name, states, terminal):
+    if fn is None:
       return None
-    values = jnp.asarray(jax.vmap(game.pessimistic_value)(states), jnp.float32)
+    values = jnp.asarray(jax.vmap(fn)(states), jnp.float32)
     if values.shape != terminal.shape:
-      raise ValueError(f"game {game.name!r}: pessimistic_value must return f32[] per state, "
+      raise ValueError(f"game {game.name!r}: {name} must return f32[] per state, "
                        f"got shape {values.shape[1:]}")
     return jnp.where(terminal, 0.0, values)
+
+  def bounds(states, terminal):
+    return dict(
+        pessimistic=bound(game.pessimistic_value, "pessimistic_value", states, terminal),
+        optimistic=bound(game.optimistic_value, "optimistic_value", states, terminal))
 
   def evaluate(params, key, states, legal):
     batch_size = legal.shape[0]
@@ -115,7 +124,7 @@ def from_game(game: Game, estimator: Estimator) -> Model:
     return Expansion(state=states, reward=jnp.zeros((batch_size,), jnp.float32),
                      discount=jnp.ones((batch_size,), jnp.float32), terminal=terminal,
                      legal=legal, estimate=evaluate(params, key, states, legal),
-                     pessimistic=pessimistic(states, terminal))
+                     **bounds(states, terminal))
 
   def step(params, key, states, actions, outcomes):
     result = step_fn(states, actions, outcomes)
@@ -125,7 +134,7 @@ def from_game(game: Game, estimator: Estimator) -> Model:
     return Expansion(state=result.state, reward=jnp.asarray(result.reward, jnp.float32),
                      discount=jnp.asarray(result.discount, jnp.float32), terminal=terminal,
                      legal=legal, estimate=evaluate(params, key, result.state, legal),
-                     pessimistic=pessimistic(result.state, terminal))
+                     **bounds(result.state, terminal))
 
   def outcome_probs(params, states, actions):
     del params
@@ -133,7 +142,8 @@ def from_game(game: Game, estimator: Estimator) -> Model:
 
   return Model(num_actions=num_actions, num_outcomes=game.num_outcomes, root=root, step=step,
                outcome_probs=outcome_probs, max_length=game.max_length,
-               has_bound=game.pessimistic_value is not None)
+               has_bound=game.pessimistic_value is not None,
+               has_upper=game.optimistic_value is not None)
 
 
 def from_mctx(recurrent_fn: Callable, num_actions: int) -> Model:

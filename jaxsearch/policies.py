@@ -46,6 +46,9 @@ class PolicyOutput:
       no ``pessimistic_value``.
     root_solved: ``bool[B]`` the root's value is exact (Bellman backup: every reachable
       state below it was expanded to the end); always False with the running-mean backup.
+    root_upper: ``f32[B]`` the optimistic bound at the root (Bellman backup, games with an
+      ``optimistic_value``): no policy does better. ``root_upper - root_bound <= tolerance``
+      certifies that the achievable policy is optimal. ``None`` without one.
   """
 
   action: jax.Array
@@ -56,11 +59,12 @@ class PolicyOutput:
   tree: Tree
   root_bound: Optional[jax.Array] = None
   root_solved: Optional[jax.Array] = None
+  root_upper: Optional[jax.Array] = None
 
 
 def root_summary(tree: Tree, num_actions: int, temperature: float, key,
                  config: Optional[search_lib.SearchConfig] = None,
-                 has_bound: bool = False) -> PolicyOutput:
+                 has_bound: bool = False, has_upper: bool = False) -> PolicyOutput:
   """Turns the roots of ``tree`` into a :class:`PolicyOutput`.
 
   The greedy action is the most visited, ties broken by Q — with the Bellman backup
@@ -117,7 +121,8 @@ def root_summary(tree: Tree, num_actions: int, temperature: float, key,
   return PolicyOutput(action=action, action_weights=weights, visit_counts=visits,
                       root_value=root_value, q_values=q_values, tree=tree,
                       root_bound=tree.node_bound[:, 0] if has_bound else None,
-                      root_solved=tree.node_solved[:, 0])
+                      root_solved=tree.node_solved[:, 0],
+                      root_upper=tree.node_upper[:, 0] if has_upper and bellman else None)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -156,7 +161,7 @@ class Search:
     search_key, action_key = jax.random.split(key)
     tree = search_lib.run(self.model, self.config, params, search_key, root, tree)
     return root_summary(tree, self.model.num_actions, self.temperature, action_key,
-                        self.config, self.model.has_bound)
+                        self.config, self.model.has_bound, self.model.has_upper)
 
 
 def _model(game: Optional[Game], estimator: Optional[Estimator], model: Optional[Model]) -> Model:

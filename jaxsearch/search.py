@@ -163,8 +163,9 @@ class Path:
 class NodeRows:
   """Everything a new decision node stores (leading ``[B]``; ``K`` slots).
 
-  ``slot_*`` are ``[B, K]``; ``value``, ``raw_value``, ``bound`` ``f32[B]``; ``num_active``
-  ``i32[B]``; ``bad`` ``bool[B]`` flags estimator output that was NaN/inf and was replaced.
+  ``slot_*`` are ``[B, K]``; ``value``, ``raw_value``, ``bound``, ``upper`` ``f32[B]``;
+  ``num_active`` ``i32[B]``; ``cut`` ``bool[B]`` some legal action has no slot; ``bad``
+  ``bool[B]`` flags estimator output that was NaN/inf and was replaced.
   """
 
   slot_action: jax.Array
@@ -176,6 +177,8 @@ class NodeRows:
   value: jax.Array
   raw_value: jax.Array
   bound: jax.Array
+  upper: jax.Array
+  cut: jax.Array
   bad: jax.Array
 
 
@@ -184,8 +187,9 @@ def _node_rows(expansion: Expansion, config: SearchConfig, num_actions: int) -> 
 
   Non-finite output never reaches the tree. Values that are NaN/inf become 0; a row of prior
   logits holding NaN or ``+inf`` becomes uniform (``-inf`` is a legitimate zero prior). Action
-  values: ``-inf`` masks an action on purpose (e.g. a useless Wordle guess); NaN and ``+inf``
-  mask it too and count as misbehaviour. If that masks every legal action of a live state,
+  values: ``-inf`` masks an action on purpose — the estimator declares it never optimal (e.g. a
+  useless Wordle guess), and certification trusts that; NaN and ``+inf`` mask it too, count as
+  misbehaviour and leave the node's optimistic bound uncertifiable. If that masks every legal action of a live state,
   they all stay selectable with q̂1 = the (sanitised) value. ``bad`` flags misbehaving rows.
 
   Slots: with ``K = A`` and no widening, slot ``k`` is action ``k``; otherwise the slots hold
@@ -194,6 +198,7 @@ def _node_rows(expansion: Expansion, config: SearchConfig, num_actions: int) -> 
   """
   estimate = expansion.estimate
   legal = expansion.legal
+  declared_useless = jnp.zeros_like(legal)
   batch_size = legal.shape[0]
   num_slots = config.slots_for(num_actions)
   value = jnp.asarray(estimate.value, jnp.float32)
@@ -215,6 +220,7 @@ def _node_rows(expansion: Expansion, config: SearchConfig, num_actions: int) -> 
   else:
     action_values = jnp.asarray(estimate.action_values, jnp.float32)
     finite = jnp.isfinite(action_values)
+    declared_useless = legal & (action_values == -jnp.inf)
     bad = bad | jnp.any(legal & (jnp.isnan(action_values) | (action_values == jnp.inf)),
                         axis=-1)
     if config.bellman:
@@ -254,6 +260,14 @@ def _node_rows(expansion: Expansion, config: SearchConfig, num_actions: int) -> 
   else:
     node_value = value
     slot_value = jnp.zeros_like(slot_action_value)
+  cut = (jnp.sum(expansion.legal & ~declared_useless, axis=-1) >
+         jnp.sum(slot_legal, axis=-1))
+  if expansion.optimistic is None:
+    upper = jnp.full((batch_size,), tree_lib.NO_UPPER, jnp.float32)
+  else:
+    upper = jnp.where(expansion.terminal, 0.0, jnp.asarray(expansion.optimistic, jnp.float32))
+    bad = bad | ~jnp.isfinite(upper)
+    upper = jnp.where(jnp.isfinite(upper), upper, tree_lib.NO_UPPER)
   if expansion.pessimistic is None:
     bound = jnp.zeros((batch_size,), jnp.float32)
   else:
@@ -264,7 +278,7 @@ def _node_rows(expansion: Expansion, config: SearchConfig, num_actions: int) -> 
   return NodeRows(slot_action=slot_action, slot_legal=slot_legal,
                   slot_prior_logits=gather(logits), slot_action_value=slot_action_value,
                   slot_value=slot_value, num_active=num_active, value=node_value,
-                  raw_value=value, bound=bound, bad=bad)
+                  raw_value=value, bound=bound, upper=upper, cut=cut, bad=bad)
 
 
 def _set_node(tree: Tree, index, expansion: Expansion, rows: NodeRows, parent, depth) -> Tree:
@@ -275,6 +289,9 @@ def _set_node(tree: Tree, index, expansion: Expansion, rows: NodeRows, parent, d
   def put(field, x):
     return field.at[index].set(x, mode="drop")
 
+  if tree.slot_upper.shape[-1] == rows.slot_action.shape[-1]:  # Bellman trees only
+    tree = tree.replace(slot_upper=put(tree.slot_upper, jnp.broadcast_to(
+        rows.upper[..., None], rows.slot_action.shape)))
   return tree.replace(
       node_visits=put(tree.node_visits, 1),
       node_value=put(tree.node_value, rows.value),
@@ -286,6 +303,8 @@ def _set_node(tree: Tree, index, expansion: Expansion, rows: NodeRows, parent, d
       node_num_active=put(tree.node_num_active, rows.num_active),
       node_solved=put(tree.node_solved, expansion.terminal),
       node_bound=put(tree.node_bound, rows.bound),
+      node_upper=put(tree.node_upper, rows.upper),
+      node_cut=put(tree.node_cut, rows.cut),
       slot_action=put(tree.slot_action, rows.slot_action),
       slot_legal=put(tree.slot_legal, rows.slot_legal),
       slot_prior_logits=put(tree.slot_prior_logits, rows.slot_prior_logits),
@@ -619,11 +638,14 @@ class _Level:
   value: jax.Array  # f32[], V(s) = max over active slots of q̂3
   solved: jax.Array  # bool[]
   bound: jax.Array  # f32[]
+  slot_upper: jax.Array  # f32[]
+  upper: jax.Array  # f32[]
 
 
 def _bellman_level(tree_values, visits, legal, solved, num_active, stats, slot_bounds,
-                   node_bound, slot, probs, rewards, discounts, child_values, child_bounds,
-                   child_solved, *, config: SearchConfig) -> _Level:
+                   node_bound, slot_uppers, node_upper, node_cut, slot, probs, rewards,
+                   discounts, child_values, child_bounds, child_uppers, child_solved, *,
+                   config: SearchConfig) -> _Level:
   """One node's Bellman update after its slot ``slot`` was simulated (``[K]`` slot rows,
   ``[O]`` outcome rows of the slot's chance record with the children's current values)."""
   possible = probs > 0
@@ -655,9 +677,15 @@ def _bellman_level(tree_values, visits, legal, solved, num_active, stats, slot_b
   node_solved = (jnp.sum(active) >= num_candidates) & jnp.all(jnp.where(active, solved, True))
   slot_bound = jnp.maximum(slot_bounds[slot], jnp.sum(
       jnp.where(possible, probs * (rewards + discounts * child_bounds), 0.0)))
+  # Optimistic bound: a slot's is the expectation of its children's; the node's is the best of
+  # its slots' (each starts at the game's optimistic value), unless actions were cut.
+  slot_upper = jnp.minimum(slot_uppers[slot], jnp.sum(
+      jnp.where(possible, probs * (rewards + discounts * child_uppers), 0.0)))
+  best_upper = jnp.max(jnp.where(legal, slot_uppers.at[slot].set(slot_upper), -jnp.inf))
+  upper = jnp.where(node_cut, node_upper, jnp.minimum(node_upper, best_upper))
   return _Level(slot_value=q2_new, slot_solved=slot_solved, slot_bound=slot_bound, stats=stats,
                 num_active=num_active, value=value, solved=node_solved,
-                bound=jnp.maximum(node_bound, slot_bound))
+                bound=jnp.maximum(node_bound, slot_bound), slot_upper=slot_upper, upper=upper)
 
 
 def _bellman_levels(tree: Tree, path: Path, edge_chances, config: SearchConfig) -> _Level:
@@ -675,11 +703,12 @@ def _bellman_levels(tree: Tree, path: Path, edge_chances, config: SearchConfig) 
       jax.eval_shape(level_fn, *(
           [tree.slot_value[:, 0], tree.slot_visits[:, 0], tree.slot_legal[:, 0],
            tree.slot_solved[:, 0], tree.node_num_active[:, 0], node_stats(tree, rows, 0),
-           tree.slot_bound[:, 0], tree.node_bound[:, 0], path.slots[:, 0]] +
-          [tree.chance_prob[:, 0]] * 5 + [tree.chance_child[:, 0] >= 0])))
+           tree.slot_bound[:, 0], tree.node_bound[:, 0], tree.slot_upper[:, 0],
+           tree.node_upper[:, 0], tree.node_cut[:, 0], path.slots[:, 0]] +
+          [tree.chance_prob[:, 0]] * 6 + [tree.chance_child[:, 0] >= 0])))
 
   def body(carry):
-    depth, child_value, child_bound, child_solved, levels = carry
+    depth, child_value, child_bound, child_upper, child_solved, levels = carry
     depth = depth - 1
     live = depth >= 0
     row = jnp.maximum(depth, 0)
@@ -695,23 +724,26 @@ def _bellman_levels(tree: Tree, path: Path, edge_chances, config: SearchConfig) 
                            tree.node_value[rows[:, None], safe_kids])
     kid_bounds = jnp.where(carried, child_bound[:, None],
                            tree.node_bound[rows[:, None], safe_kids])
+    kid_uppers = jnp.where(carried, child_upper[:, None],
+                           tree.node_upper[rows[:, None], safe_kids])
     kid_solved = jnp.where(carried, child_solved[:, None],
                            tree.node_solved[rows[:, None], safe_kids]) & (kids >= 0)
     level = level_fn(
         tree.slot_value[rows, node], tree.slot_visits[rows, node], tree.slot_legal[rows, node],
         tree.slot_solved[rows, node], tree.node_num_active[rows, node],
         node_stats(tree, rows, node), tree.slot_bound[rows, node], tree.node_bound[rows, node],
+        tree.slot_upper[rows, node], tree.node_upper[rows, node], tree.node_cut[rows, node],
         slot, tree.chance_prob[rows, chance], tree.chance_reward[rows, chance],
-        tree.chance_discount[rows, chance], kid_values, kid_bounds, kid_solved)
+        tree.chance_discount[rows, chance], kid_values, kid_bounds, kid_uppers, kid_solved)
     out_row = jnp.where(live, depth, depth_limit)
     levels = jax.tree.map(lambda buf, x: buf.at[rows, out_row].set(x, mode="drop"), levels,
                           level)
     return (jnp.maximum(depth, 0), jnp.where(live, level.value, child_value),
-            jnp.where(live, level.bound, child_bound), jnp.where(live, level.solved,
-                                                                 child_solved), levels)
+            jnp.where(live, level.bound, child_bound), jnp.where(live, level.upper, child_upper),
+            jnp.where(live, level.solved, child_solved), levels)
 
-  init = (path.length, jnp.zeros((batch_size,), jnp.float32),
-          jnp.zeros((batch_size,), jnp.float32), jnp.zeros((batch_size,), bool), empty)
+  zeros = jnp.zeros((batch_size,), jnp.float32)
+  init = (path.length, zeros, zeros, zeros, jnp.zeros((batch_size,), bool), empty)
   *_, levels = jax.lax.while_loop(lambda carry: jnp.any(carry[0] > 0), body, init)
   return levels
 
@@ -738,6 +770,7 @@ def _bellman_write_one(tree: Tree, path: Path, edge_chances, levels: _Level) -> 
       node_num_active=node_set(tree.node_num_active, levels.num_active),
       node_solved=node_set(tree.node_solved, levels.solved),
       node_bound=node_set(tree.node_bound, levels.bound),
+      node_upper=node_set(tree.node_upper, levels.upper),
       node_bias_count=node_set(tree.node_bias_count, levels.stats.count),
       node_bias_mean=node_set(tree.node_bias_mean, levels.stats.bias_mean),
       node_bias_sq_sum=node_set(tree.node_bias_sq_sum, levels.stats.sq_sum),
@@ -745,6 +778,7 @@ def _bellman_write_one(tree: Tree, path: Path, edge_chances, levels: _Level) -> 
       slot_value=slot_set(tree.slot_value, levels.slot_value),
       slot_solved=slot_set(tree.slot_solved, levels.slot_solved),
       slot_bound=slot_set(tree.slot_bound, levels.slot_bound),
+      slot_upper=slot_set(tree.slot_upper, levels.slot_upper),
       chance_visits=tree.chance_visits.at[jnp.where(on_path, edge_chances, capacity),
                                           path.outcomes].add(1, mode="drop"),
   )

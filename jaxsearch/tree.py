@@ -24,6 +24,7 @@ from flax import struct
 
 UNEXPANDED = -1  # sentinel in ``slot_chance`` and ``chance_child``; ``node_parent`` of the root
 NO_BOUND = -3.0e38  # ``slot_bound`` of an unexpanded slot: finite, so trees never hold inf/NaN
+NO_UPPER = 3.0e38  # ``node_upper`` / ``slot_upper`` where the game gives no optimistic bound
 
 
 @struct.dataclass
@@ -45,6 +46,10 @@ class Tree:
       and solved (Bellman backup only).
     node_bound: f32, achievable bound: the value of a concrete policy from the node (the
       game's ``pessimistic_value`` improved by the Bellman backup); meaningless without one.
+    node_upper: f32, optimistic bound: no policy does better from the node (the game's
+      ``optimistic_value``, tightened by the Bellman backup once every action has one).
+    node_cut: bool, some legal actions were left out of the node's ``K`` slots, so its upper
+      bound can never drop below the game's optimistic value.
   Debias statistics ``[B, N, V]`` (Bellman backup; :mod:`jaxsearch.debias`):
     node_bias_count: i32, node_bias_mean: f32, node_bias_sq_sum: f32.
   Action slots ``[B, N, K]``:
@@ -57,6 +62,8 @@ class Tree:
       with the Bellman backup q̂2, initialised to q̂1.
     slot_solved: bool, every possible outcome of the slot leads to a solved node.
     slot_bound: f32, achievable bound of the slot (:data:`NO_BOUND` until expanded).
+    slot_upper: f32, optimistic bound of the slot (the node's ``optimistic_value`` until
+      expanded).
     slot_chance: i32, the slot's chance record or ``-1`` while unexpanded.
   Chance records ``[B, C, O]`` (``chance_node`` is ``[B, C]``):
     chance_node: i32, the decision node owning the record.
@@ -80,6 +87,8 @@ class Tree:
   node_num_active: jax.Array
   node_solved: jax.Array
   node_bound: jax.Array
+  node_upper: jax.Array
+  node_cut: jax.Array
   node_bias_count: jax.Array
   node_bias_mean: jax.Array
   node_bias_sq_sum: jax.Array
@@ -91,6 +100,7 @@ class Tree:
   slot_value: jax.Array
   slot_solved: jax.Array
   slot_bound: jax.Array
+  slot_upper: jax.Array
   slot_chance: jax.Array
   chance_node: jax.Array
   chance_prob: jax.Array
@@ -157,6 +167,8 @@ def allocate(batch_size: int, max_nodes: int, num_slots: int, num_outcomes: int,
       node_num_active=jnp.full((b, n), k, i32),
       node_solved=jnp.zeros((b, n), bool),
       node_bound=jnp.zeros((b, n), f32),
+      node_upper=jnp.full((b, n), NO_UPPER, f32),
+      node_cut=jnp.zeros((b, n), bool),
       node_bias_count=jnp.zeros((b, n, num_buckets), i32),
       node_bias_mean=jnp.zeros((b, n, num_buckets), f32),
       node_bias_sq_sum=jnp.zeros((b, n, num_buckets), f32),
@@ -168,6 +180,7 @@ def allocate(batch_size: int, max_nodes: int, num_slots: int, num_outcomes: int,
       slot_value=jnp.zeros((b, n, k), f32),
       slot_solved=jnp.zeros((b, n, k if bellman else 1), bool),
       slot_bound=jnp.full((b, n, k if bellman else 1), NO_BOUND, f32),
+      slot_upper=jnp.full((b, n, k if bellman else 1), NO_UPPER, f32),
       slot_chance=jnp.full((b, n, k), UNEXPANDED, i32),
       chance_node=jnp.full((b, n), UNEXPANDED, i32),
       chance_prob=jnp.zeros((b, n, o), f32),
@@ -276,6 +289,8 @@ def _reroot_one(tree: Tree, new_root: jax.Array) -> Tree:
       node_num_active=nodes(tree.node_num_active, fresh.node_num_active),
       node_solved=nodes(tree.node_solved, fresh.node_solved),
       node_bound=nodes(tree.node_bound, fresh.node_bound),
+      node_upper=nodes(tree.node_upper, fresh.node_upper),
+      node_cut=nodes(tree.node_cut, fresh.node_cut),
       node_bias_count=nodes(tree.node_bias_count, fresh.node_bias_count),
       node_bias_mean=nodes(tree.node_bias_mean, fresh.node_bias_mean),
       node_bias_sq_sum=nodes(tree.node_bias_sq_sum, fresh.node_bias_sq_sum),
@@ -287,6 +302,7 @@ def _reroot_one(tree: Tree, new_root: jax.Array) -> Tree:
       slot_value=nodes(tree.slot_value, fresh.slot_value),
       slot_solved=nodes(tree.slot_solved, fresh.slot_solved),
       slot_bound=nodes(tree.slot_bound, fresh.slot_bound),
+      slot_upper=nodes(tree.slot_upper, fresh.slot_upper),
       slot_chance=jnp.where(live[:, None], slot_chance, UNEXPANDED),
       chance_node=jnp.where(chance_live, remap(tree.chance_node[chance_order]), UNEXPANDED),
       chance_prob=chances(tree.chance_prob, fresh.chance_prob),

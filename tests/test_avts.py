@@ -779,8 +779,8 @@ def _level(slot_solved_after, config):
   return jax.jit(functools.partial(search_lib._bellman_level, config=config))(
       f32([0.5, 0.3]), jnp.array([0, 2], jnp.int32), jnp.array([True, True]),
       jnp.array([False, False]), jnp.int32(2), stats, f32([NO_BOUND, 0.1]), f32(0.1),
-      jnp.int32(0), f32([1.0]), f32([0.2]), f32([0.0]), f32([0.0]), f32([0.0]),
-      jnp.array([slot_solved_after]))
+      f32([1.0, 0.6]), f32(1.0), jnp.array(False), jnp.int32(0), f32([1.0]), f32([0.2]),
+      f32([0.0]), f32([0.0]), f32([0.0]), f32([0.1]), jnp.array([slot_solved_after]))
 
 
 def _level_config():
@@ -801,6 +801,9 @@ def test_bellman_level_records_the_change_of_q2_and_q3():
   assert not bool(level.slot_solved) and not bool(level.solved)
   np.testing.assert_allclose(float(level.slot_bound), 0.2, rtol=1e-6)
   np.testing.assert_allclose(float(level.bound), 0.2, rtol=1e-6)
+  # Optimistic bound: the slot's drops to 0.2 + 0·0.1; the node's to the best slot's, 0.6.
+  np.testing.assert_allclose(float(level.slot_upper), 0.2, rtol=1e-6)
+  np.testing.assert_allclose(float(level.upper), 0.6, rtol=1e-6)
   assert int(level.num_active) == 2
 
 
