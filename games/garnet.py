@@ -440,14 +440,17 @@ def estimator(garnet, bias: float = 0.0, noise: float = 0.0, seed: int = 0,
   """
   z = np.random.default_rng(seed).standard_normal(garnet.q_star.shape)
   horizon = garnet.q_star.shape[-3]
-  moves_left = jnp.arange(horizon, 0, -1, dtype=jnp.float32)[:, None, None]  # [H, 1, 1]
-  table = (garnet.q_star + jnp.float32(bias) + jnp.float32(bias_per_step) * moves_left +
-           jnp.float32(noise) * jnp.asarray(z, jnp.float32))
-  table = _stacked(garnet, table)
+  moves_left = np.arange(horizon, 0, -1, dtype=np.float32)[:, None, None]  # [H, 1, 1]
+  # Kept in numpy: making the estimator inside a traced function then captures no tracer
+  # (each trace that uses it embeds it as a constant).
+  table = (np.asarray(garnet.q_star, np.float32) + np.float32(bias) +
+           np.float32(bias_per_step) * moves_left + np.float32(noise) * z.astype(np.float32))
+  table = table if isinstance(garnet, GarnetFamily) else table[None]
 
   def estimate(params, key, states) -> Estimate:
     del params, key
-    action_values = jax.vmap(lambda s: _lookup(table, s))(states)
+    values = jnp.asarray(table)
+    action_values = jax.vmap(lambda s: _lookup(values, s))(states)
     terminal = states.time >= garnet.horizon
     value = jnp.where(terminal, 0.0, jnp.max(action_values, axis=-1))
     return Estimate(value=value, action_values=action_values)

@@ -415,13 +415,15 @@ def _select(tree: Tree, root_logits, keys, *, config: SearchConfig) -> tuple[Pat
       debiased, variance = jax.vmap(functools.partial(slot_estimates, config=config))(
           node_stats(tree, batch_ids, node), child_values, child_visits, solved,
           tree.node_num_active[batch_ids, node])
+      upper = tree.slot_upper[batch_ids, node]
     else:
       debiased = jnp.where(child_visits > 0, child_values, action_values)
       variance = jnp.zeros_like(child_values)
+      upper = jnp.full_like(child_values, tree_lib.NO_UPPER)
     view = NodeView(
         visits=visits, value=value, child_visits=child_visits, child_values=child_values,
         prior_logits=logits, action_values=action_values, legal=legal, depth=depth,
-        debiased_values=debiased, value_variance=variance)
+        debiased_values=debiased, value_variance=variance, upper_bounds=upper)
     if keys is not None:
       step_keys = jax.vmap(jax.random.fold_in)(keys, depth)
       rule_keys, outcome_keys = jnp.moveaxis(jax.vmap(jax.random.split)(step_keys), 1, 0)

@@ -566,7 +566,7 @@ def test_fewer_slots_than_actions_keeps_the_top_k_by_q1():
 
 # ---- 7. selection rules as pure functions ---------------------------------------------------
 
-def _view(q3, visits, legal, q1=None, variance=None):
+def _view(q3, visits, legal, q1=None, variance=None, upper=None):
   k = len(q3)
   f32 = lambda x: jnp.asarray(x, jnp.float32)
   visits = jnp.asarray(visits, jnp.int32)
@@ -575,7 +575,8 @@ def _view(q3, visits, legal, q1=None, variance=None):
                   prior_logits=jnp.zeros((k,), jnp.float32),
                   action_values=f32(np.zeros(k) if q1 is None else q1),
                   legal=jnp.asarray(legal, bool), depth=jnp.int32(1), debiased_values=f32(q3),
-                  value_variance=f32(np.zeros(k) if variance is None else variance))
+                  value_variance=f32(np.zeros(k) if variance is None else variance),
+                  upper_bounds=f32(np.zeros(k) if upper is None else upper))
 
 
 Q3 = np.array([0.2, -0.5, 0.4, 0.35, 0.1], np.float32)
@@ -653,6 +654,17 @@ def test_thompson_picks_each_arm_with_the_probability_that_it_is_best():
   np.testing.assert_allclose(sum(exact), 1.0, atol=1e-4)
   assert frequencies[3] == 0.0
   np.testing.assert_allclose(frequencies[:3], exact, atol=0.015)  # 4+ standard errors
+
+
+def test_optimistic_rule_follows_the_upper_bound_then_q3():
+  """Proof search: the highest optimistic bound wins; among equal bounds, the best q̂3."""
+  rule = js.selection.optimistic()
+  view = _view([0.1, 0.9, 0.5, 0.7], [1, 1, 1, 1], [True, True, True, True],
+               upper=[2.0, 1.0, 2.0, 2.0])
+  assert int(js.selection.masked_argmax(rule.score(view, None), view.legal)) == 3
+  view = _view([0.1, 0.9, 0.5, 0.7], [1, 1, 1, 1], [True, True, True, False],
+               upper=[2.0, 1.0, 2.0, 3.0])
+  assert int(js.selection.masked_argmax(rule.score(view, None), view.legal)) == 2
 
 
 def test_thompson_top_k_gives_distinct_legal_slots():

@@ -4,10 +4,11 @@ from jaxsearch.selection.base import (NodeView, QTransform, SelectionRule, maske
                                       masked_softmax, q_minmax, q_range, q_raw)
 from jaxsearch.selection.hoeffding import hoeffding
 from jaxsearch.selection.laplace import laplace
+from jaxsearch.selection.optimistic import optimistic
 from jaxsearch.selection.puct import puct, q_debiased, value_prior_puct
 from jaxsearch.selection.thompson import thompson, thompson_draw, thompson_top_k
 from jaxsearch.selection.uct import uct
 
 __all__ = ["NodeView", "QTransform", "SelectionRule", "masked_argmax", "masked_softmax",
            "q_minmax", "q_range", "q_raw", "puct", "q_debiased", "value_prior_puct", "uct",
-           "thompson", "thompson_draw", "thompson_top_k", "laplace", "hoeffding"]
+           "thompson", "thompson_draw", "thompson_top_k", "laplace", "hoeffding", "optimistic"]

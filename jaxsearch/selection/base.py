@@ -34,6 +34,8 @@ class NodeView:
       Q where visited and the estimator's q̂1 elsewhere.
     value_variance: ``f32[K]`` σ²(s, n(a)), the variance of the remaining drift of each slot's
       value (zeros without variance statistics).
+    upper_bounds: ``f32[K]`` each slot's optimistic bound (Bellman backup with a game that
+      has an ``optimistic_value``; ``+3e38`` where there is none).
   """
 
   visits: jax.Array
@@ -46,6 +48,7 @@ class NodeView:
   depth: jax.Array
   debiased_values: jax.Array
   value_variance: jax.Array
+  upper_bounds: jax.Array
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,0 +1,321 @@
+"""Anytime solving of guessing games with certified bounds (Mastermind, Wordle).
+
+``solve`` runs AVTS (:func:`jaxsearch.policies.avts`) on one or a batch of root states, in
+chunks of simulations that continue the same trees, and after every chunk reads two numbers at
+each root:
+
+* the **achievable bound** — the exact value of a concrete policy held by the tree (AVTS's
+  "best lower bound"): a number of guesses that *is* reached;
+* the **optimistic bound** — no policy does better (the game's admissible ``optimistic_value``
+  tightened by the Bellman backup); where it meets the achievable bound the result is
+  **proven optimal**.
+
+At the end the achievable policy is extracted from the tree (where the tree has no better
+action than the game's pessimistic policy, that policy — guess the first remaining candidate —
+completes it), exported in the format of :mod:`jaxsearch.policy_file`, and **evaluated exactly
+by enumeration over every secret**: the reported figure is the evaluated one, never the
+search's own estimate. The evaluated total is never worse than the achievable bound.
+
+Guesses cost 1 each: a root's value is minus its expected number of guesses, so totals over
+``n`` secrets are ``-value · n``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from typing import Any, Callable, Optional, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxsearch import policy_file
+from jaxsearch.game import Estimator, Game
+
+# Bounds are float32 sums; two bounds this close (in total guesses) are taken to be equal.
+PROOF_TOLERANCE = 1e-3
+
+
+@dataclasses.dataclass(frozen=True)
+class Puzzle:
+  """A guessing game as the solver sees it.
+
+  Attributes:
+    name: ``"mastermind"`` or ``"wordle"``.
+    game, estimator: the JAX game (states hold the remaining secrets as a bitset) and its
+      action-value estimator.
+    secrets: the secrets in state-bit order.
+    guess_names: the name of every action (a code or a word).
+    outcome_name: feedback index -> feedback key of the export format.
+    solved_outcome: the all-correct feedback.
+    score: ``(guess, secret) -> feedback key``, for exact evaluation.
+    valid_guesses: allowed guesses for evaluation (``None``: the secrets).
+    header: the export file's header (:mod:`jaxsearch.policy_file`).
+    initial_state: the unbatched state before any guess.
+  """
+
+  name: str
+  game: Game
+  estimator: Estimator
+  secrets: tuple[str, ...]
+  guess_names: Sequence[str]
+  outcome_name: Callable[[int], str]
+  solved_outcome: int
+  score: Callable[[str, str], str]
+  valid_guesses: Optional[Sequence[str]]
+  header: dict
+  initial_state: Any
+
+
+def mastermind_puzzle(pegs: int = 4, colours: int = 6) -> Puzzle:
+  """Mastermind with ``pegs`` × ``colours`` (default 4 × 6: 1296 codes, 14 feedbacks)."""
+  from games import mastermind
+  game = mastermind.make(pegs, colours)
+  codes = tuple(game.code_string(i) for i in range(game.num_codes))
+  return Puzzle(name="mastermind", game=game.game, estimator=game.estimator, secrets=codes,
+                guess_names=codes, outcome_name=game.outcome_string,
+                solved_outcome=game.solved_code,
+                score=policy_file.MastermindScore(pegs, colours), valid_guesses=None,
+                header=policy_file.mastermind_header(pegs, colours),
+                initial_state=game.initial_state())
+
+
+def wordle_puzzle(answers_path, guesses_path) -> Puzzle:
+  """Wordle over the word lists in the given files (see ``games.wordle.load_words``)."""
+  from games import wordle
+  answers = wordle.load_words(answers_path)
+  guesses = wordle.load_words(guesses_path)
+  game = wordle.make(answers, guesses)
+  return Puzzle(name="wordle", game=game.game, estimator=game.estimator,
+                secrets=tuple(game.answers), guess_names=tuple(game.guesses),
+                outcome_name=wordle.pattern_string, solved_outcome=wordle.SOLVED,
+                score=policy_file.WordleScore(game.answers), valid_guesses=tuple(game.guesses),
+                header=policy_file.wordle_header(str(answers_path), str(guesses_path),
+                                                 len(answers), len(guesses)),
+                initial_state=game.initial_state())
+
+
+@dataclasses.dataclass
+class SolveResult:
+  """What :func:`solve` found.
+
+  Attributes:
+    policy: the exported decision tree (a :mod:`jaxsearch.policy_file` node).
+    evaluation: its exact evaluation over every secret (``total_guesses`` is *the* figure).
+    bound_total: the achievable bound in total guesses (the evaluation is never worse).
+    upper_total: the optimistic bound in total guesses (no policy does better), or ``None``.
+    proven_optimal: the two bounds meet (so ``evaluation.total_guesses`` is optimal).
+    simulations, nodes, seconds: work done (nodes summed over the batch of trees).
+    history: ``(simulations, seconds, bound_total, upper_total)`` after every chunk.
+  """
+
+  policy: dict
+  evaluation: policy_file.Evaluation
+  bound_total: float
+  upper_total: Optional[float]
+  proven_optimal: bool
+  simulations: int
+  nodes: int
+  seconds: float
+  history: list
+
+
+def _remaining(bits: np.ndarray, num_secrets: int) -> np.ndarray:
+  """Secret indices set in a ``u32[W]`` bitset (bit ``s % 32`` of word ``s // 32``)."""
+  words = np.asarray(bits, np.uint64)
+  mask = ((words[:, None] >> np.arange(32, dtype=np.uint64)[None, :]) & 1).astype(bool)
+  return np.flatnonzero(mask.reshape(-1)[:num_secrets])
+
+
+class _TreeReader:
+  """Extracts the achievable policy of one tree of a batch (numpy copies of the arrays)."""
+
+  def __init__(self, tree, row: int, puzzle: Puzzle):
+    take = lambda x: np.asarray(x[row])  # noqa: E731
+    self.puzzle = puzzle
+    self.bits = take(tree.node_state.remaining)
+    self.node_bound = take(tree.node_bound)
+    self.slot_action = take(tree.slot_action)
+    self.slot_legal = take(tree.slot_legal)
+    self.slot_bound = take(tree.slot_bound)
+    self.slot_chance = take(tree.slot_chance)
+    self.chance_prob = take(tree.chance_prob)
+    self.chance_child = take(tree.chance_child)
+
+  def secrets_at(self, node: int) -> list[str]:
+    return [self.puzzle.secrets[i] for i in _remaining(self.bits[node],
+                                                         len(self.puzzle.secrets))]
+
+  def policy(self, node: int) -> dict:
+    remaining = self.secrets_at(node)
+    expanded = self.slot_legal[node] & (self.slot_chance[node] >= 0)
+    if expanded.any():
+      best = int(np.argmax(np.where(expanded, self.slot_bound[node], -np.inf)))
+      if self.slot_bound[node, best] >= self.node_bound[node] - 1e-6:
+        chance = self.slot_chance[node, best]
+        children = {}
+        for outcome in np.flatnonzero(self.chance_prob[chance] > 0):
+          if outcome == self.puzzle.solved_outcome:
+            continue
+          children[self.puzzle.outcome_name(int(outcome))] = self.policy(
+              int(self.chance_child[chance, outcome]))
+        return {"guess": self.puzzle.guess_names[int(self.slot_action[node, best])],
+                "children": children}
+    # The tree has nothing better here than the game's pessimistic policy: play it.
+    return policy_file.consistent_candidates_policy(remaining, self.puzzle.score)
+
+
+def solve(puzzle: Puzzle, roots=None, *, seconds: float = 60.0,
+          max_simulations: Optional[int] = None, chunk: int = 128,
+          max_nodes: int = 100_000, num_slots: Optional[int] = 64, seed: int = 0,
+          selection=None, variance: str = "avts", proof_every: int = 2,
+          on_chunk: Optional[Callable[[dict], None]] = None):
+  """Searches until proven optimal, out of time, out of simulations or out of nodes.
+
+  Args:
+    puzzle: the game (:func:`mastermind_puzzle`, :func:`wordle_puzzle`).
+    roots: ``[B]`` root states (default: the initial state, ``B = 1``); a batch of
+      sub-problems is searched as one batch of trees.
+    seconds: wall-clock budget (checked between chunks).
+    max_simulations: budget per tree (default: none).
+    chunk: simulations per jitted call.
+    max_nodes, num_slots: tree capacity ``N`` and slots per node ``K`` (``None``: every
+      action; a cutoff ``K < A`` keeps the top-``K`` guesses by q̂1 and forgoes the proof at
+      nodes where it cut).
+    seed: PRNG seed.
+    selection: AVTS selection rule (default Thompson sampling).
+    variance: AVTS variance model.
+    proof_every: where the game has an optimistic bound, every ``proof_every``-th chunk runs
+      the proof-directed rule (:func:`jaxsearch.selection.optimistic`, best-first on the
+      optimistic bound) on the same trees, to close the gap the sampling rule leaves; 0 never.
+    on_chunk: called after every chunk with a dict of progress figures.
+  Returns:
+    ``(results, trees)``: per root the ``(bound_total, upper_total, proven, policy)``
+    figures are in the :class:`SolveResult` list ``results``; ``trees`` is the final batch.
+  """
+  from jaxsearch import policies
+  if roots is None:
+    roots = jax.tree.map(lambda x: jnp.asarray(x)[None], puzzle.initial_state)
+  batch = int(jax.tree.leaves(roots)[0].shape[0])
+  from jaxsearch import selection as selection_lib
+  options = dict(num_simulations=chunk, max_nodes=max_nodes, num_slots=num_slots,
+                 variance=variance)
+  search = policies.avts(puzzle.game, puzzle.estimator, selection=selection, **options)
+  step = jax.jit(search)
+  prove = puzzle.game.optimistic_value is not None and proof_every > 0
+  if prove:
+    proof_step = jax.jit(policies.avts(puzzle.game, puzzle.estimator,
+                                       selection=selection_lib.optimistic(), **options))
+  key = jax.random.PRNGKey(seed)
+  tree = search.init_tree(None, key, roots)
+  sizes = np.array([len(_remaining(np.asarray(b), len(puzzle.secrets)))
+                    for b in np.asarray(roots.remaining)])
+  start = time.perf_counter()
+  history = []
+  simulations = 0
+  chunks = 0
+  while True:
+    chunks += 1
+    run = proof_step if prove and chunks % proof_every == 0 else step
+    out = run(None, jax.random.fold_in(key, simulations), roots, tree)
+    tree = out.tree
+    simulations += chunk
+    bound = -np.asarray(out.root_bound, np.float64) * sizes
+    upper = (None if out.root_upper is None
+             else -np.asarray(out.root_upper, np.float64) * sizes)
+    nodes = int(np.asarray(tree.num_nodes).sum())
+    elapsed = time.perf_counter() - start
+    proven = upper is not None and bool(np.all(bound - upper <= PROOF_TOLERANCE))
+    full = bool(np.all(np.asarray(tree.num_nodes) + puzzle.game.num_outcomes > max_nodes))
+    history.append((simulations, elapsed, float(bound.sum()),
+                    None if upper is None else float(upper.sum())))
+    if on_chunk is not None:
+      on_chunk({"simulations": simulations, "seconds": elapsed, "bound": float(bound.sum()),
+                "upper": None if upper is None else float(upper.sum()), "nodes": nodes,
+                "proven": proven})
+    if (proven or full or elapsed >= seconds or
+        (max_simulations is not None and simulations >= max_simulations)):
+      break
+  policies_per_root = [_TreeReader(tree, b, puzzle).policy(0) for b in range(batch)]
+  return dict(policies=policies_per_root, bound=bound, upper=upper, sizes=sizes,
+              proven=proven, simulations=simulations, nodes=nodes,
+              seconds=time.perf_counter() - start, history=history), tree
+
+
+def evaluate(puzzle: Puzzle, policy: dict) -> policy_file.Evaluation:
+  """Exact evaluation of ``policy`` over every secret of ``puzzle``."""
+  return policy_file.evaluate(policy, puzzle.secrets, puzzle.score,
+                              guesses=puzzle.valid_guesses)
+
+
+def solve_puzzle(puzzle: Puzzle, first: Optional[str] = None, **kwargs) -> SolveResult:
+  """Solves the whole puzzle; with ``first`` the first guess is fixed and every feedback's
+  sub-problem is solved as one batch of searches.
+
+  ``kwargs`` go to :func:`solve`. Returns a :class:`SolveResult` whose figure is the exact
+  evaluation of the exported policy.
+  """
+  if first is None:
+    found, _ = solve(puzzle, **kwargs)
+    policy = found["policies"][0]
+    bound_total = float(found["bound"].sum())
+    upper_total = None if found["upper"] is None else float(found["upper"].sum())
+  else:
+    if first not in puzzle.guess_names:
+      raise ValueError(f"--first {first!r} is not an allowed guess")
+    action = list(puzzle.guess_names).index(first)
+    state = puzzle.initial_state
+    probs = np.asarray(puzzle.game.outcome_probs(state, jnp.int32(action)))
+    outcomes = [int(o) for o in np.flatnonzero(probs > 0) if o != puzzle.solved_outcome]
+    steps = [puzzle.game.step(state, jnp.int32(action), jnp.int32(o)).state for o in outcomes]
+    roots = jax.tree.map(lambda *xs: jnp.stack(xs), *steps)
+    found, _ = solve(puzzle, roots, **kwargs)
+    policy = {"guess": first, "children": {
+        puzzle.outcome_name(o): sub for o, sub in zip(outcomes, found["policies"])}}
+    # Every secret pays the first guess; the sub-problems' totals come on top.
+    num_secrets = len(puzzle.secrets)
+    bound_total = num_secrets + float(found["bound"].sum())
+    upper_total = (None if found["upper"] is None
+                   else num_secrets + float(found["upper"].sum()))
+  evaluation = evaluate(puzzle, policy)
+  proven = upper_total is not None and bound_total - upper_total <= PROOF_TOLERANCE
+  return SolveResult(policy=policy, evaluation=evaluation, bound_total=bound_total,
+                     upper_total=upper_total, proven_optimal=bool(proven),
+                     simulations=found["simulations"], nodes=found["nodes"],
+                     seconds=found["seconds"], history=found["history"])
+
+
+def plot_history(result: SolveResult, path, title: str) -> None:
+  """PNG of the bounds (total guesses) against simulations, like seed 000's graph."""
+  import matplotlib
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt
+  sims = [h[0] for h in result.history]
+  fig, ax = plt.subplots(figsize=(7, 4))
+  ax.plot(sims, [h[2] for h in result.history], label="achievable bound (a policy reaches it)")
+  if result.upper_total is not None:
+    ax.plot(sims, [h[3] for h in result.history], label="optimistic bound (none does better)")
+  ax.axhline(result.evaluation.total_guesses, color="grey", linestyle=":",
+             label=f"exported policy, evaluated: {result.evaluation.total_guesses}")
+  ax.set_xlabel("simulations per tree")
+  ax.set_ylabel("total guesses over all secrets")
+  ax.set_yscale("log")
+  ax.set_title(title)
+  ax.legend(fontsize=8)
+  fig.tight_layout()
+  fig.savefig(path, dpi=120)
+  plt.close(fig)
+
+
+def summary(puzzle: Puzzle, result: SolveResult) -> dict:
+  """The ``--json`` object."""
+  ev = result.evaluation
+  return {"game": puzzle.name, "secrets": ev.secrets, "total_guesses": ev.total_guesses,
+          "expected_guesses": round(ev.expected_guesses, 6), "worst_case": ev.worst_case,
+          "proven_optimal": result.proven_optimal,
+          "bound_total": round(result.bound_total, 3),
+          "upper_total": None if result.upper_total is None else round(result.upper_total, 3),
+          "simulations": result.simulations, "nodes": result.nodes,
+          "seconds": round(result.seconds, 2)}
