@@ -28,7 +28,7 @@ def test_help_lists_subcommands(capsys):
   assert exc.value.code == 0
   out = capsys.readouterr().out
   assert "play" in out and "bench" in out
-  assert "solve" not in out
+  assert "solve" in out and "evaluate" in out
 
 
 def test_play_help_and_bad_arguments(capsys):

@@ -1,0 +1,111 @@
+"""Certified solving (``jaxsearch.solve``) and the ``solve`` / ``evaluate`` commands.
+
+The oracles are ALGORITHMS.md §6's exact totals (found there by exhaustive search, and
+re-derived by brute force in ``tests/test_mastermind.py``). Small instances only in the default
+suite; ``-m slow`` adds (3, 3), (4, 3) and (3, 4).
+"""
+
+import json
+
+import pytest
+
+from jaxsearch import cli, policy_file
+from jaxsearch import solve as solve_lib
+
+OPTIMA = {(2, 2): 8, (2, 3): 21, (3, 2): 18, (2, 4): 45, (3, 3): 73, (4, 3): 246, (3, 4): 206}
+
+
+def _check_certified(pegs, colours, result):
+  optimum = OPTIMA[(pegs, colours)]
+  assert result.proven_optimal
+  assert result.evaluation.total_guesses == optimum
+  # The evaluated policy is never worse than the achievable bound; proven: both are optimal.
+  assert result.evaluation.total_guesses <= result.bound_total + 1e-3
+  assert abs(result.bound_total - optimum) < 1e-3
+  assert abs(result.upper_total - optimum) < 1e-3
+
+
+def test_small_mastermind_is_solved_and_certified():
+  puzzle = solve_lib.mastermind_puzzle(2, 3)
+  result = solve_lib.solve_puzzle(puzzle, seconds=120, chunk=32, max_nodes=4000,
+                                  num_slots=None)
+  _check_certified(2, 3, result)
+  # The bounds only tighten, chunk after chunk.
+  bounds = [h[2] for h in result.history]
+  uppers = [h[3] for h in result.history]
+  assert all(a >= b - 1e-3 for a, b in zip(bounds, bounds[1:]))
+  assert all(a <= b + 1e-3 for a, b in zip(uppers, uppers[1:]))
+  assert all(u <= b + 1e-3 for b, u in zip(bounds, uppers))
+
+
+def test_fixed_first_guess_solves_every_feedback_as_one_batch():
+  puzzle = solve_lib.mastermind_puzzle(2, 3)
+  result = solve_lib.solve_puzzle(puzzle, first="12", seconds=120, chunk=32, max_nodes=2000,
+                                  num_slots=None)
+  assert result.policy["guess"] == "12"
+  # Every non-solving feedback of "12" on the 9 codes has its own sub-policy.
+  feedbacks = {puzzle.score("12", code) for code in puzzle.secrets} - {"b2w0"}
+  assert set(result.policy["children"]) == feedbacks
+  # 21 is reachable with "12" first (the optimal opening of ALGORITHMS.md's 2×3 is any
+  # two-colour code), and proven optimal given that opening.
+  assert result.proven_optimal and result.evaluation.total_guesses == 21
+
+
+def test_cut_search_reports_no_proof_but_an_honest_figure():
+  """With 2 slots per node (a cutoff) the optimistic bound cannot close: no proof is claimed,
+  and the reported figure is still the exact evaluation of the exported policy. (On 2×4 the
+  game's counting bound, 42, is below the optimum 45; on 2×3 it is tight, 21, and proves
+  optimality on its own.)"""
+  puzzle = solve_lib.mastermind_puzzle(2, 4)
+  result = solve_lib.solve_puzzle(puzzle, seconds=60, max_simulations=64, chunk=32,
+                                  max_nodes=2000, num_slots=2)
+  assert not result.proven_optimal
+  assert result.upper_total < OPTIMA[(2, 4)] - 0.5
+  assert result.evaluation.total_guesses >= OPTIMA[(2, 4)]
+  assert result.evaluation.total_guesses <= result.bound_total + 1e-3
+  assert result.evaluation.total_guesses == solve_lib.evaluate(puzzle, result.policy
+                                                               ).total_guesses
+
+
+def test_cli_solve_exports_and_evaluate_reads_it(tmp_path, capsys):
+  policy = tmp_path / "mm22.json"
+  plot = tmp_path / "mm22.png"
+  status = cli.main(["solve", "mastermind", "--pegs", "2", "--colours", "2", "--slots", "0",
+                     "--chunk", "16", "--nodes", "500", "--export", str(policy),
+                     "--plot", str(plot), "--json", "--quiet"])
+  assert status == 0
+  lines = capsys.readouterr().out.strip().splitlines()
+  summary = json.loads(lines[-1])
+  assert summary["game"] == "mastermind" and summary["secrets"] == 4
+  assert summary["total_guesses"] == 8 and summary["proven_optimal"] is True
+  assert summary["expected_guesses"] == 2.0 and summary["seconds"] > 0
+  assert plot.stat().st_size > 1000
+  assert cli.main(["evaluate", str(policy), "--json"]) == 0
+  assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["total_guesses"] == 8
+
+  # A policy that misses a secret is rejected with the failing path.
+  header, node = policy_file.load(policy)
+  node["children"].pop(next(iter(node["children"])))
+  broken = tmp_path / "broken.json"
+  policy_file.save(broken, header, node)
+  assert cli.main(["evaluate", str(broken)]) == 1
+  assert "path" in capsys.readouterr().err
+
+
+def test_cli_solve_rejects_bad_input(capsys, tmp_path):
+  assert cli.main(["solve", "mastermind", "--pegs", "2", "--colours", "2", "--first", "99",
+                   "--quiet"]) == 2
+  assert "--first" in capsys.readouterr().err
+  assert cli.main(["solve", "wordle", "--answers", str(tmp_path / "missing.txt"),
+                   "--guesses", str(tmp_path / "missing.txt"), "--quiet"]) == 2
+  assert "wordle" in capsys.readouterr().err.lower()
+  assert cli.main(["evaluate", str(tmp_path / "nothing.json")]) == 2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("pegs, colours", [(3, 2), (3, 3), (4, 3), (3, 4)])
+def test_mastermind_instances_are_certified(pegs, colours):
+  puzzle = solve_lib.mastermind_puzzle(pegs, colours)
+  result = solve_lib.solve_puzzle(puzzle, seconds=600, chunk=64, max_nodes=60_000,
+                                  num_slots=None)
+  _check_certified(pegs, colours, result)
