@@ -244,9 +244,11 @@ def _solve(args: argparse.Namespace) -> int:
     def on_chunk(info):
       upper = "" if info["upper"] is None else f" ≥ {info['upper']:.1f}"
       rate = info["simulations"] / max(info["seconds"], 1e-9)
+      ending = info["proven"] or info["seconds"] >= args.seconds
       progress.update(task, completed=min(info["seconds"], args.seconds), status=(
           f"total guesses ≤ {info['bound']:.1f}{upper} · {info['simulations']} sims "
-          f"({rate:.0f}/s) · {info['nodes']} nodes"))
+          f"({rate:.0f}/s) · {info['nodes']} nodes"
+          + (" · extracting and evaluating the policy…" if ending else "")))
 
     result = solve_lib.solve_puzzle(
         puzzle, first=args.first, seconds=args.seconds, max_simulations=args.simulations,

@@ -54,6 +54,8 @@ class Puzzle:
     valid_guesses: allowed guesses for evaluation (``None``: the secrets).
     header: the export file's header (:mod:`jaxsearch.policy_file`).
     initial_state: the unbatched state before any guess.
+    table: ``u8[S, G]`` (numpy) feedback index of guess ``g`` for secret ``s``.
+    guess_of_secret: ``int[S]`` (numpy) the action that guesses each secret.
   """
 
   name: str
@@ -67,6 +69,8 @@ class Puzzle:
   valid_guesses: Optional[Sequence[str]]
   header: dict
   initial_state: Any
+  table: np.ndarray
+  guess_of_secret: np.ndarray
 
 
 def mastermind_puzzle(pegs: int = 4, colours: int = 6) -> Puzzle:
@@ -79,7 +83,8 @@ def mastermind_puzzle(pegs: int = 4, colours: int = 6) -> Puzzle:
                 solved_outcome=game.solved_code,
                 score=policy_file.MastermindScore(pegs, colours), valid_guesses=None,
                 header=policy_file.mastermind_header(pegs, colours),
-                initial_state=game.initial_state())
+                initial_state=game.initial_state(), table=np.asarray(game.by_secret),
+                guess_of_secret=np.arange(game.num_codes))
 
 
 def wordle_puzzle(answers_path, guesses_path) -> Puzzle:
@@ -94,7 +99,8 @@ def wordle_puzzle(answers_path, guesses_path) -> Puzzle:
                 score=policy_file.WordleScore(game.answers), valid_guesses=tuple(game.guesses),
                 header=policy_file.wordle_header(str(answers_path), str(guesses_path),
                                                  len(answers), len(guesses)),
-                initial_state=game.initial_state())
+                initial_state=game.initial_state(), table=np.asarray(game.by_secret),
+                guess_of_secret=np.array([game.guess_index(w) for w in game.answers]))
 
 
 @dataclasses.dataclass
@@ -104,7 +110,8 @@ class SolveResult:
   Attributes:
     policy: the exported decision tree (a :mod:`jaxsearch.policy_file` node).
     evaluation: its exact evaluation over every secret (``total_guesses`` is *the* figure).
-    bound_total: the achievable bound in total guesses (the evaluation is never worse).
+    bound_total: the achievable bound in total guesses: the search's, or the exported
+      policy's exact total where that is better.
     upper_total: the optimistic bound in total guesses (no policy does better), or ``None``.
     proven_optimal: the two bounds meet (so ``evaluation.total_guesses`` is optimal).
     simulations, nodes, seconds: work done (nodes summed over the batch of trees).
@@ -130,41 +137,103 @@ def _remaining(bits: np.ndarray, num_secrets: int) -> np.ndarray:
 
 
 class _TreeReader:
-  """Extracts the achievable policy of one tree of a batch (numpy copies of the arrays)."""
+  """Extracts the best policy one tree of a batch holds (numpy copies of its arrays).
+
+  At every node it compares, **exactly**, each expanded guess (completed recursively the same
+  way) with the estimator-greedy policy (always the best entropic guess; the first candidate
+  when at most two remain) on the node's remaining secrets, and keeps the cheapest. The tree's
+  own policy is one of the candidates, so the result is never worse than the achievable
+  bound's policy — usually much better, since the bound charges every unexplored node the
+  pessimistic value ``(n + 1) / 2`` per secret.
+  """
 
   def __init__(self, tree, row: int, puzzle: Puzzle):
     take = lambda x: np.asarray(x[row])  # noqa: E731
     self.puzzle = puzzle
     self.bits = take(tree.node_state.remaining)
-    self.node_bound = take(tree.node_bound)
     self.slot_action = take(tree.slot_action)
     self.slot_legal = take(tree.slot_legal)
-    self.slot_bound = take(tree.slot_bound)
     self.slot_chance = take(tree.slot_chance)
     self.chance_prob = take(tree.chance_prob)
     self.chance_child = take(tree.chance_child)
+    self.num_nodes = int(np.asarray(tree.num_nodes)[row])
+    self._best: dict[int, tuple[int, Any]] = {}
+    self._greedy: dict[bytes, int] = {}
 
-  def secrets_at(self, node: int) -> list[str]:
-    return [self.puzzle.secrets[i] for i in _remaining(self.bits[node],
-                                                         len(self.puzzle.secrets))]
+  def secrets_at(self, node: int) -> np.ndarray:
+    return _remaining(self.bits[node], len(self.puzzle.secrets))
+
+  def _greedy_guess(self, secrets: np.ndarray) -> int:
+    """The estimator's best guess for ``secrets`` (the entropic q̂1, in numpy): what the
+    search would try first. With one or two candidates, the first candidate (optimal)."""
+    if len(secrets) <= 2:
+      return int(self.puzzle.guess_of_secret[secrets[0]])
+    n = len(secrets)
+    rows = self.puzzle.table[secrets].astype(np.int64)  # [n, G]
+    num_guesses = rows.shape[1]
+    num_outcomes = self.puzzle.game.num_outcomes
+    counts = np.bincount((rows + num_outcomes * np.arange(num_guesses)).ravel(),
+                         minlength=num_outcomes * num_guesses).reshape(num_guesses,
+                                                                       num_outcomes)
+    p = counts / n
+    entropy = -np.sum(np.where(counts > 0, p * np.log2(np.maximum(p, 1e-30)), 0.0), axis=1)
+    p_solve = np.zeros(num_guesses)
+    p_solve[self.puzzle.guess_of_secret[secrets]] = 1.0 / n
+    expected = np.where(entropy > 0, np.log2(n) / np.maximum(entropy, 1e-30) + 1.0, np.inf)
+    cost = np.where(p_solve > 0, p_solve + (1 - p_solve) * expected, expected)
+    return int(np.argmin(cost))
+
+  def _split(self, secrets: np.ndarray, guess: int):
+    """``(feedback, group)`` pairs of the secrets the guess does not solve."""
+    feedback = self.puzzle.table[secrets, guess]
+    solved = self.puzzle.solved_outcome
+    return [(int(v), secrets[feedback == v]) for v in np.unique(feedback) if v != solved]
+
+  def _greedy_total(self, secrets: np.ndarray) -> int:
+    """Total guesses of the estimator-greedy policy over ``secrets`` (memoised)."""
+    key = secrets.tobytes()
+    if key not in self._greedy:
+      guess = self._greedy_guess(secrets)
+      self._greedy[key] = len(secrets) + sum(
+          self._greedy_total(group) for _, group in self._split(secrets, guess))
+    return self._greedy[key]
+
+  def _greedy_policy(self, secrets: np.ndarray) -> dict:
+    guess = self._greedy_guess(secrets)
+    return {"guess": self.puzzle.guess_names[guess], "children": {
+        self.puzzle.outcome_name(v): self._greedy_policy(group)
+        for v, group in self._split(secrets, guess)}}
+
+  def best(self, node: int) -> tuple[int, Any]:
+    """``(total guesses, choice)`` of the cheapest policy from ``node``; choice is a slot or
+    ``None`` (the estimator-greedy completion)."""
+    if node in self._best:
+      return self._best[node]
+    secrets = self.secrets_at(node)
+    choice = (self._greedy_total(secrets), None)
+    for slot in np.flatnonzero(self.slot_legal[node] & (self.slot_chance[node] >= 0)):
+      chance = self.slot_chance[node, slot]
+      total = len(secrets)
+      for outcome in np.flatnonzero(self.chance_prob[chance] > 0):
+        if outcome != self.puzzle.solved_outcome:
+          total += self.best(int(self.chance_child[chance, outcome]))[0]
+      if total < choice[0]:
+        choice = (total, int(slot))
+    self._best[node] = choice
+    return choice
 
   def policy(self, node: int) -> dict:
-    remaining = self.secrets_at(node)
-    expanded = self.slot_legal[node] & (self.slot_chance[node] >= 0)
-    if expanded.any():
-      best = int(np.argmax(np.where(expanded, self.slot_bound[node], -np.inf)))
-      if self.slot_bound[node, best] >= self.node_bound[node] - 1e-6:
-        chance = self.slot_chance[node, best]
-        children = {}
-        for outcome in np.flatnonzero(self.chance_prob[chance] > 0):
-          if outcome == self.puzzle.solved_outcome:
-            continue
-          children[self.puzzle.outcome_name(int(outcome))] = self.policy(
-              int(self.chance_child[chance, outcome]))
-        return {"guess": self.puzzle.guess_names[int(self.slot_action[node, best])],
-                "children": children}
-    # The tree has nothing better here than the game's pessimistic policy: play it.
-    return policy_file.consistent_candidates_policy(remaining, self.puzzle.score)
+    _, slot = self.best(node)
+    if slot is None:
+      return self._greedy_policy(self.secrets_at(node))
+    chance = self.slot_chance[node, slot]
+    children = {}
+    for outcome in np.flatnonzero(self.chance_prob[chance] > 0):
+      if outcome != self.puzzle.solved_outcome:
+        children[self.puzzle.outcome_name(int(outcome))] = self.policy(
+            int(self.chance_child[chance, outcome]))
+    return {"guess": self.puzzle.guess_names[int(self.slot_action[node, slot])],
+            "children": children}
 
 
 def solve(puzzle: Puzzle, roots=None, *, seconds: float = 60.0,
@@ -280,6 +349,8 @@ def solve_puzzle(puzzle: Puzzle, first: Optional[str] = None, **kwargs) -> Solve
     upper_total = (None if found["upper"] is None
                    else num_secrets + float(found["upper"].sum()))
   evaluation = evaluate(puzzle, policy)
+  # A policy whose exact total meets the optimistic bound is optimal, whatever the bound.
+  bound_total = min(bound_total, float(evaluation.total_guesses))
   proven = upper_total is not None and bound_total - upper_total <= PROOF_TOLERANCE
   return SolveResult(policy=policy, evaluation=evaluation, bound_total=bound_total,
                      upper_total=upper_total, proven_optimal=bool(proven),
