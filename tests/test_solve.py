@@ -7,6 +7,8 @@ suite; ``-m slow`` adds (3, 3), (4, 3) and (3, 4).
 
 import json
 
+import numpy as np
+
 import pytest
 
 from jaxsearch import cli, policy_file
@@ -109,3 +111,23 @@ def test_mastermind_instances_are_certified(pegs, colours):
   result = solve_lib.solve_puzzle(puzzle, seconds=600, chunk=64, max_nodes=60_000,
                                   num_slots=None)
   _check_certified(pegs, colours, result)
+
+
+def test_small_wordle_reaches_the_brute_force_optimum(tmp_path):
+  """A synthetic Wordle (12 answers, 20 guesses over few letters, so feedbacks collide): the
+  solver's exact total equals an exhaustive search's, and it is certified."""
+  from test_wordle import _random_words, _solver  # the brute force lives with the game tests
+  rng = np.random.default_rng(3)
+  answers = sorted(_random_words(rng, 12))
+  guesses = sorted(answers + _random_words(rng, 8, letters="abcdefg", exclude=answers))
+  (tmp_path / "answers.txt").write_text("\n".join(answers) + "\n")
+  (tmp_path / "guesses.txt").write_text("\n".join(guesses) + "\n")
+  puzzle = solve_lib.wordle_puzzle(tmp_path / "answers.txt", tmp_path / "guesses.txt")
+  from games import wordle
+  game = wordle.make(answers, guesses)
+  optimum = _solver(np.asarray(game.feedback), game.secret_of_guess)(
+      frozenset(range(len(answers))))
+  result = solve_lib.solve_puzzle(puzzle, seconds=120, chunk=32, max_nodes=3000,
+                                  num_slots=None)
+  assert result.evaluation.total_guesses == optimum
+  assert result.proven_optimal
