@@ -55,14 +55,16 @@ def empty(num_buckets: int) -> DebiasStats:
 
 
 def record(stats: DebiasStats, visits_after: jax.Array, change: jax.Array,
-           debiased_change: jax.Array, valid: jax.Array = True) -> DebiasStats:
+           debiased_change: jax.Array | None, valid: jax.Array = True) -> DebiasStats:
   """Records one slot's visit: it went from ``visits_after - 1`` to ``visits_after`` visits.
 
   Args:
     stats: the node's statistics.
     visits_after: ``i32[]`` the slot's visit count after this visit (>= 1).
     change: ``f32[]`` new q̂2 minus old q̂2.
-    debiased_change: ``f32[]`` new q̂3 minus old q̂3 (its square feeds the variance).
+    debiased_change: ``f32[]`` new q̂3 minus old q̂3 (its square feeds the variance); ``None``
+      feeds Welford's centred sum ``(change - old mean)(change - new mean)`` instead, so that
+      ``sq_sum / (count - 1)`` is the sample variance of the bucket's changes.
     valid: ``bool[]``; when False nothing is recorded (for masked path entries).
   """
   bucket = jnp.clip(visits_after, 1, stats.num_buckets) - 1
@@ -70,11 +72,15 @@ def record(stats: DebiasStats, visits_after: jax.Array, change: jax.Array,
   count = stats.count[bucket] + 1
   mean = stats.bias_mean[bucket]
   new_mean = mean + (change - mean) / count
+  if debiased_change is None:
+    squared = (change - mean) * (change - new_mean)
+  else:
+    squared = debiased_change ** 2
   index = jnp.where(valid, bucket, stats.num_buckets)  # out of range: dropped
   return DebiasStats(
       count=stats.count.at[index].set(count, mode="drop"),
       bias_mean=stats.bias_mean.at[index].set(new_mean, mode="drop"),
-      sq_sum=stats.sq_sum.at[index].add(debiased_change ** 2, mode="drop"))
+      sq_sum=stats.sq_sum.at[index].add(squared, mode="drop"))
 
 
 def _suffix_from(values: jax.Array, visits: jax.Array) -> jax.Array:

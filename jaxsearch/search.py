@@ -37,7 +37,7 @@ from jaxsearch.tree import UNEXPANDED, Tree
 
 OUTCOME_RULES = ("balanced", "sample")
 BACKUPS = ("mean", "bellman")
-VARIANCES = ("avts", "reference", "off")
+VARIANCES = ("avts", "reference", "centred", "off")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,7 +65,8 @@ class SearchConfig:
       q̂1 and activates the next whenever the newest (unvisited) one is chosen.
     debias: subtract the expected remaining drift (Bellman backup only); off = q̂3 is q̂2.
     variance: ``"avts"`` (squared changes of q̂3), ``"reference"`` (the reference code's
-      quirks, :mod:`jaxsearch.debias`) or ``"off"`` (σ² = 0: Thompson becomes greedy).
+      quirks, :mod:`jaxsearch.debias`), ``"centred"`` (sample variance of each bucket's
+      changes, Welford) or ``"off"`` (σ² = 0: Thompson becomes greedy).
     num_buckets: ``V``, visit-count buckets of the debias statistics (the last absorbs the tail).
   """
 
@@ -656,7 +657,9 @@ def _bellman_level(tree_values, visits, legal, solved, num_active, stats, slot_b
   visits_before = visits[slot]
   change = q2_new - q2_old
   slot_solved = jnp.all(jnp.where(possible, child_solved, True))
-  if config.debias and config.variance == "avts":
+  if config.variance == "centred":
+    debiased_change = None  # Welford's centred squares of the changes
+  elif config.debias and config.variance == "avts":
     # q̂3 after minus q̂3 before; a slot this visit solves is exact: q̂3 = q̂2, no correction.
     correction_after = jnp.where(slot_solved, 0.0,
                                  debias_lib.correction(stats, visits_before + 1))

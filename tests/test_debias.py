@@ -109,3 +109,18 @@ def test_record_under_vmap_and_masking():
       jax.tree.map(lambda x: x[2], out), jnp.array([0, 5, 6, 40]))), [2.0, 2.0, 0.0, 0.0])
   with pytest.raises(ValueError, match="num_buckets"):
     debias.empty(0)
+
+
+def test_centred_record_accumulates_welford_m2():
+  """``debiased_change=None``: ``sq_sum / (count - 1)`` is the sample variance of the changes
+  recorded in a bucket (Welford's M2), whatever their mean."""
+  rng = np.random.default_rng(5)
+  changes = rng.normal(-0.4, 0.3, size=25).astype(np.float32)
+  stats = debias.empty(3)
+  record = jax.jit(debias.record)
+  for change in changes:
+    stats = record(stats, jnp.int32(2), jnp.float32(change), None)
+  assert int(stats.count[1]) == 25
+  np.testing.assert_allclose(float(stats.bias_mean[1]), changes.mean(), rtol=1e-5)
+  np.testing.assert_allclose(float(debias.bucket_variance(stats)[1]), changes.var(ddof=1),
+                             rtol=1e-4)
