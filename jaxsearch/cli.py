@@ -250,8 +250,10 @@ def _solve(args: argparse.Namespace) -> int:
           f"({rate:.0f}/s) · {info['nodes']} nodes"
           + (" · extracting and evaluating the policy…" if ending else "")))
 
+    openings = (puzzle.openings if args.openings and args.first is None else None)
     result = solve_lib.solve_puzzle(
-        puzzle, first=args.first, seconds=args.seconds, max_simulations=args.simulations,
+        puzzle, first=args.first, openings=openings, seconds=args.seconds,
+        max_simulations=args.simulations,
         chunk=args.chunk, max_nodes=args.nodes, num_slots=num_slots, seed=args.seed,
         on_chunk=on_chunk)
   summary = solve_lib.summary(puzzle, result)
@@ -333,13 +335,18 @@ def _parser() -> argparse.ArgumentParser:
   solve.add_argument("--first", default=None,
                      help="fix the first guess and solve every feedback's sub-problem as one "
                           "batch")
+  solve.add_argument("--no-openings", dest="openings", action="store_false",
+                     help="Mastermind: search from the empty board in one tree instead of one "
+                          "batch of trees per first guess up to symmetry (1111, 1112, 1122, "
+                          "1123, 1234 for 4×6), the default")
   solve.add_argument("--seconds", type=float, default=60.0,
                      help="search time budget, checked between chunks (default 60)")
   solve.add_argument("--simulations", type=int, default=None,
                      help="simulation budget per tree (default: none)")
   solve.add_argument("--chunk", type=int, default=128, help="simulations per jitted call")
-  solve.add_argument("--nodes", type=int, default=100_000,
-                     help="tree capacity per search (default 100000)")
+  solve.add_argument("--nodes", type=int, default=200_000,
+                     help="node budget, shared out between the trees of a batch (default "
+                          "200000)")
   solve.add_argument("--slots", type=int, default=64,
                      help="guesses kept per node, the top ones by the estimator (0 = all; "
                           "a cut forgoes the proof where it cuts; default 64)")

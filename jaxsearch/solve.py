@@ -56,6 +56,8 @@ class Puzzle:
     initial_state: the unbatched state before any guess.
     table: ``u8[S, G]`` (numpy) feedback index of guess ``g`` for secret ``s``.
     guess_of_secret: ``int[S]`` (numpy) the action that guesses each secret.
+    openings: first guesses that cover every first guess up to the game's symmetries
+      (Mastermind: one code per partition of the pegs into colours), or ``None``.
   """
 
   name: str
@@ -71,6 +73,27 @@ class Puzzle:
   initial_state: Any
   table: np.ndarray
   guess_of_secret: np.ndarray
+  openings: Optional[tuple[str, ...]] = None
+
+
+def _partitions(total: int, largest: int, parts: int):
+  """Partitions of ``total`` into at most ``parts`` parts, each ``<= largest``, decreasing."""
+  if total == 0:
+    yield ()
+    return
+  if parts == 0:
+    return
+  for first in range(min(total, largest), 0, -1):
+    for rest in _partitions(total - first, first, parts - 1):
+      yield (first,) + rest
+
+
+def mastermind_openings(pegs: int, colours: int) -> tuple[str, ...]:
+  """One first guess per symmetry class of Mastermind (colour and peg permutations): colour 1
+  on the first ``λ1`` pegs, colour 2 on the next ``λ2``... for each partition ``λ`` of the
+  pegs into at most ``colours`` parts (4 × 6: 1111, 1112, 1122, 1123, 1234)."""
+  return tuple("".join(str(colour + 1) * size for colour, size in enumerate(partition))
+               for partition in _partitions(pegs, pegs, colours))
 
 
 def mastermind_puzzle(pegs: int = 4, colours: int = 6) -> Puzzle:
@@ -84,7 +107,8 @@ def mastermind_puzzle(pegs: int = 4, colours: int = 6) -> Puzzle:
                 score=policy_file.MastermindScore(pegs, colours), valid_guesses=None,
                 header=policy_file.mastermind_header(pegs, colours),
                 initial_state=game.initial_state(), table=np.asarray(game.by_secret),
-                guess_of_secret=np.arange(game.num_codes))
+                guess_of_secret=np.arange(game.num_codes),
+                openings=mastermind_openings(pegs, colours))
 
 
 def wordle_puzzle(answers_path, guesses_path) -> Puzzle:
@@ -240,7 +264,8 @@ def solve(puzzle: Puzzle, roots=None, *, seconds: float = 60.0,
           max_simulations: Optional[int] = None, chunk: int = 128,
           max_nodes: int = 100_000, num_slots: Optional[int] = 64, seed: int = 0,
           selection=None, variance: str = "avts", proof_every: int = 2,
-          on_chunk: Optional[Callable[[dict], None]] = None):
+          on_chunk: Optional[Callable[[dict], None]] = None,
+          combine: Optional[Callable] = None):
   """Searches until proven optimal, out of time, out of simulations or out of nodes.
 
   Args:
@@ -260,6 +285,8 @@ def solve(puzzle: Puzzle, roots=None, *, seconds: float = 60.0,
       the proof-directed rule (:func:`jaxsearch.selection.optimistic`, best-first on the
       optimistic bound) on the same trees, to close the gap the sampling rule leaves; 0 never.
     on_chunk: called after every chunk with a dict of progress figures.
+    combine: ``(bound f64[B], upper f64[B] | None) -> (bound, upper)`` totals shown to
+      ``on_chunk`` (default: sums over the batch).
   Returns:
     ``(results, trees)``: per root the ``(bound_total, upper_total, proven, policy)``
     figures are in the :class:`SolveResult` list ``results``; ``trees`` is the final batch.
@@ -298,12 +325,13 @@ def solve(puzzle: Puzzle, roots=None, *, seconds: float = 60.0,
     elapsed = time.perf_counter() - start
     proven = upper is not None and bool(np.all(bound - upper <= PROOF_TOLERANCE))
     full = bool(np.all(np.asarray(tree.num_nodes) + puzzle.game.num_outcomes > max_nodes))
-    history.append((simulations, elapsed, float(bound.sum()),
-                    None if upper is None else float(upper.sum())))
+    history.append((simulations, elapsed, bound, upper))
     if on_chunk is not None:
-      on_chunk({"simulations": simulations, "seconds": elapsed, "bound": float(bound.sum()),
-                "upper": None if upper is None else float(upper.sum()), "nodes": nodes,
-                "proven": proven})
+      shown_bound, shown_upper = (
+          combine(bound, upper) if combine is not None else
+          (float(bound.sum()), None if upper is None else float(upper.sum())))
+      on_chunk({"simulations": simulations, "seconds": elapsed, "bound": shown_bound,
+                "upper": shown_upper, "nodes": nodes, "proven": proven})
     if (proven or full or elapsed >= seconds or
         (max_simulations is not None and simulations >= max_simulations)):
       break
@@ -319,36 +347,78 @@ def evaluate(puzzle: Puzzle, policy: dict) -> policy_file.Evaluation:
                               guesses=puzzle.valid_guesses)
 
 
-def solve_puzzle(puzzle: Puzzle, first: Optional[str] = None, **kwargs) -> SolveResult:
-  """Solves the whole puzzle; with ``first`` the first guess is fixed and every feedback's
-  sub-problem is solved as one batch of searches.
+def _opening_roots(puzzle: Puzzle, first: str):
+  """``(outcomes, states)``: the non-solving feedbacks of ``first`` at the start and the state
+  after each (unbatched states, in outcome order)."""
+  if first not in puzzle.guess_names:
+    raise ValueError(f"first guess {first!r} is not an allowed guess")
+  action = jnp.int32(list(puzzle.guess_names).index(first))
+  state = puzzle.initial_state
+  probs = np.asarray(puzzle.game.outcome_probs(state, action))
+  outcomes = [int(o) for o in np.flatnonzero(probs > 0) if o != puzzle.solved_outcome]
+  return outcomes, [puzzle.game.step(state, action, jnp.int32(o)).state for o in outcomes]
+
+
+def solve_puzzle(puzzle: Puzzle, first: Optional[str] = None,
+                 openings: Optional[Sequence[str]] = None, **kwargs) -> SolveResult:
+  """Solves the whole puzzle, in one of three ways:
+
+  * default: one tree from the initial state;
+  * ``first``: the first guess is fixed and every feedback's sub-problem is a tree of one
+    batch; "proven optimal" then means optimal *given that first guess*;
+  * ``openings``: the same for several first guesses at once (all their sub-problems in one
+    batch of trees, ``max_nodes`` shared out); the best opening by exact evaluation wins.
+    When the openings cover every first guess up to symmetry (``puzzle.openings``), the
+    optimistic bound — the best opening's — is unconditional.
 
   ``kwargs`` go to :func:`solve`. Returns a :class:`SolveResult` whose figure is the exact
   evaluation of the exported policy.
   """
-  if first is None:
+  num_secrets = len(puzzle.secrets)
+  if first is not None:
+    openings = [first]
+  if openings is None:
     found, _ = solve(puzzle, **kwargs)
+    found["history"] = [(sims, secs, float(bound.sum()),
+                         None if upper is None else float(upper.sum()))
+                        for sims, secs, bound, upper in found["history"]]
     policy = found["policies"][0]
     bound_total = float(found["bound"].sum())
     upper_total = None if found["upper"] is None else float(found["upper"].sum())
+    evaluation = evaluate(puzzle, policy)
   else:
-    if first not in puzzle.guess_names:
-      raise ValueError(f"--first {first!r} is not an allowed guess")
-    action = list(puzzle.guess_names).index(first)
-    state = puzzle.initial_state
-    probs = np.asarray(puzzle.game.outcome_probs(state, jnp.int32(action)))
-    outcomes = [int(o) for o in np.flatnonzero(probs > 0) if o != puzzle.solved_outcome]
-    steps = [puzzle.game.step(state, jnp.int32(action), jnp.int32(o)).state for o in outcomes]
-    roots = jax.tree.map(lambda *xs: jnp.stack(xs), *steps)
-    found, _ = solve(puzzle, roots, **kwargs)
-    policy = {"guess": first, "children": {
-        puzzle.outcome_name(o): sub for o, sub in zip(outcomes, found["policies"])}}
-    # Every secret pays the first guess; the sub-problems' totals come on top.
-    num_secrets = len(puzzle.secrets)
-    bound_total = num_secrets + float(found["bound"].sum())
-    upper_total = (None if found["upper"] is None
-                   else num_secrets + float(found["upper"].sum()))
-  evaluation = evaluate(puzzle, policy)
+    openings = list(openings)
+    groups = [_opening_roots(puzzle, guess) for guess in openings]
+    states = [state for _, opening_states in groups for state in opening_states]
+    roots = jax.tree.map(lambda *xs: jnp.stack(xs), *states)
+    # ``max_nodes`` is the budget of the whole batch, shared out between the trees.
+    kwargs["max_nodes"] = max(kwargs.get("max_nodes", 100_000) // len(states),
+                              4 * puzzle.game.num_outcomes + 1)
+    sizes = [len(outcomes) for outcomes, _ in groups]
+    offsets = np.cumsum([0] + sizes)
+
+    def totals(bound, upper):
+      """Per opening: every secret pays the first guess, the sub-problems' totals come on
+      top. The achievable bound is the best opening's; the optimistic one too (no policy
+      beats every opening's bound)."""
+      bounds = [num_secrets + bound[a:b].sum() for a, b in zip(offsets, offsets[1:])]
+      uppers = (None if upper is None else
+                [num_secrets + upper[a:b].sum() for a, b in zip(offsets, offsets[1:])])
+      return float(min(bounds)), None if uppers is None else float(min(uppers))
+
+    found, _ = solve(puzzle, roots, combine=totals, **kwargs)
+    found["history"] = [(sims, secs) + totals(bound, upper)
+                        for sims, secs, bound, upper in found["history"]]
+    best = None
+    for index, (guess, (outcomes, _)) in enumerate(zip(openings, groups)):
+      subs = found["policies"][offsets[index]:offsets[index + 1]]
+      candidate = {"guess": guess, "children": {
+          puzzle.outcome_name(o): sub for o, sub in zip(outcomes, subs)}}
+      evaluated = evaluate(puzzle, candidate)
+      if best is None or evaluated.total_guesses < best[0].total_guesses:
+        best = (evaluated, candidate)
+    evaluation, policy = best
+    bound_total, upper_total = totals(found["bound"], found["upper"])
   # A policy whose exact total meets the optimistic bound is optimal, whatever the bound.
   bound_total = min(bound_total, float(evaluation.total_guesses))
   proven = upper_total is not None and bound_total - upper_total <= PROOF_TOLERANCE

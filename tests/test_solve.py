@@ -54,6 +54,17 @@ def test_fixed_first_guess_solves_every_feedback_as_one_batch():
   assert result.proven_optimal and result.evaluation.total_guesses == 21
 
 
+def test_openings_up_to_symmetry_give_an_unconditional_proof():
+  """2×3 has two first guesses up to symmetry (11, 12); searching both as one batch finds the
+  optimum and proves it outright (the optimistic bound is the best opening's)."""
+  puzzle = solve_lib.mastermind_puzzle(2, 3)
+  assert puzzle.openings == ("11", "12")
+  assert solve_lib.mastermind_openings(4, 6) == ("1111", "1112", "1122", "1123", "1234")
+  result = solve_lib.solve_puzzle(puzzle, openings=puzzle.openings, seconds=120, chunk=32,
+                                  max_nodes=4000, num_slots=None)
+  _check_certified(2, 3, result)
+
+
 def test_cut_search_reports_no_proof_but_an_honest_figure():
   """With 2 slots per node (a cutoff) the optimistic bound cannot close: no proof is claimed,
   and the reported figure is still the exact evaluation of the exported policy. (On 2×4 the
