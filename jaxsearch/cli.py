@@ -343,7 +343,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="search time budget, checked between chunks (default 60)")
   solve.add_argument("--simulations", type=int, default=None,
                      help="simulation budget per tree (default: none)")
-  solve.add_argument("--chunk", type=int, default=128, help="simulations per jitted call")
+  solve.add_argument("--chunk", type=int, default=32,
+                     help="simulations per jitted call (the progress and the time budget are "
+                          "checked between calls; default 32)")
   solve.add_argument("--nodes", type=int, default=200_000,
                      help="node budget, shared out between the trees of a batch (default "
                           "200000)")
