@@ -35,7 +35,7 @@ from jaxsearch.model import Expansion, Model
 from jaxsearch.selection.base import NodeView, SelectionRule, masked_argmax, masked_softmax
 from jaxsearch.tree import UNEXPANDED, Tree
 
-OUTCOME_RULES = ("balanced", "sample")
+OUTCOME_RULES = ("balanced", "sample", "gap")
 BACKUPS = ("mean", "bellman")
 VARIANCES = ("avts", "reference", "centred", "off")
 
@@ -50,7 +50,11 @@ class SearchConfig:
     max_depth: ``D``, the longest path in edges from the root.
     selection: the rule picking a slot at each decision node.
     outcome_rule: at a chance record, ``"balanced"`` picks ``argmax p(o) / (n(o) + 1)`` (no
-      randomness) and ``"sample"`` draws ``o ~ p``.
+      randomness), ``"sample"`` draws ``o ~ p``, and ``"gap"`` (Bellman backup) prefers the
+      outcome whose value is most uncertain in the certified sense: ``argmax p(o)·(upper −
+      bound)`` of its child, the probability-weighted gap between the optimistic and the
+      achievable bound (ties and zero gaps fall back to ``"balanced"``) — the outcome whose
+      proof matters most.
     dirichlet_fraction, dirichlet_alpha: root noise ``(1 - ε) p + ε η``, ``η ~ Dir(α)`` over
       the legal actions; ``ε = 0`` turns it off.
     backup: ``"mean"`` — running means of sampled returns (AlphaZero, MuZero, UCT; one chance
@@ -103,6 +107,8 @@ class SearchConfig:
           f"{self.num_simulations + 1}, the nodes one search from a fresh root needs")
     if self.outcome_rule not in OUTCOME_RULES:
       raise ValueError(f"outcome_rule must be one of {OUTCOME_RULES}, got {self.outcome_rule!r}")
+    if self.outcome_rule == "gap" and self.backup != "bellman":
+      raise ValueError("outcome_rule='gap' needs backup='bellman' (it reads the bounds)")
     if not 0.0 <= self.dirichlet_fraction <= 1.0:
       raise ValueError(f"dirichlet_fraction must be in [0, 1], got {self.dirichlet_fraction}")
     if self.dirichlet_alpha <= 0.0:
@@ -363,14 +369,18 @@ def slot_estimates(stats: debias_lib.DebiasStats, tree_values, visits, solved, n
 
 # ---- select ------------------------------------------------------------------------------
 
-def _choose_outcome(probs, visits, key, rule):
-  """Outcome at a chance record (``probs``/``visits`` ``[O]``); zero-probability outcomes are
-  never chosen."""
+def _choose_outcome(probs, visits, key, rule, gaps=None):
+  """Outcome at a chance record (``probs``/``visits``/``gaps`` ``[O]``); zero-probability
+  outcomes are never chosen."""
   possible = probs > 0
   if rule == "sample":
     return jax.random.categorical(key, jnp.where(possible, jnp.log(probs), -jnp.inf)
                                   ).astype(jnp.int32)
-  return masked_argmax(probs / (visits + 1.0), possible)
+  balanced = probs / (visits + 1.0)
+  if rule == "gap":
+    # Weighted bound gaps first; the balanced score only breaks ties (it is below 1e-6).
+    return masked_argmax(probs * jnp.minimum(gaps, 1e6) + 1e-6 * balanced, possible)
+  return masked_argmax(balanced, possible)
 
 
 def _select(tree: Tree, root_logits, keys, *, config: SearchConfig) -> tuple[Path, Tree]:
@@ -437,14 +447,19 @@ def _select(tree: Tree, root_logits, keys, *, config: SearchConfig) -> tuple[Pat
       outcome = jnp.zeros_like(slot)
     else:
       probs = tree.chance_prob[batch_ids, safe_chance]
+      gaps = None
       if config.bellman:  # never descend into a solved child
         children = tree.chance_child[batch_ids, safe_chance]
-        open_child = ~tree.node_solved[batch_ids[:, None], jnp.maximum(children, 0)]
+        safe_children = jnp.maximum(children, 0)
+        open_child = ~tree.node_solved[batch_ids[:, None], safe_children]
         probs = jnp.where(open_child & (children >= 0), probs, 0.0)
+        if config.outcome_rule == "gap":
+          gaps = (tree.node_upper[batch_ids[:, None], safe_children] -
+                  tree.node_bound[batch_ids[:, None], safe_children])
       outcome = jax.vmap(_choose_outcome, in_axes=(0, 0, 0 if keys is not None else None,
-                                                   None))(
+                                                   None, 0 if gaps is not None else None))(
           probs, tree.chance_visits[batch_ids, safe_chance], outcome_keys,
-          config.outcome_rule)
+          config.outcome_rule, gaps)
     child = jnp.where(chance >= 0, tree.chance_child[batch_ids, safe_chance, outcome],
                       UNEXPANDED)
     # One packed int row and one float row per edge; finished trees write out of range.

@@ -303,7 +303,8 @@ def solve(puzzle: Puzzle, roots=None, *, seconds: float = 60.0,
   prove = puzzle.game.optimistic_value is not None and proof_every > 0
   if prove:
     proof_step = jax.jit(policies.avts(puzzle.game, puzzle.estimator,
-                                       selection=selection_lib.optimistic(), **options))
+                                       selection=selection_lib.optimistic(),
+                                       outcome_rule="gap", **options))
   key = jax.random.PRNGKey(seed)
   tree = search.init_tree(None, key, roots)
   sizes = np.array([len(_remaining(np.asarray(b), len(puzzle.secrets)))

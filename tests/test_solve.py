@@ -158,3 +158,10 @@ def test_small_wordle_reaches_the_brute_force_optimum(tmp_path):
                                   num_slots=None)
   assert result.evaluation.total_guesses == optimum
   assert result.proven_optimal
+
+
+def test_gap_outcome_rule_needs_the_bellman_backup():
+  import jaxsearch as js
+  with pytest.raises(ValueError, match="gap"):
+    js.search.SearchConfig(num_simulations=1, max_nodes=2, max_depth=1,
+                           selection=js.selection.uct(), outcome_rule="gap")

@@ -1,0 +1,259 @@
+"""Pure building blocks of a Gumbel MuZero search (ALGORITHMS.md §5).
+
+Danihelka, Guez, Schrittwieser, Silver, "Policy improvement by planning with Gumbel",
+ICLR 2022. The root samples ``m`` actions without replacement by Gumbel-top-k on the prior
+logits and spends the simulation budget on them with Sequential Halving (Karnin, Koren,
+Somekh, "Almost optimal exploration in multi-armed bandits", ICML 2013), ranking them by
+``g(a) + logits(a) + σ(q̂(a))``; interior nodes pick ``argmax π′(a) − n(a) / (1 + N)`` with the
+improved policy ``π′ = softmax(logits + σ(completedQ))``.
+
+Everything here acts on one node (``K`` slots, no batch axis; vmap for batches) except the
+visit schedules, which are static NumPy tables.
+
+Conventions (chosen here, documented where used):
+
+* ``N = Σ_a n(a)`` is the summed child visits (not the node's own count).
+* Values are in the mover's view. ``completedQ`` is Q where visited and ``v_mix`` elsewhere.
+* Before σ, completed Q is min-max rescaled to ``[0, 1]`` per node (``normalize="legal"``:
+  over the legal slots; ``"all"``: over every slot, illegal ones carrying ``v_mix``, which is
+  what mctx does; ``"none"``: as given, for values already in ``[0, 1]``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxsearch.selection.base import NodeView, SelectionRule, masked_softmax
+
+_NORMALIZE = ("legal", "all", "none")
+
+
+# ---- Sequential Halving: static visit schedules --------------------------------------------
+
+def sequential_halving_visits(num_considered: int, num_simulations: int) -> np.ndarray:
+  """``i32[num_simulations]`` the considered visit count before each root simulation.
+
+  Sequential Halving over ``m = num_considered`` actions with budget ``n = num_simulations``
+  (Danihelka et al. 2022, after Karnin et al. 2013): in each phase every remaining action gets
+  ``max(1, floor(n / (ceil(log2 m) · remaining)))`` visits, then the worse half is dropped
+  (never fewer than 2 remain); once down to 2 the last phase repeats until the budget is
+  spent. Simulation ``i`` visits an action among those whose visit count equals entry
+  ``i`` (the level all survivors share), so the entries are the phases' visit levels in
+  order, each repeated once per surviving action. With ``m = 1`` the single action is visited
+  every time: ``0, 1, ..., n − 1``.
+
+  Examples (ALGORITHMS.md §5): ``m=8, n=24 → 0×8, 1×4, 2×4, 3,3,4,4,5,5,6,6``;
+  ``m=4, n=10 → 0,0,0,0, 1,1,2,2, 3,3``.
+  """
+  if num_considered < 1:
+    raise ValueError(f"num_considered must be >= 1, got {num_considered}")
+  if num_simulations < 0:
+    raise ValueError(f"num_simulations must be >= 0, got {num_simulations}")
+  if num_considered == 1:
+    return np.arange(num_simulations, dtype=np.int32)
+  num_phases = math.ceil(math.log2(num_considered))
+  schedule: list[int] = []
+  remaining, level = num_considered, 0
+  while len(schedule) < num_simulations:
+    per_action = max(1, num_simulations // (num_phases * remaining))
+    for _ in range(per_action):
+      schedule.extend([level] * remaining)
+      level += 1
+    remaining = max(2, remaining // 2)
+  return np.asarray(schedule[:num_simulations], np.int32)
+
+
+def sequential_halving_table(max_num_considered: int, num_simulations: int) -> np.ndarray:
+  """``i32[max_num_considered + 1, num_simulations]``: row ``m`` is the schedule for ``m``
+  considered actions (row 0 repeats row 1), so a batch whose nodes have different numbers of
+  legal actions can gather its row with ``min(max_num_considered, num_legal)``."""
+  if max_num_considered < 1:
+    raise ValueError(f"max_num_considered must be >= 1, got {max_num_considered}")
+  rows = [sequential_halving_visits(max(1, m), num_simulations)
+          for m in range(max_num_considered + 1)]
+  return np.stack(rows).astype(np.int32)
+
+
+# ---- Completed Q and the improved policy ------------------------------------------------------
+
+def mixed_value(raw_value, prior_logits: jax.Array, q: jax.Array, visits: jax.Array,
+                legal: jax.Array) -> jax.Array:
+  """``f32[]`` v_mix = (v̂ + N·Σ_vis π(a) q(a) / Σ_vis π(a)) / (1 + N) (Danihelka et al.
+  2022), the value estimate that completes Q for unvisited actions.
+
+  Args:
+    raw_value: ``f32[]`` v̂, the value network's estimate of the node.
+    prior_logits: ``f32[K]``; π = softmax over the legal slots.
+    q: ``f32[K]`` Q(s, a) (read only where visited).
+    visits: ``i32[K]`` n(a); ``N = Σ n`` over legal slots.
+    legal: ``bool[K]``.
+  Returns:
+    v̂ when nothing is visited. Visited slots whose prior underflows to 0 keep the tiniest
+    positive weight, so the average stays defined (then it is their plain mean).
+  """
+  legal = jnp.asarray(legal, bool)
+  visited = legal & (visits > 0)
+  total = jnp.sum(jnp.where(visited, visits, 0)).astype(jnp.float32)
+  probs = masked_softmax(jnp.asarray(prior_logits, jnp.float32), legal)
+  weights = jnp.where(visited, jnp.maximum(probs, jnp.finfo(jnp.float32).tiny), 0.0)
+  weight_sum = jnp.sum(weights)
+  safe_q = jnp.where(visited, jnp.asarray(q, jnp.float32), 0.0)
+  weighted_q = jnp.sum(weights * safe_q) / jnp.where(weight_sum > 0, weight_sum, 1.0)
+  raw_value = jnp.asarray(raw_value, jnp.float32)
+  return (raw_value + total * weighted_q) / (1.0 + total)
+
+
+def completed_q(q: jax.Array, visits: jax.Array, v_mix) -> jax.Array:
+  """``f32[K]`` completedQ: ``q(a)`` where ``n(a) > 0``, ``v_mix`` elsewhere."""
+  return jnp.where(visits > 0, jnp.asarray(q, jnp.float32), jnp.asarray(v_mix, jnp.float32))
+
+
+def rescale_q(values: jax.Array, legal: jax.Array, normalize: str = "legal",
+              epsilon: float = 1e-8) -> jax.Array:
+  """``f32[K]`` min-max rescale of (completed) Q to ``[0, 1]`` over one node's slots.
+
+  ``(v − lo) / max(hi − lo, epsilon)`` with ``lo, hi`` the min and max over the legal slots
+  (``"legal"``) or over all slots (``"all"``, mctx's choice); ``"none"`` returns ``values``.
+  Illegal slots get 0 under ``"legal"``.
+  """
+  if normalize not in _NORMALIZE:
+    raise ValueError(f"normalize must be one of {_NORMALIZE}, got {normalize!r}")
+  values = jnp.asarray(values, jnp.float32)
+  if normalize == "none":
+    return values
+  mask = jnp.ones(values.shape, bool) if normalize == "all" else jnp.asarray(legal, bool)
+  any_slot = jnp.any(mask)
+  lo = jnp.where(any_slot, jnp.min(jnp.where(mask, values, jnp.inf)), 0.0)
+  hi = jnp.where(any_slot, jnp.max(jnp.where(mask, values, -jnp.inf)), 0.0)
+  scaled = (values - lo) / jnp.maximum(hi - lo, epsilon)
+  return jnp.where(mask, scaled, 0.0)
+
+
+def sigma_scale(q: jax.Array, visits: jax.Array, c_visit: float = 50.0,
+                c_scale: float = 0.1) -> jax.Array:
+  """``f32[K]`` σ(q̂) = (c_visit + max_b n(b)) · c_scale · q̂ (Danihelka et al. 2022).
+
+  ``c_scale`` is 0.1 in mctx and 1.0 in the paper's board-game runs; q̂ should lie in
+  ``[0, 1]`` (see :func:`rescale_q`).
+  """
+  max_visits = jnp.max(visits).astype(jnp.float32)
+  return (c_visit + max_visits) * c_scale * jnp.asarray(q, jnp.float32)
+
+
+def transformed_q(raw_value, prior_logits: jax.Array, q: jax.Array, visits: jax.Array,
+                  legal: jax.Array, c_visit: float = 50.0, c_scale: float = 0.1,
+                  normalize: str = "legal") -> jax.Array:
+  """``f32[K]`` σ(rescale(completedQ)): the whole Q pipeline of one node, from v̂ and Q."""
+  v_mix = mixed_value(raw_value, prior_logits, q, visits, legal)
+  completed = completed_q(q, visits, v_mix)
+  return sigma_scale(rescale_q(completed, legal, normalize), visits, c_visit, c_scale)
+
+
+def improved_policy(prior_logits: jax.Array, completed: jax.Array, visits: jax.Array,
+                    legal: jax.Array, c_visit: float = 50.0, c_scale: float = 0.1,
+                    normalize: str = "legal") -> jax.Array:
+  """``f32[K]`` π′ = softmax(logits + σ(q̂)) over the legal slots (Danihelka et al.
+  2022), q̂ = ``rescale_q(completed, legal, normalize)``; illegal slots get 0.
+
+  Args:
+    prior_logits: ``f32[K]``.
+    completed: ``f32[K]`` completedQ (:func:`completed_q`).
+    visits: ``i32[K]`` (σ's ``max n``).
+    legal: ``bool[K]``.
+    c_visit, c_scale: σ's constants.
+    normalize: how completed Q is brought to ``[0, 1]`` (:func:`rescale_q`).
+  """
+  sigma = sigma_scale(rescale_q(completed, legal, normalize), visits, c_visit, c_scale)
+  logits = jnp.where(legal, jnp.asarray(prior_logits, jnp.float32) + sigma, -jnp.inf)
+  return masked_softmax(logits, legal)
+
+
+# ---- Root and interior selection ---------------------------------------------------------------
+
+def root_scores(gumbel: jax.Array, prior_logits: jax.Array, sigma_q: jax.Array,
+                visits: jax.Array, legal: jax.Array, considered_visits) -> jax.Array:
+  """``f32[K]`` the root's Sequential Halving scores for one simulation.
+
+  ``g(a) + log π(a) + σ(q̂(a))`` for the legal slots whose visit count equals
+  ``considered_visits`` (an entry of :func:`sequential_halving_visits`), ``-inf`` elsewhere;
+  ``log π`` is the log-softmax of the legal logits (the logits shifted, the ranking unchanged).
+  The argmax is the simulation's root action. During the first ``m`` simulations every
+  unvisited slot qualifies and shares one completed value, so they go, in order, to the
+  Gumbel-top-m of the logits; afterwards only survivors carry the current level. With
+  ``considered_visits = max n`` it picks the search's final action.
+
+  Args:
+    gumbel: ``f32[K]`` one Gumbel(0, 1) draw per slot, fixed for the whole search.
+    prior_logits: ``f32[K]``.
+    sigma_q: ``f32[K]`` σ(q̂) (:func:`transformed_q`).
+    visits: ``i32[K]``.
+    legal: ``bool[K]``.
+    considered_visits: ``i32[]``.
+  """
+  legal = jnp.asarray(legal, bool)
+  logits = jnp.where(legal, jnp.asarray(prior_logits, jnp.float32), -jnp.inf)
+  top = jnp.max(logits)
+  log_prior = logits - jnp.where(jnp.isfinite(top), top, 0.0)
+  log_prior = log_prior - jnp.log(jnp.sum(jnp.where(legal, jnp.exp(log_prior), 0.0)))
+  score = jnp.asarray(gumbel, jnp.float32) + log_prior + jnp.asarray(sigma_q, jnp.float32)
+  return jnp.where(legal & (visits == considered_visits), score, -jnp.inf)
+
+
+def interior_policy(view: NodeView, c_visit: float = 50.0, c_scale: float = 0.1,
+                    normalize: str = "legal", value_source: str = "node") -> jax.Array:
+  """``f32[K]`` π′ of one interior node from its :class:`NodeView` (see
+  :func:`gumbel_interior_rule` for the arguments)."""
+  if value_source not in ("node", "recover"):
+    raise ValueError(f"value_source must be 'node' or 'recover', got {value_source!r}")
+  legal = view.legal
+  visits = jnp.where(legal, view.child_visits, 0)
+  q = jnp.where(visits > 0, view.child_values, 0.0)
+  if value_source == "node":
+    raw_value = view.value
+  else:
+    raw_value = (view.visits.astype(jnp.float32) * view.value
+                 - jnp.sum(visits.astype(jnp.float32) * q))
+  v_mix = mixed_value(raw_value, view.prior_logits, q, visits, legal)
+  completed = completed_q(q, visits, v_mix)
+  return improved_policy(view.prior_logits, completed, visits, legal, c_visit, c_scale,
+                         normalize)
+
+
+def gumbel_interior_rule(c_visit: float = 50.0, c_scale: float = 0.1,
+                         normalize: str = "legal", value_source: str = "node"
+                         ) -> SelectionRule:
+  """Gumbel MuZero's deterministic interior selection: ``argmax_a π′(a) − n(a) / (1 + N)``
+  (Danihelka et al. 2022), ``N = Σ n``.
+
+  ``π′ = softmax(logits + σ(q̂))`` over the legal slots with ``q̂`` the node's completed Q
+  (``v_mix`` for unvisited slots) min-max rescaled to ``[0, 1]`` per node, like
+  :func:`jaxsearch.selection.q_minmax` but over the completed values (``normalize``, see
+  :func:`rescale_q`).
+
+  Args:
+    c_visit, c_scale: σ's constants (50 and 0.1 as in mctx; the paper uses c_scale = 1 for
+      board games).
+    normalize: ``"legal"`` (default), ``"all"`` (mctx) or ``"none"``.
+    value_source: what plays v̂ in ``v_mix``. The view has no separate network value, so
+      ``"node"`` (default) uses the node's value ``view.value`` as it is (any backup);
+      ``"recover"`` inverts a running-mean backup, ``v̂ = visits·V − Σ n(a) q(a)``, which is
+      exact when ``V`` is the mean of v̂ and every backed-up return (mctx's backup, with
+      ``view.visits = 1 + N``) and meaningless with the Bellman backup.
+  """
+  if normalize not in _NORMALIZE:
+    raise ValueError(f"normalize must be one of {_NORMALIZE}, got {normalize!r}")
+  if value_source not in ("node", "recover"):
+    raise ValueError(f"value_source must be 'node' or 'recover', got {value_source!r}")
+
+  def score(view: NodeView, key: Optional[jax.Array]) -> jax.Array:
+    del key
+    policy = interior_policy(view, c_visit, c_scale, normalize, value_source)
+    visits = jnp.where(view.legal, view.child_visits, 0).astype(jnp.float32)
+    return policy - visits / (1.0 + jnp.sum(visits))
+
+  return SelectionRule("gumbel_interior", score)
