@@ -12,7 +12,9 @@ visit schedules, which are static NumPy tables.
 
 Conventions (chosen here, documented where used):
 
-* ``N = Σ_a n(a)`` is the summed child visits (not the node's own count).
+* ``N = Σ_a n(a)`` is the summed child visits (not the node's own count). In the interior rule
+  the ``n(a) / (1 + N)`` term counts every slot (as :func:`jaxsearch.selection.puct` does);
+  π′ and its ingredients (v_mix, completed Q, σ) use the selectable (``legal``) slots only.
 * Values are in the mover's view. ``completedQ`` is Q where visited and ``v_mix`` elsewhere.
 * Before σ, completed Q is min-max rescaled to ``[0, 1]`` per node (``normalize="legal"``:
   over the legal slots; ``"all"``: over every slot, illegal ones carrying ``v_mix``, which is
@@ -216,8 +218,9 @@ def interior_policy(view: NodeView, c_visit: float = 50.0, c_scale: float = 0.1,
   if value_source == "node":
     raw_value = view.value
   else:
-    raw_value = (view.visits.astype(jnp.float32) * view.value
-                 - jnp.sum(visits.astype(jnp.float32) * q))
+    all_visits = view.child_visits
+    returns = jnp.where(all_visits > 0, all_visits.astype(jnp.float32) * view.child_values, 0.0)
+    raw_value = view.visits.astype(jnp.float32) * view.value - jnp.sum(returns)
   v_mix = mixed_value(raw_value, view.prior_logits, q, visits, legal)
   completed = completed_q(q, visits, v_mix)
   return improved_policy(view.prior_logits, completed, visits, legal, c_visit, c_scale,
@@ -241,7 +244,7 @@ def gumbel_interior_rule(c_visit: float = 50.0, c_scale: float = 0.1,
     normalize: ``"legal"`` (default), ``"all"`` (mctx) or ``"none"``.
     value_source: what plays v̂ in ``v_mix``. The view has no separate network value, so
       ``"node"`` (default) uses the node's value ``view.value`` as it is (any backup);
-      ``"recover"`` inverts a running-mean backup, ``v̂ = visits·V − Σ n(a) q(a)``, which is
+      ``"recover"`` inverts a running-mean backup, ``v̂ = visits·V − Σ_all n(a) q(a)``, which is
       exact when ``V`` is the mean of v̂ and every backed-up return (mctx's backup, with
       ``view.visits = 1 + N``) and meaningless with the Bellman backup.
   """
@@ -253,7 +256,7 @@ def gumbel_interior_rule(c_visit: float = 50.0, c_scale: float = 0.1,
   def score(view: NodeView, key: Optional[jax.Array]) -> jax.Array:
     del key
     policy = interior_policy(view, c_visit, c_scale, normalize, value_source)
-    visits = jnp.where(view.legal, view.child_visits, 0).astype(jnp.float32)
+    visits = view.child_visits.astype(jnp.float32)
     return policy - visits / (1.0 + jnp.sum(visits))
 
   return SelectionRule("gumbel_interior", score)

@@ -20,6 +20,26 @@ from jaxsearch.selection.pibar import (lambda_n, pibar_argmax_visits, pibar_poli
 
 f32 = lambda x: jnp.asarray(x, jnp.float32)
 
+# Compiled once per shape: eager dispatch of the bisection loop costs more than compiling.
+_solve = jax.jit(regularized_policy_and_alpha, static_argnames="num_steps")
+_pibar = jax.jit(regularized_policy, static_argnames="num_steps")
+_policy = jax.jit(pibar_policy, static_argnames=("c", "q_transform", "num_steps"))
+_lambda_n = jax.jit(lambda_n)
+_q_minmax = jax.jit(q_minmax)
+_softmax = jax.jit(masked_softmax)
+_mixed = jax.jit(gumbel.mixed_value)
+_completed = jax.jit(gumbel.completed_q)
+_sigma = jax.jit(gumbel.sigma_scale, static_argnames=("c_visit", "c_scale"))
+_rescale = jax.jit(gumbel.rescale_q, static_argnames=("normalize", "epsilon"))
+_improved = jax.jit(gumbel.improved_policy, static_argnames=("c_visit", "c_scale", "normalize"))
+_interior_policy = jax.jit(gumbel.interior_policy,
+                           static_argnames=("c_visit", "c_scale", "normalize", "value_source"))
+_root = jax.jit(gumbel.root_scores)
+
+
+def _score(rule, view, key=None):
+  return jax.jit(rule.score)(view, key)
+
 
 def _view(q, visits, legal, logits, value=0.0, node_visits=None):
   k = len(q)
@@ -34,7 +54,7 @@ def _view(q, visits, legal, logits, value=0.0, node_visits=None):
 
 
 def _stack(views):
-  return jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *views)
+  return jax.tree_util.tree_map(lambda *xs: jnp.asarray(np.stack(xs)), *views)
 
 
 # ---- π̄: the §3 table, KKT, optimality, limits ------------------------------------------------
@@ -50,7 +70,7 @@ TABLE = [  # π_θ, q, λ, α, π̄
 @pytest.mark.parametrize("prior,q,lam,alpha,expected", TABLE)
 def test_table_vectors_and_kkt(prior, q, lam, alpha, expected):
   legal = np.ones(len(q), bool)
-  pi_bar, got_alpha = regularized_policy_and_alpha(f32(q), f32(prior), legal, lam)
+  pi_bar, got_alpha = _solve(f32(q), f32(prior), legal, lam)
   pi_bar = np.asarray(pi_bar)
   np.testing.assert_allclose(float(got_alpha), alpha, atol=1e-5)
   np.testing.assert_allclose(pi_bar, expected, atol=1e-5)
@@ -108,8 +128,6 @@ def test_random_problems_against_float64_reference_under_vmap_and_jit():
     assert np.all(pi_bars[i][~valid] == 0.0)
     assert abs(pi_bars[i].sum() - 1.0) < 1e-5
     # Optimality: no random distribution on the support does better.
-    y = np.zeros(7)
-    y[valid] = rng.dirichlet(np.ones(valid.sum()), 32).T.T[0]
     for y in rng.dirichlet(np.ones(valid.sum()), 16):
       full = np.zeros(7)
       full[valid] = y
@@ -117,9 +135,9 @@ def test_random_problems_against_float64_reference_under_vmap_and_jit():
                          priors[i] / priors[i][valid].sum(), float(lams[i]))
               >= _objective(full, qs[i].astype(np.float64),
                             priors[i] / priors[i][valid].sum(), float(lams[i])) - 1e-4)
-  # Row by row (no vmap, no jit) gives the same answers.
+  # Row by row (no vmap) gives the same answers.
   for i in range(3):
-    single = regularized_policy(qs[i], priors[i], legal[i], lams[i])
+    single = _pibar(qs[i], priors[i], legal[i], lams[i])
     np.testing.assert_allclose(np.asarray(single), pi_bars[i], atol=1e-6)
 
 
@@ -129,24 +147,24 @@ def test_small_lambda_tends_to_one_hot_and_zero_is_the_limit():
   legal = np.ones(4, bool)
   previous = 0.0
   for lam in [1.0, 0.1, 1e-2, 1e-3, 1e-5]:
-    top = float(regularized_policy(q, prior, legal, lam)[1])
+    top = float(_pibar(q, prior, legal, lam)[1])
     assert top >= previous - 1e-7
     previous = top
   assert previous > 1.0 - 1e-4
-  np.testing.assert_array_equal(np.asarray(regularized_policy(q, prior, legal, 0.0)),
+  np.testing.assert_array_equal(np.asarray(_pibar(q, prior, legal, 0.0)),
                                 [0.0, 1.0, 0.0, 0.0])
-  np.testing.assert_array_equal(np.asarray(regularized_policy(q, prior, legal, -1.0)),
+  np.testing.assert_array_equal(np.asarray(_pibar(q, prior, legal, -1.0)),
                                 [0.0, 1.0, 0.0, 0.0])
-  pi_bar, alpha = regularized_policy_and_alpha(q, prior, legal, 0.0)
+  pi_bar, alpha = _solve(q, prior, legal, 0.0)
   assert float(alpha) == pytest.approx(0.9)
   # The best action illegal: the best legal one takes everything.
   np.testing.assert_array_equal(
-      np.asarray(regularized_policy(q, prior, np.array([1, 0, 1, 1], bool), 0.0)), [0, 0, 0, 1])
+      np.asarray(_pibar(q, prior, np.array([1, 0, 1, 1], bool), 0.0)), [0, 0, 0, 1])
   # Ties at λ = 0 share the mass in proportion to the prior: the λ → 0⁺ limit.
   tied = f32([0.9, 0.9, 0.1, 0.0])
-  np.testing.assert_allclose(np.asarray(regularized_policy(tied, prior, legal, 0.0)),
+  np.testing.assert_allclose(np.asarray(_pibar(tied, prior, legal, 0.0)),
                              [0.8, 0.2, 0.0, 0.0], atol=1e-6)
-  np.testing.assert_allclose(np.asarray(regularized_policy(tied, prior, legal, 1e-7)),
+  np.testing.assert_allclose(np.asarray(_pibar(tied, prior, legal, 1e-7)),
                              [0.8, 0.2, 0.0, 0.0], atol=1e-5)
 
 
@@ -154,24 +172,24 @@ def test_support_large_lambda_and_degenerate_inputs():
   q = f32([5.0, np.nan, 0.2, 0.1, 7.0])  # NaN and the best value sit outside the support
   prior = f32([0.2, 0.3, 0.0, 0.5, 0.1])
   legal = np.array([True, False, True, True, False])
-  pi_bar = np.asarray(regularized_policy(q, prior, legal, 0.3))
+  pi_bar = np.asarray(_pibar(q, prior, legal, 0.3))
   assert np.all(np.isfinite(pi_bar))
   np.testing.assert_array_equal(pi_bar[[1, 2, 4]], 0.0)
   assert abs(pi_bar.sum() - 1.0) < 1e-6
   # The prior is renormalised over the valid slots; λ = inf gives it back.
-  np.testing.assert_allclose(np.asarray(regularized_policy(q, prior, legal, jnp.inf)),
+  np.testing.assert_allclose(np.asarray(_pibar(q, prior, legal, jnp.inf)),
                              [0.2 / 0.7, 0, 0, 0.5 / 0.7, 0], atol=1e-6)
   # Nothing valid: all zeros, α = 0.
-  none, alpha = regularized_policy_and_alpha(q, prior, np.zeros(5, bool), 0.3)
+  none, alpha = _solve(q, prior, np.zeros(5, bool), 0.3)
   np.testing.assert_array_equal(np.asarray(none), 0.0)
   assert float(alpha) == 0.0
 
 
 def test_lambda_n():
-  assert float(lambda_n(1.25, 0, 5)) == 0.0
-  assert float(lambda_n(1.0, 0, 0)) == 0.0
-  np.testing.assert_allclose(float(lambda_n(1.25, 16, 4)), 1.25 * 4 / 20, rtol=1e-6)
-  np.testing.assert_allclose(np.asarray(lambda_n(2.0, jnp.array([1, 9]), jnp.array([3, 3]))),
+  assert float(_lambda_n(1.25, 0, 5)) == 0.0
+  assert float(_lambda_n(1.0, 0, 0)) == 0.0
+  np.testing.assert_allclose(float(_lambda_n(1.25, 16, 4)), 1.25 * 4 / 20, rtol=1e-6)
+  np.testing.assert_allclose(np.asarray(_lambda_n(2.0, jnp.array([1, 9]), jnp.array([3, 3]))),
                              [2.0 / 4, 2.0 * 3 / 12], rtol=1e-6)
 
 
@@ -185,10 +203,10 @@ LOGITS = [0.5, 1.5, -0.2, 0.0, 3.0]
 
 def test_pibar_policy_from_view():
   view = _view(Q, VISITS, LEGAL, LOGITS, value=0.25)
-  prior = np.asarray(masked_softmax(f32(LOGITS), np.asarray(LEGAL)))
+  prior = np.asarray(_softmax(f32(LOGITS), np.asarray(LEGAL)))
   lam = 1.25 * math.sqrt(12) / (4 + 12)
-  expected = regularized_policy(q_minmax(view), prior, np.asarray(LEGAL), lam)
-  got = np.asarray(pibar_policy(view))
+  expected = _pibar(_q_minmax(view), prior, np.asarray(LEGAL), lam)
+  got = np.asarray(_policy(view))
   np.testing.assert_allclose(got, np.asarray(expected), atol=1e-6)
   assert got[4] == 0.0 and abs(got.sum() - 1.0) < 1e-6
   # q_minmax: the unvisited legal slot 1 has q̄ = 0, slot 2 has q̄ = 1.
@@ -196,40 +214,46 @@ def test_pibar_policy_from_view():
   # The MuZero c schedule at N = 12 is barely above 1.25.
   c_sched = 1.25 + math.log((12 + 19652 + 1) / 19652)
   np.testing.assert_allclose(
-      np.asarray(pibar_policy(view, c=None)),
-      np.asarray(regularized_policy(q_minmax(view), prior, np.asarray(LEGAL),
+      np.asarray(_policy(view, c=None)),
+      np.asarray(_pibar(_q_minmax(view), prior, np.asarray(LEGAL),
                                     c_sched * math.sqrt(12) / 16)), atol=1e-6)
+  # Visits to a slot that is no longer selectable still count in N (as in PUCT).
+  solved = _view(Q, VISITS[:4] + [5], LEGAL, LOGITS, value=0.25)
+  np.testing.assert_allclose(
+      np.asarray(_policy(solved)),
+      np.asarray(_pibar(_q_minmax(solved), prior, np.asarray(LEGAL),
+                        1.25 * math.sqrt(17) / (4 + 17))), atol=1e-6)
   # A fresh node (N = 0) gives the prior.
   fresh = _view(Q, [0] * 5, LEGAL, LOGITS)
-  np.testing.assert_allclose(np.asarray(pibar_policy(fresh)), prior, atol=1e-7)
+  np.testing.assert_allclose(np.asarray(_policy(fresh)), prior, atol=1e-7)
 
 
 def test_pibar_argmax_visits_rule():
   rule = pibar_argmax_visits()
   assert not rule.needs_key and rule.name == "pibar_argmax_visits"
   view = _view(Q, VISITS, LEGAL, LOGITS, value=0.25)
-  pi_bar = np.asarray(pibar_policy(view))
+  pi_bar = np.asarray(_policy(view))
   expected = pi_bar - np.asarray(VISITS) / 13.0
-  score = np.asarray(rule.score(view, None))
+  score = np.asarray(_score(rule, view))
   np.testing.assert_allclose(score, expected, atol=1e-6)
   assert int(masked_argmax(f32(score), np.asarray(LEGAL))) == int(np.argmax(
       np.where(LEGAL, expected, -np.inf)))
   # Fresh node: argmax prior among legal (slot 4's larger logit is illegal).
   fresh = _view(Q, [0] * 5, LEGAL, LOGITS)
-  assert int(masked_argmax(rule.score(fresh, None), fresh.legal)) == 1
+  assert int(masked_argmax(_score(rule, fresh), fresh.legal)) == 1
   # Following the rule makes the visit shares track π̄ (fixed q, the prior held).
   visits = np.zeros(5, np.int64)
   step = jax.jit(lambda v: masked_argmax(rule.score(v, None), v.legal))
   for _ in range(200):
     visits[int(step(_view(Q, visits, LEGAL, LOGITS, value=0.25)))] += 1
-  final = np.asarray(pibar_policy(_view(Q, visits, LEGAL, LOGITS, value=0.25)))
+  final = np.asarray(_policy(_view(Q, visits, LEGAL, LOGITS, value=0.25)))
   np.testing.assert_allclose(visits / visits.sum(), final, atol=0.02)
   assert visits[4] == 0
   # A batch of nodes under vmap and jit.
   views = [view, fresh, _view(Q[::-1], VISITS[::-1], LEGAL[::-1], LOGITS)]
   batched = jax.jit(jax.vmap(lambda v: rule.score(v, None)))(_stack(views))
   for i, v in enumerate(views):
-    np.testing.assert_allclose(np.asarray(batched[i]), np.asarray(rule.score(v, None)),
+    np.testing.assert_allclose(np.asarray(batched[i]), np.asarray(_score(rule, v)),
                                atol=1e-6)
 
 
@@ -237,7 +261,7 @@ def test_pibar_sample_frequencies_match_pibar():
   rule = pibar_sample()
   assert rule.needs_key and rule.name == "pibar_sample"
   view = _view(Q, VISITS, LEGAL, LOGITS, value=0.25)
-  pi_bar = np.asarray(pibar_policy(view))
+  pi_bar = np.asarray(_policy(view))
   num = 20000
   keys = jax.random.split(jax.random.PRNGKey(0), num)
   picks = np.asarray(jax.jit(jax.vmap(lambda k: masked_argmax(rule.score(view, k),
@@ -288,11 +312,11 @@ VMIX_Q = list(10.0 / 54.0 * np.array([20.0, 3.0, -1.0, 10.0]))
 
 @pytest.mark.parametrize("legal", [[True] * 4, [False, True, True, False]])
 def test_mixed_value_vector(legal):
-  v_mix = gumbel.mixed_value(-0.8, f32(VMIX_LOGITS), f32(VMIX_Q), jnp.asarray(VMIX_VISITS),
+  v_mix = _mixed(-0.8, f32(VMIX_LOGITS), f32(VMIX_Q), jnp.asarray(VMIX_VISITS),
                              np.asarray(legal))
   np.testing.assert_allclose(float(v_mix), -0.2222710, atol=1e-6)
   # Nothing visited: v̂.
-  assert float(gumbel.mixed_value(-0.8, f32(VMIX_LOGITS), f32(VMIX_Q), jnp.zeros(4, jnp.int32),
+  assert float(_mixed(-0.8, f32(VMIX_LOGITS), f32(VMIX_Q), jnp.zeros(4, jnp.int32),
                                   np.asarray(legal))) == pytest.approx(-0.8)
 
 
@@ -305,39 +329,40 @@ def test_mixed_value_matches_mctx_and_vmaps():
   raw = rng.normal(size=16).astype(np.float32)
   legal = np.ones((16, 6), bool)
   ours = jax.jit(jax.vmap(gumbel.mixed_value))(raw, logits, q, visits, legal)
-  theirs = qtransforms._compute_mixed_value(raw, q, visits, jax.nn.softmax(logits))
+  theirs = jax.jit(jax.vmap(qtransforms._compute_mixed_value))(raw, q, visits,
+                                                               jax.nn.softmax(logits))
   np.testing.assert_allclose(np.asarray(ours), np.asarray(theirs), atol=1e-5)
 
 
 def test_completed_q_sigma_and_improved_policy():
   q = f32([0.5, 9.0, -0.25, 2.0])
   visits = jnp.asarray([2, 0, 5, 0])
-  np.testing.assert_allclose(np.asarray(gumbel.completed_q(q, visits, 0.125)),
+  np.testing.assert_allclose(np.asarray(_completed(q, visits, 0.125)),
                              [0.5, 0.125, -0.25, 0.125])
-  np.testing.assert_allclose(np.asarray(gumbel.sigma_scale(f32([0.0, 0.5, 1.0, 0.2]), visits)),
+  np.testing.assert_allclose(np.asarray(_sigma(f32([0.0, 0.5, 1.0, 0.2]), visits)),
                              (50 + 5) * 0.1 * np.array([0.0, 0.5, 1.0, 0.2]), rtol=1e-6)
   np.testing.assert_allclose(
-      np.asarray(gumbel.sigma_scale(f32([1.0]), jnp.asarray([3]), c_visit=10.0, c_scale=1.0)),
+      np.asarray(_sigma(f32([1.0]), jnp.asarray([3]), c_visit=10.0, c_scale=1.0)),
       [13.0])
   completed = f32([0.5, 0.125, -0.25, 0.125])
   legal = np.array([True, True, True, False])
   logits = np.array([0.1, 0.2, -0.3, 5.0])
-  got = np.asarray(gumbel.improved_policy(f32(logits), completed, visits, legal))
+  got = np.asarray(_improved(f32(logits), completed, visits, legal))
   scaled = (np.array([0.5, 0.125, -0.25]) + 0.25) / 0.75
   z = logits[:3] + 5.5 * scaled
   expected = np.exp(z - z.max()) / np.exp(z - z.max()).sum()
   np.testing.assert_allclose(got[:3], expected, atol=1e-6)
   assert got[3] == 0.0
   # Rescaling choices.
-  np.testing.assert_allclose(np.asarray(gumbel.rescale_q(completed, legal)), [1, 0.5, 0, 0],
+  np.testing.assert_allclose(np.asarray(_rescale(completed, legal)), [1, 0.5, 0, 0],
                              atol=1e-6)
-  np.testing.assert_allclose(np.asarray(gumbel.rescale_q(completed, legal, "all")),
+  np.testing.assert_allclose(np.asarray(_rescale(completed, legal, "all")),
                              [1, 0.5, 0, 0.5], atol=1e-6)
-  np.testing.assert_array_equal(np.asarray(gumbel.rescale_q(completed, legal, "none")),
+  np.testing.assert_array_equal(np.asarray(_rescale(completed, legal, "none")),
                                 np.asarray(completed))
-  np.testing.assert_array_equal(np.asarray(gumbel.rescale_q(f32([3.0, 3.0]), [True, True])), 0)
+  np.testing.assert_array_equal(np.asarray(_rescale(f32([3.0, 3.0]), [True, True])), 0)
   with pytest.raises(ValueError):
-    gumbel.rescale_q(completed, legal, "tree")
+    _rescale(completed, legal, "tree")
 
 
 def test_transformed_q_matches_mctx_rescale_and_sigma():
@@ -348,12 +373,17 @@ def test_transformed_q_matches_mctx_rescale_and_sigma():
   visits = rng.integers(0, 3, (8, 5)).astype(np.int32)
   raw = rng.normal(size=8).astype(np.float32)
   legal = np.ones((8, 5), bool)
-  ours = jax.vmap(lambda *a: gumbel.transformed_q(*a, normalize="all"))(raw, logits, q, visits,
-                                                                         legal)
-  v_mix = qtransforms._compute_mixed_value(raw, q, visits, jax.nn.softmax(logits))
-  completed = jnp.where(visits > 0, q, v_mix[:, None])
-  theirs = ((50 + visits.max(-1, keepdims=True)) * 0.1
-            * qtransforms._rescale_qvalues(completed, 1e-8))
+  ours = jax.jit(jax.vmap(lambda *a: gumbel.transformed_q(*a, normalize="all")))(
+      raw, logits, q, visits, legal)
+
+  @jax.jit
+  def theirs_fn(raw, q, visits, logits):
+    v_mix = jax.vmap(qtransforms._compute_mixed_value)(raw, q, visits, jax.nn.softmax(logits))
+    completed = jnp.where(visits > 0, q, v_mix[:, None])
+    return ((50 + visits.max(-1, keepdims=True)) * 0.1
+            * jax.vmap(qtransforms._rescale_qvalues, (0, None))(completed, 1e-8))
+
+  theirs = theirs_fn(raw, q, visits, logits)
   np.testing.assert_allclose(np.asarray(ours), np.asarray(theirs), atol=1e-4)
 
 
@@ -365,16 +395,16 @@ def _interior_reference(q, visits, legal, logits, value, c_visit=50.0, c_scale=0
   prior = np.where(legal, np.exp(logits - logits[legal].max()), 0.0)
   prior /= prior.sum()
   visited = legal & (visits > 0)
-  n = visits[legal].sum()
+  n = visits[legal].sum()  # π′ uses the selectable slots only
   mean = (prior[visited] * q[visited]).sum() / prior[visited].sum() if n else 0.0
   v_mix = (value + n * mean) / (1 + n)
   completed = np.where(visited, q, v_mix)
   lo, hi = completed[legal].min(), completed[legal].max()
   scaled = (completed - lo) / max(hi - lo, 1e-8)
-  z = np.where(legal, logits + (c_visit + visits.max()) * c_scale * scaled, -np.inf)
+  z = np.where(legal, logits + (c_visit + visits[legal].max()) * c_scale * scaled, -np.inf)
   improved = np.exp(z - z.max())
   improved /= improved.sum()
-  return improved - np.where(legal, visits, 0) / (1.0 + n), improved
+  return improved - visits / (1.0 + visits.sum()), improved  # n/(1 + N) counts every slot
 
 
 def test_gumbel_interior_rule_on_hand_built_view():
@@ -382,21 +412,24 @@ def test_gumbel_interior_rule_on_hand_built_view():
   assert not rule.needs_key and rule.name == "gumbel_interior"
   view = _view(Q, VISITS, LEGAL, LOGITS, value=0.25)
   expected, improved = _interior_reference(Q, VISITS, LEGAL, LOGITS, 0.25)
-  np.testing.assert_allclose(np.asarray(rule.score(view, None)), expected, atol=1e-6)
-  np.testing.assert_allclose(np.asarray(gumbel.interior_policy(view)), improved, atol=1e-6)
+  np.testing.assert_allclose(np.asarray(_score(rule, view)), expected, atol=1e-6)
+  np.testing.assert_allclose(np.asarray(_interior_policy(view)), improved, atol=1e-6)
   # With c_scale = 1 (board games) the Q term dominates: slot 2 (best q) is chosen although
   # it has the most visits; with the default the prior favourite (slot 1, unvisited) wins.
   strong = gumbel.gumbel_interior_rule(c_scale=1.0)
-  assert int(masked_argmax(strong.score(view, None), view.legal)) == 2
-  assert int(masked_argmax(rule.score(view, None), view.legal)) == 1
+  assert int(masked_argmax(_score(strong, view), view.legal)) == 2
+  assert int(masked_argmax(_score(rule, view), view.legal)) == 1
   # Fresh node: argmax prior among legal.
   fresh = _view(Q, [0] * 5, LEGAL, LOGITS)
-  assert int(masked_argmax(rule.score(fresh, None), fresh.legal)) == 1
+  assert int(masked_argmax(_score(rule, fresh), fresh.legal)) == 1
   # A batch of nodes under jit and vmap.
-  views = [view, fresh, _view(Q[::-1], VISITS[::-1], LEGAL[::-1], LOGITS, value=-0.3)]
+  # The third node has a visited slot that is no longer selectable (e.g. solved): it counts
+  # in N but not in π′.
+  cases = [(Q, VISITS, LEGAL, 0.25), (Q, [0] * 5, LEGAL, 0.0),
+           (Q[::-1], [6, 0, 8, 1, 3], LEGAL[::-1], -0.3)]
+  views = [_view(q, n, legal, LOGITS, value=value) for q, n, legal, value in cases]
   batched = np.asarray(jax.jit(jax.vmap(lambda v: rule.score(v, None)))(_stack(views)))
-  for i, (q, n, legal, value) in enumerate([(Q, VISITS, LEGAL, 0.25), (Q, [0] * 5, LEGAL, 0.0),
-                                           (Q[::-1], VISITS[::-1], LEGAL[::-1], -0.3)]):
+  for i, (q, n, legal, value) in enumerate(cases):
     np.testing.assert_allclose(batched[i], _interior_reference(q, n, legal, LOGITS, value)[0],
                                atol=1e-6)
   with pytest.raises(ValueError):
@@ -408,7 +441,7 @@ def test_interior_rule_recovers_raw_value_from_running_mean():
   n = np.asarray(VISITS)
   running = (raw + np.sum(np.where(LEGAL, n, 0) * np.asarray(Q))) / (1 + n.sum())
   view = _view(Q, VISITS, LEGAL, LOGITS, value=running)
-  recovered = gumbel.gumbel_interior_rule(value_source="recover").score(view, None)
+  recovered = _score(gumbel.gumbel_interior_rule(value_source="recover"), view)
   expected, _ = _interior_reference(Q, VISITS, LEGAL, LOGITS, raw)
   np.testing.assert_allclose(np.asarray(recovered), expected, atol=1e-5)
 
@@ -426,7 +459,7 @@ def test_root_sequential_halving_on_a_bandit():
   def pick(visits, considered):
     q = jnp.where(visits > 0, true_q, 0.0)
     sigma = gumbel.transformed_q(0.0, logits, q, visits, legal)
-    return masked_argmax(gumbel.root_scores(g, logits, sigma, visits, legal, considered), legal)
+    return masked_argmax(_root(g, logits, sigma, visits, legal, considered), legal)
 
   visits = np.zeros(6, np.int32)
   for considered in schedule:
@@ -437,9 +470,9 @@ def test_root_sequential_halving_on_a_bandit():
   assert int(pick(jnp.asarray(visits), visits.max())) == 1
   # The Gumbel draw changes which four are considered.
   g2 = f32([0.0, 0.0, -5.0, 0.0, 0.0, 0.0])
-  scores = gumbel.root_scores(g2, logits, jnp.zeros(6), jnp.zeros(6, jnp.int32), legal, 0)
+  scores = _root(g2, logits, jnp.zeros(6), jnp.zeros(6, jnp.int32), legal, 0)
   assert set(np.argsort(-np.asarray(scores))[:4]) == {0, 1, 3, 4}
   # Illegal slots never score.
-  masked = gumbel.root_scores(g, logits, jnp.zeros(6), jnp.zeros(6, jnp.int32),
+  masked = _root(g, logits, jnp.zeros(6), jnp.zeros(6, jnp.int32),
                               np.array([1, 0, 1, 1, 1, 1], bool), 0)
   assert float(masked[1]) == -np.inf and np.isfinite(np.asarray(masked)[[0, 2]]).all()

@@ -26,6 +26,10 @@ slot gets exactly 0.
 on the set of valid maximisers of q, i.e. the one-hot argmax of q when the maximum is unique
 (ties share the mass in proportion to π_θ). The same bisection computes it: ``d(a)/λ`` is
 ``+inf`` for non-maximisers and 0 for maximisers. ``λ = +inf`` gives π_θ.
+
+Besides SEARCH (:func:`pibar_sample`), :func:`regularized_policy` serves the paper's ACT (play
+from π̄ at the root) and LEARN (π̄ as the policy target) variants. It is not meant to be
+differentiated (the bisection passes no gradient to α): stop gradients on a target.
 """
 
 from __future__ import annotations
@@ -126,9 +130,10 @@ def pibar_policy(view: NodeView, c: Optional[float] = 1.25,
   """``f32[K]`` π̄ of one node from its :class:`NodeView`.
 
   ``q = q_transform(view)`` (per-node min-max by default: unvisited slots get 0, the node's
-  worst), ``π_θ = masked_softmax(prior_logits, legal)``, ``N = Σ child_visits``,
-  ``|A| = Σ legal`` and ``λ = λ_N``. With ``N = 0`` (a fresh node, whose q says nothing) the
-  result is π_θ.
+  worst), ``π_θ = masked_softmax(prior_logits, legal)``, ``N = Σ child_visits`` over every
+  slot (the node's experience, as in :func:`jaxsearch.selection.puct`; slots that are no
+  longer selectable still count), ``|A| = Σ legal`` and ``λ = λ_N``. With ``N = 0`` (a fresh
+  node, whose q says nothing) the result is π_θ.
 
   Args:
     view: one node (no batch axis).
@@ -139,7 +144,7 @@ def pibar_policy(view: NodeView, c: Optional[float] = 1.25,
   """
   legal = view.legal
   prior = masked_softmax(view.prior_logits, legal)
-  total = jnp.sum(jnp.where(legal, view.child_visits, 0)).astype(jnp.float32)
+  total = jnp.sum(view.child_visits).astype(jnp.float32)
   if c is None:
     weight = MUZERO_C1 + jnp.log((total + MUZERO_C2 + 1.0) / MUZERO_C2)
   else:
@@ -169,7 +174,7 @@ def pibar_sample(c: Optional[float] = 1.25, q_transform: QTransform = q_minmax,
 
 def pibar_argmax_visits(c: Optional[float] = 1.25, q_transform: QTransform = q_minmax,
                         num_steps: int = 40) -> SelectionRule:
-  """The deterministic variant: ``argmax_a π̄(a) − n(a) / (1 + N)``, ``N = Σ n``.
+  """The deterministic variant: ``argmax_a π̄(a) − n(a) / (1 + N)``, ``N = Σ n`` (all slots).
 
   Picks the slot whose visit share lags π̄ the most, so the visit distribution tracks π̄
   without random numbers: a deterministic counterpart of SEARCH, the same rule that Gumbel
@@ -181,7 +186,7 @@ def pibar_argmax_visits(c: Optional[float] = 1.25, q_transform: QTransform = q_m
   def score(view: NodeView, key: Optional[jax.Array]) -> jax.Array:
     del key
     pi_bar = pibar_policy(view, c, q_transform, num_steps)
-    total = jnp.sum(jnp.where(view.legal, view.child_visits, 0)).astype(jnp.float32)
+    total = jnp.sum(view.child_visits).astype(jnp.float32)
     return pi_bar - view.child_visits.astype(jnp.float32) / (1.0 + total)
 
   return SelectionRule("pibar_argmax_visits", score)
