@@ -2,7 +2,7 @@
 
 The oracles are ALGORITHMS.md §6's exact totals (found there by exhaustive search, and
 re-derived by brute force in ``tests/test_mastermind.py``). Small instances only in the default
-suite; ``-m slow`` certifies (3, 2), (3, 3), (4, 3) and (3, 4).
+suite; ``-m slow`` certifies (3, 2), (2, 4), (3, 3), (4, 3) and (3, 4).
 """
 
 import json
@@ -116,7 +116,7 @@ def test_cli_solve_rejects_bad_input(capsys, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("pegs, colours, openings", [(3, 2, False), (3, 3, False),
+@pytest.mark.parametrize("pegs, colours, openings", [(3, 2, False), (2, 4, False), (3, 3, False),
                                                      (4, 3, True), (3, 4, True)])
 def test_mastermind_instances_are_certified(pegs, colours, openings):
   """All of ALGORITHMS.md §6's small instances, certified. 4×3 and 3×4 need the openings up to
