@@ -263,9 +263,10 @@ def _solve(args: argparse.Namespace) -> int:
   if args.plot:
     solve_lib.plot_history(result, args.plot, title)
   ev = result.evaluation
-  verdict = "proven optimal" if result.proven_optimal else (
+  verdict = ("proven optimal" + (f" given the first guess {args.first}" if args.first else "")
+             if result.proven_optimal else (
       "not proven optimal" if result.upper_total is None else
-      f"not proven: no policy does better than {result.upper_total:.1f}")
+      f"not proven: no policy does better than {result.upper_total:.1f}"))
   print(f"{title}: {ev.total_guesses} guesses over {ev.secrets} secrets "
         f"(mean {ev.expected_guesses:.4f}, worst {ev.worst_case}), evaluated exactly; {verdict}."
         + (f" Policy written to {args.export}." if args.export else "")

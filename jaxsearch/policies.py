@@ -45,7 +45,9 @@ class PolicyOutput:
       cost) that never decreases as the search goes on — or ``None`` when the game supplies
       no ``pessimistic_value``.
     root_solved: ``bool[B]`` the root's value is exact (Bellman backup: every reachable
-      state below it was expanded to the end); always False with the running-mean backup.
+      state below it was expanded to the end) — within the searched actions: with a cutoff
+      ``K < A``, or actions the estimator declared never optimal (q̂1 = ``-inf``), exact over
+      those kept; always False with the running-mean backup.
     root_upper: ``f32[B]`` the optimistic bound at the root (Bellman backup, games with an
       ``optimistic_value``): no policy does better. ``root_upper - root_bound <= tolerance``
       certifies that the achievable policy is optimal. ``None`` without one.
@@ -69,7 +71,7 @@ def root_summary(tree: Tree, num_actions: int, temperature: float, key,
 
   The greedy action is the most visited, ties broken by Q — with the Bellman backup
   (``config.bellman``) by the debiased q̂3, which ``q_values`` then reports for every active
-  slot. Measured on Garnet MDPs (``scripts/bench_sample_efficiency.py``): under Thompson
+  slot, and solved slots (exact values, no more visits) compete too. Measured on Garnet MDPs (``scripts/bench_sample_efficiency.py``): under Thompson
   sampling the argmax of q̂3 flips between lightly visited actions and recommends worse
   actions than the visit counts, which estimate each action's chance of being the best.
   """
@@ -97,10 +99,16 @@ def root_summary(tree: Tree, num_actions: int, temperature: float, key,
     slot_q3 = jnp.zeros((tree.batch_size, num_actions), jnp.float32).at[
         batch_ids, actions].add(jnp.where(active_slots, debiased, 0.0))
     q_values = jnp.where(active, slot_q3, root_value[:, None])
+    # A solved slot's value is exact but it gets no more visits (the descent skips it), so
+    # it competes on value with the most visited ones.
+    solved = jnp.zeros((tree.batch_size, num_actions), bool).at[batch_ids, actions].max(
+        active_slots & tree.slot_solved[:, 0])
+    candidates = legal & ((visits == most) | solved)
   else:
     q_values = jnp.where(visited, slot_q, root_value[:, None])
+    candidates = legal & (visits == most)
   # Most visited, ties broken by Q (q̂3 with the Bellman backup), then by index.
-  greedy = jax.vmap(masked_argmax)(q_values, legal & (visits == most))
+  greedy = jax.vmap(masked_argmax)(q_values, candidates)
   has_action = jnp.any(legal, axis=-1)
   if temperature == 0.0:
     weights = jax.nn.one_hot(greedy, num_actions, dtype=jnp.float32)
@@ -218,7 +226,8 @@ def avts(game: Optional[Game] = None, estimator: Optional[Estimator] = None, *,
       ``hoeffding``, ``value_prior_puct``, ...).
     widening: progressive widening (start from the best q̂1, add one action at a time).
     debias: subtract the expected remaining drift (off for ablations).
-    variance: ``"avts"``, ``"reference"`` (the reference code's quirks) or ``"off"``.
+    variance: ``"avts"``, ``"reference"`` (the reference code's quirks), ``"centred"``
+      (Welford sample variance of each bucket's changes) or ``"off"``.
     **kwargs: :func:`custom`'s other options (``num_slots``, ``num_buckets``, ``max_nodes``,
       ``max_depth``, ``outcome_rule``, ``temperature``, ``model``, ...).
   """

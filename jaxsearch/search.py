@@ -53,8 +53,8 @@ class SearchConfig:
       randomness), ``"sample"`` draws ``o ~ p``, and ``"gap"`` (Bellman backup) prefers the
       outcome whose value is most uncertain in the certified sense: ``argmax p(o)·(upper −
       bound)`` of its child, the probability-weighted gap between the optimistic and the
-      achievable bound (ties and zero gaps fall back to ``"balanced"``) — the outcome whose
-      proof matters most.
+      achievable bound (``"balanced"`` decides among ties) — the outcome whose proof matters
+      most.
     dirichlet_fraction, dirichlet_alpha: root noise ``(1 - ε) p + ε η``, ``η ~ Dir(α)`` over
       the legal actions; ``ε = 0`` turns it off.
     backup: ``"mean"`` — running means of sampled returns (AlphaZero, MuZero, UCT; one chance
@@ -378,8 +378,11 @@ def _choose_outcome(probs, visits, key, rule, gaps=None):
                                   ).astype(jnp.int32)
   balanced = probs / (visits + 1.0)
   if rule == "gap":
-    # Weighted bound gaps first; the balanced score only breaks ties (it is below 1e-6).
-    return masked_argmax(probs * jnp.minimum(gaps, 1e6) + 1e-6 * balanced, possible)
+    # Lexicographic: the weighted bound gap first, the balanced score among (near-)ties.
+    weighted = jnp.where(possible, probs * jnp.minimum(gaps, 1e6), -jnp.inf)
+    best = jnp.max(weighted)
+    tied = possible & (weighted >= best - 1e-6 * jnp.maximum(1.0, jnp.abs(best)))
+    return masked_argmax(balanced, tied)
   return masked_argmax(balanced, possible)
 
 
@@ -695,6 +698,11 @@ def _bellman_level(tree_values, visits, legal, solved, num_active, stats, slot_b
   value = jnp.max(jnp.where(active, debiased, -jnp.inf))
   value = jnp.where(jnp.any(active), value, 0.0)
   node_solved = (jnp.sum(active) >= num_candidates) & jnp.all(jnp.where(active, solved, True))
+  # With a negative discount (zero-sum games) a child's lower bound bounds the parent from
+  # above and vice versa.
+  flip = discounts < 0
+  child_bounds, child_uppers = (jnp.where(flip, child_uppers, child_bounds),
+                                jnp.where(flip, child_bounds, child_uppers))
   slot_bound = jnp.maximum(slot_bounds[slot], jnp.sum(
       jnp.where(possible, probs * (rewards + discounts * child_bounds), 0.0)))
   # Optimistic bound: a slot's is the expectation of its children's; the node's is the best of
@@ -799,8 +807,10 @@ def _bellman_write_one(tree: Tree, path: Path, edge_chances, levels: _Level) -> 
       slot_solved=slot_set(tree.slot_solved, levels.slot_solved),
       slot_bound=slot_set(tree.slot_bound, levels.slot_bound),
       slot_upper=slot_set(tree.slot_upper, levels.slot_upper),
-      chance_visits=tree.chance_visits.at[jnp.where(on_path, edge_chances, capacity),
-                                          path.outcomes].add(1, mode="drop"),
+      # A fresh expansion's outcomes were not chosen by the outcome rule: no visit to count.
+      chance_visits=tree.chance_visits.at[
+          jnp.where(on_path & ~((jnp.arange(depth_limit) == path.length - 1) & path.expand),
+                    edge_chances, capacity), path.outcomes].add(1, mode="drop"),
   )
 
 

@@ -34,8 +34,17 @@ import numpy as np
 from jaxsearch import policy_file
 from jaxsearch.game import Estimator, Game
 
-# Bounds are float32 sums; two bounds this close (in total guesses) are taken to be equal.
-PROOF_TOLERANCE = 1e-3
+
+
+def meets(bound_total: float, upper_total: Optional[float]) -> bool:
+  """Whether the achievable bound meets the optimistic one, in total guesses.
+
+  Totals of guesses are integers and the optimum is at least ``upper_total``, hence at least
+  its ceiling; bounds are float32 sums, so ``upper_total`` is first rounded down by 0.01.
+  """
+  if upper_total is None:
+    return False
+  return bound_total <= math.ceil(upper_total - 1e-2) + 1e-6
 
 
 @dataclasses.dataclass(frozen=True)
@@ -286,10 +295,13 @@ def solve(puzzle: Puzzle, roots=None, *, seconds: float = 60.0,
       optimistic bound) on the same trees, to close the gap the sampling rule leaves; 0 never.
     on_chunk: called after every chunk with a dict of progress figures.
     combine: ``(bound f64[B], upper f64[B] | None) -> (bound, upper)`` totals shown to
-      ``on_chunk`` (default: sums over the batch).
+      ``on_chunk`` and used to stop once proven (default: sums over the batch).
   Returns:
-    ``(results, trees)``: per root the ``(bound_total, upper_total, proven, policy)``
-    figures are in the :class:`SolveResult` list ``results``; ``trees`` is the final batch.
+    ``(found, trees)``: ``found`` is a dict — ``policies`` (one exported policy node per
+    root), ``bound`` and ``upper`` (``f64[B]`` totals per root; ``upper`` ``None`` without an
+    optimistic bound), ``sizes`` (secrets per root), ``proven`` (by ``combine``'s totals),
+    ``simulations``, ``nodes``, ``seconds``, ``history`` (``(simulations, seconds, bound[B],
+    upper[B])`` per chunk); ``trees`` is the final batch.
   """
   from jaxsearch import policies
   if roots is None:
@@ -324,13 +336,13 @@ def solve(puzzle: Puzzle, roots=None, *, seconds: float = 60.0,
              else -np.asarray(out.root_upper, np.float64) * sizes)
     nodes = int(np.asarray(tree.num_nodes).sum())
     elapsed = time.perf_counter() - start
-    proven = upper is not None and bool(np.all(bound - upper <= PROOF_TOLERANCE))
     full = bool(np.all(np.asarray(tree.num_nodes) + puzzle.game.num_outcomes > max_nodes))
     history.append((simulations, elapsed, bound, upper))
+    shown_bound, shown_upper = (
+        combine(bound, upper) if combine is not None else
+        (float(bound.sum()), None if upper is None else float(upper.sum())))
+    proven = meets(shown_bound, shown_upper)
     if on_chunk is not None:
-      shown_bound, shown_upper = (
-          combine(bound, upper) if combine is not None else
-          (float(bound.sum()), None if upper is None else float(upper.sum())))
       on_chunk({"simulations": simulations, "seconds": elapsed, "bound": shown_bound,
                 "upper": shown_upper, "nodes": nodes, "proven": proven})
     if (proven or full or elapsed >= seconds or
@@ -422,7 +434,7 @@ def solve_puzzle(puzzle: Puzzle, first: Optional[str] = None,
     bound_total, upper_total = totals(found["bound"], found["upper"])
   # A policy whose exact total meets the optimistic bound is optimal, whatever the bound.
   bound_total = min(bound_total, float(evaluation.total_guesses))
-  proven = upper_total is not None and bound_total - upper_total <= PROOF_TOLERANCE
+  proven = meets(bound_total, upper_total)
   return SolveResult(policy=policy, evaluation=evaluation, bound_total=bound_total,
                      upper_total=upper_total, proven_optimal=bool(proven),
                      simulations=found["simulations"], nodes=found["nodes"],

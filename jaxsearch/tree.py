@@ -54,7 +54,8 @@ class Tree:
     node_bias_count: i32, node_bias_mean: f32, node_bias_sq_sum: f32.
   Action slots ``[B, N, K]``:
     slot_action: i32, the action a slot stands for.
-    slot_legal: bool, the slot is a legal, active action.
+    slot_legal: bool, the slot holds a legal action the search may use (a candidate; with
+      widening only slots ``< node_num_active`` are active).
     slot_prior_logits: f32, the estimator's prior logit (unnormalised).
     slot_action_value: f32, the estimator's action value q̂1 (0 when it gives none).
     slot_visits: i32, simulations through the slot.
@@ -146,7 +147,8 @@ def allocate(batch_size: int, max_nodes: int, num_slots: int, num_outcomes: int,
       Python ints >= 1).
     state_example: one *unbatched* game state; fixes the per-node state structure.
     bellman: the tree serves the Bellman backup; otherwise the per-slot AVTS fields
-      (``slot_solved``, ``slot_bound``) are allocated with one slot only, to save memory.
+      (``slot_solved``, ``slot_bound``, ``slot_upper``) are allocated with one slot only, to
+      save memory.
   """
   for name, size in (("batch_size", batch_size), ("max_nodes", max_nodes),
                      ("num_slots", num_slots), ("num_outcomes", num_outcomes),

@@ -399,6 +399,27 @@ def test_no_pessimistic_value_means_no_root_bound():
   assert _run(SMALL, **GREEDY).root_bound is not None
 
 
+def test_a_solved_slot_competes_on_value_with_the_most_visited():
+  """The descent skips solved slots, so their visits stop growing; the recommendation must
+  still pick a solved slot whose exact value beats the most visited one's q̂3."""
+  search, _ = _search(SMALL, **GREEDY)
+  tree = _run(SMALL, **GREEDY).tree
+  # Root of tree 0: make the least visited active slot solved and clearly the best.
+  slot = 0
+  assert bool(tree.slot_legal[0, 0, slot]) and int(tree.slot_visits[0, 0, 1]) > 1
+  best = float(np.max(np.asarray(tree.slot_value[0, 0]))) + 1.0
+  tree = tree.replace(slot_solved=tree.slot_solved.at[0, 0].set(False),
+                      slot_visits=tree.slot_visits.at[0, 0, slot].set(1),
+                      slot_value=tree.slot_value.at[0, 0, slot].set(best))
+  patched = tree.replace(slot_solved=tree.slot_solved.at[0, 0, slot].set(True))
+  out = js.policies.root_summary(patched, SMALL.num_actions, 0.0, jax.random.PRNGKey(0),
+                                 search.config)
+  assert int(out.action[0]) == int(tree.slot_action[0, 0, slot])
+  unsolved = js.policies.root_summary(tree, SMALL.num_actions, 0.0, jax.random.PRNGKey(0),
+                                      search.config)
+  assert int(unsolved.action[0]) != int(tree.slot_action[0, 0, slot])
+
+
 # ---- 4. Bellman consistency -----------------------------------------------------------------
 
 def _check_bellman(f, tree):

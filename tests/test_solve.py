@@ -7,6 +7,8 @@ suite; ``-m slow`` certifies (3, 2), (2, 4), (3, 3), (4, 3) and (3, 4).
 
 import json
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 import pytest
@@ -152,3 +154,17 @@ def test_gap_outcome_rule_needs_the_bellman_backup():
   with pytest.raises(ValueError, match="gap"):
     js.search.SearchConfig(num_simulations=1, max_nodes=2, max_depth=1,
                            selection=js.selection.uct(), outcome_rule="gap")
+
+
+def test_gap_rule_prefers_the_widest_weighted_gap_then_balances_ties():
+  from jaxsearch.search import _choose_outcome
+  probs = jnp.full((4,), 0.25)
+  visits = jnp.array([5, 0, 2, 0])
+  pick = jax.jit(_choose_outcome, static_argnums=3)
+  # Equal gaps (even the huge no-bound sentinel): the balanced rule decides.
+  assert int(pick(probs, visits, None, "gap", jnp.full((4,), 3e38))) == 1
+  assert int(pick(probs, visits, None, "gap", jnp.array([2.0, 2.0, 2.0, 2.0]))) == 1
+  # A wider gap wins whatever the visits; zero-probability outcomes never.
+  assert int(pick(probs, visits, None, "gap", jnp.array([3.0, 1.0, 1.0, 1.0]))) == 0
+  assert int(pick(jnp.array([0.0, 0.5, 0.5, 0.0]), visits, None, "gap",
+                  jnp.array([9.0, 1.0, 2.0, 9.0]))) == 2
