@@ -23,7 +23,8 @@ far from the end, like Wordle's entropic estimator.
     python scripts/bench_sample_efficiency.py --quick      # a small smoke run
 
 Prints one JSON line: per rule the median and quartiles of evaluations, the fraction solved,
-and ``ratio_puct_over_avts`` (PUCT's median ÷ Thompson-AVTS's).
+and ``ratio_puct_over_avts`` (PUCT's median ÷ Thompson-AVTS's; ``null`` when a median lies
+beyond the budget, with ``ratio_puct_over_avts_at_most`` when only Thompson-AVTS's does).
 """
 
 from __future__ import annotations
@@ -189,8 +190,11 @@ def main(argv=None):
     avts_median = report["thompson_avts"]["median"]
     puct_median = report["puct_value_prior"]["median"]
     line["ratio_puct_over_avts"] = (
-        None if avts_median is None else
-        (float("inf") if puct_median is None else round(puct_median / avts_median, 2)))
+        None if avts_median is None or puct_median is None else
+        round(puct_median / avts_median, 3))
+    if avts_median is None and puct_median is not None:
+      # Thompson-AVTS settled on fewer than half the MDPs: its median exceeds the budget.
+      line["ratio_puct_over_avts_at_most"] = round(puct_median / args.budget, 3)
   if args.plot:
     plot(results, args.budget, args.plot,
          f"{args.mdps} Garnet MDPs (S={args.states}, A={args.actions}, O={args.branching}, "
