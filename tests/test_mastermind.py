@@ -15,35 +15,19 @@ import numpy as np
 import pytest
 
 from games import mastermind as mm
+from guessing_jit import JittedGame
 
 # Optimal total guesses over all secrets (ALGORITHMS.md §6, found by exhaustive search).
 OPTIMA = {(2, 2): 8, (2, 3): 21, (3, 2): 18, (2, 4): 45, (3, 3): 73}
 
 
-class Jitted:
+class Jitted(JittedGame):
   """One instance with its game functions jitted (batched with vmap) once."""
 
   def __init__(self, pegs, colours, **kwargs):
     self.m = mm.make(pegs, colours, **kwargs)
-    game = self.m.game
     self.table = np.asarray(self.m.feedback)
-    self.step = jax.jit(jax.vmap(game.step))
-    # All outcomes of one action at once: in_axes over the outcome only.
-    self.step_outcomes = jax.jit(jax.vmap(game.step, in_axes=(None, None, 0)))
-    self.probs = jax.jit(jax.vmap(game.outcome_probs))
-    self.legal = jax.jit(jax.vmap(game.legal_actions))
-    self.pessimistic = jax.jit(jax.vmap(game.pessimistic_value))
-    self.optimistic = jax.jit(jax.vmap(game.optimistic_value))
-    # Unbatched, jitted too (eager calls dispatch op by op, which is slow on CPU).
-    self.one = {name: jax.jit(getattr(game, name)) for name in (
-        "step", "outcome_probs", "legal_actions", "pessimistic_value", "optimistic_value")}
-    self.estimate = jax.jit(self.m.estimator)
-
-  def states(self, masks):
-    """A batched state from ``bool[B, S]`` masks (not solved)."""
-    masks = np.asarray(masks, bool)
-    return mm.State(remaining=mm.mask_to_bits(jnp.asarray(masks)),
-                    solved=jnp.zeros((masks.shape[0],), bool))
+    self.jit_game(self.m.game, self.m.estimator)
 
 
 @functools.lru_cache(maxsize=None)

@@ -14,6 +14,7 @@ import pytest
 
 from games import mastermind as mm
 from games import wordle
+from guessing_jit import JittedGame
 
 VECTORS = [("erase", "melee", "YBBBG"), ("erase", "agree", "YYYBG"), ("erase", "widen", "YBBBB"),
            ("erase", "early", "GYYBB"), ("erase", "while", "BBBBG"), ("alias", "today", "BBBGB"),
@@ -91,7 +92,7 @@ def _solver(table, secret_of_guess):
   return solve
 
 
-class Small:
+class Small(JittedGame):
   """A small synthetic Wordle (60 answers over 5 letters, 100 guesses), jitted once."""
 
   def __init__(self):
@@ -100,23 +101,8 @@ class Small:
     extra = _random_words(rng, 40, letters="abcdefg", exclude=answers)
     guesses = sorted(answers + extra)
     self.w = wordle.make(answers, guesses)
-    game = self.w.game
     self.table = np.asarray(self.w.feedback)
-    self.step_outcomes = jax.jit(jax.vmap(game.step, in_axes=(None, None, 0)))
-    self.step = jax.jit(jax.vmap(game.step))
-    self.probs = jax.jit(jax.vmap(game.outcome_probs))
-    self.legal = jax.jit(jax.vmap(game.legal_actions))
-    self.pessimistic = jax.jit(jax.vmap(game.pessimistic_value))
-    self.optimistic = jax.jit(jax.vmap(game.optimistic_value))
-    # Unbatched, jitted too (eager calls dispatch op by op, which is slow on CPU).
-    self.one = {name: jax.jit(getattr(game, name)) for name in (
-        "step", "outcome_probs", "legal_actions", "pessimistic_value", "optimistic_value")}
-    self.estimate = jax.jit(self.w.estimator)
-
-  def states(self, masks):
-    masks = np.asarray(masks, bool)
-    return mm.State(remaining=mm.mask_to_bits(jnp.asarray(masks)),
-                    solved=jnp.zeros((masks.shape[0],), bool))
+    self.jit_game(self.w.game, self.w.estimator)
 
 
 @functools.lru_cache(maxsize=None)
