@@ -2,7 +2,9 @@
 
     jaxsearch --help
     jaxsearch play tictactoe [--simulations 2000] [--rule uct|puct] [--first human|search]
-    jaxsearch play connect_four [--simulations 1000] ...
+    jaxsearch play connect_four [--simulations 1000] [--checkpoint DIR] ...
+    jaxsearch train tictactoe|connect_four [--minutes M] [--policy P] [--out DIR] [--resume]
+        [--plot] [--json] [--seed S] [--steps N] [--set KEY=VALUE ...]
     jaxsearch bench [--quick] [--repeats N] [--only ...]
     jaxsearch solve mastermind [--pegs 4 --colours 6] [--seconds 60] [--export F] [--json] [--plot F]
     jaxsearch solve wordle [--answers FILE --guesses FILE] [--first WORD] [...]
@@ -124,15 +126,24 @@ def _play(args: argparse.Namespace) -> int:
   if simulations < 1:
     print(f"--simulations must be >= 1, got {simulations}", file=sys.stderr)
     return 2
-  search_fn, reroot, step, legal_fn, max_nodes = _jitted(args.game, args.rule, simulations)
+  if args.checkpoint:
+    trained = _trained_search(args.checkpoint, args.game, args.simulations)
+    if isinstance(trained, int):
+      return trained
+    search_fn, reroot, step, legal_fn, max_nodes, simulations = trained
+  else:
+    search_fn, reroot, step, legal_fn, max_nodes = _jitted(args.game, args.rule, simulations)
 
   key = jax.random.PRNGKey(args.seed)
   key, init_key = jax.random.split(key)
   state = game.init(init_key)
   tree = js.tree.allocate(1, max_nodes, game.num_actions, game.num_outcomes, state)
   human_moves_first = args.first == "human"
+  opponent = (f"the trained network's search ({args.checkpoint})" if args.checkpoint else
+              f"{args.rule.upper()}")
+  values = "network values" if args.checkpoint else "rollout values"
   print(f"{game.name}: you play {'first' if human_moves_first else 'second'} against "
-        f"{args.rule.upper()} with {simulations} simulations a move (rollout values).")
+        f"{opponent} with {simulations} simulations a move ({values}).")
   ply = 0
   searched = False  # until the first search, the tree is empty and rerooting is pointless
   try:
@@ -178,6 +189,123 @@ def _play(args: argparse.Namespace) -> int:
   except KeyboardInterrupt:
     print("\nInterrupted.")
     return 130
+
+
+def _trained_search(checkpoint: str, game_name: str, simulations: Optional[int]):
+  """``play --checkpoint``: the jitted functions of ``_jitted`` for a trained network's search
+  (PUCT or the run's policy, temperature 0, no noise), plus the simulations used; an exit
+  status on error."""
+  import jax
+
+  import jaxsearch as js
+  from jaxsearch.train import checkpoint as checkpoint_lib
+  from jaxsearch.train import loop
+
+  try:
+    trainer, params = loop.load_trained(checkpoint)
+  except (FileNotFoundError, checkpoint_lib.CheckpointError) as error:
+    print(f"jaxsearch play: cannot load --checkpoint {checkpoint}: {error}", file=sys.stderr)
+    return 2
+  if trainer.config.game != game_name:
+    print(f"jaxsearch play: {checkpoint} was trained on {trainer.config.game}, not "
+          f"{game_name}", file=sys.stderr)
+    return 2
+  simulations = simulations or trainer.config.eval_simulations
+  max_nodes = 2 * simulations + 2
+  configured = trainer.make_search(simulations, max_nodes, 0.0)
+  search = jax.jit(configured)
+  game = trainer.game
+  fresh_tree = jax.jit(configured.init_tree)
+  shapes = {}
+
+  def search_fn(_, key, states, tree):
+    # `play` allocates a plain PUCT tree; an AVTS (Bellman) search needs its own kind.
+    if "tree" not in shapes:
+      shapes["tree"] = jax.eval_shape(configured.init_tree, params, key, states)
+    if jax.tree.map(lambda x: (x.shape, x.dtype), shapes["tree"]) != jax.tree.map(
+        lambda x: (x.shape, x.dtype), tree):
+      tree = fresh_tree(params, key, states)
+      tree = tree.replace(num_nodes=0 * tree.num_nodes)
+    return search(params, key, states, tree)
+
+  return (search_fn, jax.jit(js.reroot), jax.jit(game.step), jax.jit(game.legal_actions),
+          max_nodes, simulations)
+
+
+# ---- train -------------------------------------------------------------------------------------
+
+def _parse_overrides(pairs: Sequence[str], config_cls) -> dict:
+  """``KEY=VALUE`` strings -> TrainConfig overrides, each value parsed as JSON when it can be
+  (``hidden=[32,32]``, ``c=null``), else kept as a string."""
+  import dataclasses as dc
+  import json
+
+  names = {f.name for f in dc.fields(config_cls)}
+  out = {}
+  for pair in pairs:
+    key, sep, text = pair.partition("=")
+    key = key.strip().replace("-", "_")
+    if not sep or key not in names:
+      raise ValueError(f"--set {pair!r}: expected KEY=VALUE with KEY one of "
+                       f"{', '.join(sorted(names))}")
+    try:
+      value = json.loads(text)
+    except json.JSONDecodeError:
+      value = text
+    out[key] = tuple(value) if isinstance(value, list) else value
+  return out
+
+
+def _train(args: argparse.Namespace) -> int:
+  import json
+  import time
+
+  started = time.perf_counter()  # --minutes counts from here: imports and compiles included
+  from rich.console import Console
+
+  from jaxsearch.train import checkpoint as checkpoint_lib
+  from jaxsearch.train import loop
+
+  try:
+    overrides = _parse_overrides(args.set or [], loop.TrainConfig)
+    overrides["seed"] = args.seed
+    if args.policy:
+      overrides["policy"] = args.policy
+    config = loop.preset(args.game, **overrides)
+  except (TypeError, ValueError) as error:
+    print(f"jaxsearch train: {error}", file=sys.stderr)
+    return 2
+  minutes = args.minutes
+  if minutes is None and args.steps is None:
+    minutes = 4.5 if args.game == "tictactoe" else 30.0
+  out = Path(args.out or f"train_{args.game}")
+  if not args.resume and (out / "checkpoints").is_dir() and any((out / "checkpoints").iterdir()):
+    print(f"jaxsearch train: {out} already holds checkpoints; pass --resume to continue that "
+          f"run, or choose another --out", file=sys.stderr)
+    return 2
+  console = Console(stderr=True)
+  try:
+    trainer = loop.Trainer(config, out_dir=out)
+    summary = trainer.run(steps=args.steps or 0, minutes=minutes or 0.0, resume=args.resume,
+                          progress=not args.quiet, plot=args.plot, console=console,
+                          started=started)
+  except checkpoint_lib.CheckpointError as error:
+    print(f"jaxsearch train: cannot resume: {error}", file=sys.stderr)
+    return 2
+  except KeyboardInterrupt:
+    print(f"\nInterrupted; the last completed step is checkpointed in {out}: add --resume "
+          f"to continue.", file=sys.stderr)
+    return 130
+  shown = {k: v for k, v in summary.items() if k not in ("out_dir",)}
+  print(f"{config.game}: {summary['steps']} steps, {summary['positions']} self-play positions, "
+        f"{summary['updates']} updates in {summary['minutes']:.2f} min; final evaluation: "
+        + ", ".join(f"{k}={v}" for k, v in shown.items()
+                    if k not in ("steps", "positions", "updates", "minutes", "games", "plot"))
+        + f". Metrics: {out / 'metrics.jsonl'}"
+        + (f", plot: {summary['plot']}" if summary.get("plot") else ""))
+  if args.json:
+    print(json.dumps(summary))
+  return 0
 
 
 # ---- bench -------------------------------------------------------------------------------------
@@ -320,6 +448,38 @@ def _parser() -> argparse.ArgumentParser:
   play.add_argument("--first", choices=["human", "search"], default="human",
                     help="who moves first (default: human)")
   play.add_argument("--seed", type=int, default=0, help="PRNG seed (default: 0)")
+  play.add_argument("--checkpoint", default=None, metavar="DIR",
+                    help="play the network trained by `jaxsearch train` in DIR (its newest "
+                         "checkpoint; PUCT with network values and prior, default "
+                         "simulations: the run's evaluation budget)")
+
+  train = commands.add_parser(
+      "train", help="AlphaZero-style training: self-play with the batched search",
+      description="Trains a Flax network by self-play with the batched search (one search "
+                  "per move for a batch of games), evaluates it against exact oracles, and "
+                  "checkpoints it (orbax) so that --resume continues exactly.")
+  train.add_argument("game", choices=["tictactoe", "connect_four"])
+  train.add_argument("--minutes", type=float, default=None,
+                     help="wall-clock budget, imports and compilation included; stops at a "
+                          "step boundary, then checkpoints and evaluates (default: 4.5 "
+                          "tictactoe, 30 connect_four, unless --steps)")
+  train.add_argument("--steps", type=int, default=None,
+                     help="stop after this many steps in total (deterministic)")
+  train.add_argument("--policy", choices=["alphazero", "avts", "gumbel"], default=None,
+                     help="self-play search (default alphazero: PUCT + root noise)")
+  train.add_argument("--out", default=None,
+                     help="output directory: metrics.jsonl, checkpoints/, config.json, "
+                          "training.png (default ./train_GAME)")
+  train.add_argument("--resume", action="store_true",
+                     help="continue the run in --out from its newest checkpoint")
+  train.add_argument("--plot", action="store_true", help="write training.png in --out")
+  train.add_argument("--json", action="store_true",
+                     help="end with one JSON line: the final evaluation and the run's size")
+  train.add_argument("--seed", type=int, default=0, help="PRNG seed (default 0)")
+  train.add_argument("--set", action="append", metavar="KEY=VALUE",
+                     help="override a TrainConfig field (repeatable), e.g. --set "
+                          "simulations=64 --set hidden=[128,128]")
+  train.add_argument("--quiet", action="store_true", help="no progress bar")
 
   solve = commands.add_parser(
       "solve", help="solve Mastermind or Wordle with certified bounds (anytime AVTS)",
@@ -386,6 +546,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.error(f"unrecognized arguments: {' '.join(extra)}")
   if args.command == "play":
     return _play(args)
+  if args.command == "train":
+    return _train(args)
   if args.command == "solve":
     return _solve(args)
   if args.command == "evaluate":

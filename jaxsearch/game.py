@@ -14,6 +14,7 @@ Conventions (DESIGN.md):
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 from typing import Any, Callable, Optional
 
@@ -111,10 +112,22 @@ class Game:
       raise ValueError(f"Game {self.name!r}: num_outcomes must be >= 1, got {self.num_outcomes}")
 
 
+# Set by :mod:`jaxsearch.sharding` while it traces a function per shard (``shard_map``):
+# ``(mesh axis name, rows of the local batch)``.
+_SHARD = contextvars.ContextVar("jaxsearch_shard", default=None)
+
+
 def per_item_keys(key: jax.Array, batch_size: int) -> jax.Array:
   """``[B]`` keys, item ``b`` = ``fold_in(key, b)``.
 
   Unlike ``split(key, B)``, item ``b``'s key does not depend on ``B``, so a search's result
-  for one root does not change when the batch around it grows or shrinks.
+  for one root does not change when the batch around it grows or shrinks. Inside a function
+  sharded by :mod:`jaxsearch.sharding`, ``b`` is the item's *global* index (the shard's
+  offset is added to batch-major sizes, multiples of the local batch), so results do not
+  depend on the number of devices either.
   """
-  return jax.vmap(jax.random.fold_in, in_axes=(None, 0))(key, jnp.arange(batch_size))
+  index = jnp.arange(batch_size)
+  shard = _SHARD.get()
+  if shard is not None and batch_size % shard[1] == 0:
+    index = index + jax.lax.axis_index(shard[0]) * batch_size
+  return jax.vmap(jax.random.fold_in, in_axes=(None, 0))(key, index)

@@ -30,7 +30,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsearch.selection.base import NodeView, SelectionRule, masked_softmax
+from jaxsearch.selection.base import (NodeView, RootContext, RootRule, SelectionRule,
+                                      masked_softmax)
 
 _NORMALIZE = ("legal", "all", "none")
 
@@ -260,3 +261,69 @@ def gumbel_interior_rule(c_visit: float = 50.0, c_scale: float = 0.1,
     return policy - visits / (1.0 + jnp.sum(visits))
 
   return SelectionRule("gumbel_interior", score)
+
+
+def gumbel_root_rule(num_simulations: int, max_num_considered_actions: int = 16,
+                     gumbel_scale: float = 1.0, c_visit: float = 50.0, c_scale: float = 0.1,
+                     normalize: str = "legal") -> RootRule:
+  """Gumbel MuZero's root (Danihelka et al. 2022) as a root-only rule for
+  ``SearchConfig.root_selection``.
+
+  The search draws ``g = gumbel_scale · Gumbel(0, 1)`` once per search (``RootContext.noise``,
+  ``[K]``). Simulation ``i`` reads its considered visit count ``c_i`` from the Sequential
+  Halving table for ``m = min(max_num_considered_actions, #legal)`` actions
+  (:func:`sequential_halving_table`) and picks, among the legal slots with ``n(a) = c_i``, the
+  one with the highest ``g(a) + log π(a) + σ(q̂(a))`` (:func:`root_scores`; σ of the root's
+  completed Q with ``v_mix`` built from the estimator's raw root value). The first ``m``
+  simulations therefore visit the Gumbel-top-m of ``g + logits`` in order, and each later
+  phase the best half of the survivors.
+
+  When no legal slot carries ``c_i`` (a reused tree arrives with visits already spent), the
+  least visited legal slots compete instead.
+  """
+  if max_num_considered_actions < 1:
+    raise ValueError(f"max_num_considered_actions must be >= 1, got "
+                     f"{max_num_considered_actions}")
+  if normalize not in _NORMALIZE:
+    raise ValueError(f"normalize must be one of {_NORMALIZE}, got {normalize!r}")
+  table = sequential_halving_table(max_num_considered_actions, max(num_simulations, 1))
+
+  def score(view: NodeView, context: RootContext) -> jax.Array:
+    legal = view.legal
+    visits = jnp.where(legal, view.child_visits, 0)
+    q = jnp.where(visits > 0, view.child_values, 0.0)
+    sigma = transformed_q(context.raw_value, view.prior_logits, q, visits, legal, c_visit,
+                          c_scale, normalize)
+    num_considered = jnp.minimum(max_num_considered_actions, jnp.sum(legal))
+    simulation = jnp.clip(context.simulation, 0, table.shape[1] - 1)
+    considered = jnp.asarray(table)[num_considered, simulation]
+    fallback = jnp.min(jnp.where(legal, visits, jnp.iinfo(jnp.int32).max))
+    considered = jnp.where(jnp.any(legal & (visits == considered)), considered, fallback)
+    return root_scores(context.noise, view.prior_logits, sigma, visits, legal, considered)
+
+  def noise(key, shape):
+    return gumbel_scale * jax.random.gumbel(key, shape, jnp.float32)
+
+  return RootRule("gumbel_root", score, noise)
+
+
+def root_decision(noise: jax.Array, prior_logits: jax.Array, values: jax.Array,
+                  visits: jax.Array, legal: jax.Array, raw_value, c_visit: float = 50.0,
+                  c_scale: float = 0.1, normalize: str = "legal"
+                  ) -> tuple[jax.Array, jax.Array]:
+  """``(slot i32[], improved f32[K])`` what a Gumbel MuZero search returns for one root.
+
+  ``slot`` is the Sequential Halving winner: the most visited slot with the highest
+  ``g + log π + σ(q̂)`` (:func:`root_scores` at ``considered = max n``); ``improved`` is
+  ``π′ = softmax(logits + σ(completedQ))`` over the legal slots, the policy training target.
+  """
+  legal = jnp.asarray(legal, bool)
+  visits = jnp.where(legal, visits, 0)
+  q = jnp.where(visits > 0, values, 0.0)
+  v_mix = mixed_value(raw_value, prior_logits, q, visits, legal)
+  completed = completed_q(q, visits, v_mix)
+  sigma = sigma_scale(rescale_q(completed, legal, normalize), visits, c_visit, c_scale)
+  scores = root_scores(noise, prior_logits, sigma, visits, legal, jnp.max(visits))
+  slot = jnp.argmax(jnp.where(legal, scores, -jnp.inf)).astype(jnp.int32)
+  return slot, improved_policy(prior_logits, completed, visits, legal, c_visit, c_scale,
+                               normalize)

@@ -18,7 +18,10 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from jaxsearch import gumbel as gumbel_lib
 from jaxsearch import search as search_lib
+from jaxsearch import sharding
+from jaxsearch import validation
 from jaxsearch import selection as selection_lib
 from jaxsearch.game import Estimator, Game, per_item_keys
 from jaxsearch.model import Model, from_game
@@ -51,6 +54,11 @@ class PolicyOutput:
     root_upper: ``f32[B]`` the optimistic bound at the root (Bellman backup, games with an
       ``optimistic_value``): no policy does better. ``root_upper - root_bound <= tolerance``
       certifies that the achievable policy is optimal. ``None`` without one.
+    policy_target: ``f32[B, A]`` the policy a learner should regress to when it differs from
+      ``action_weights``' visit distribution — π̄ at the root (``Search(pibar_target=True)``,
+      Grill et al.'s LEARN variant) or Gumbel MuZero's improved policy π′ — else ``None``
+      (then train on ``action_weights``).
+    pibar: ``f32[B, A]`` π̄ at the root (ACT or LEARN variants), else ``None``.
   """
 
   action: jax.Array
@@ -62,6 +70,66 @@ class PolicyOutput:
   root_bound: Optional[jax.Array] = None
   root_solved: Optional[jax.Array] = None
   root_upper: Optional[jax.Array] = None
+  policy_target: Optional[jax.Array] = None
+  pibar: Optional[jax.Array] = None
+
+
+def _slots_to_actions(tree: Tree, slot_values, num_actions: int, fill=0.0) -> jax.Array:
+  """``[B, A]`` per-action values from ``[B, K]`` root-slot values (legal slots only)."""
+  batch_ids = jnp.arange(tree.batch_size)[:, None]
+  legal = tree.slot_legal[:, 0]
+  return jnp.full((tree.batch_size, num_actions), fill, slot_values.dtype).at[
+      batch_ids, tree.slot_action[:, 0]].set(jnp.where(legal, slot_values, fill))
+
+
+def root_view(tree: Tree) -> selection_lib.NodeView:
+  """``[B]`` batched :class:`~jaxsearch.selection.NodeView` of the roots (stored prior logits,
+  no root noise; running-mean statistics)."""
+  child_values = tree.slot_value[:, 0]
+  zeros = jnp.zeros_like(child_values)
+  return selection_lib.NodeView(
+      visits=tree.node_visits[:, 0], value=tree.node_value[:, 0],
+      child_visits=tree.slot_visits[:, 0], child_values=child_values,
+      prior_logits=tree.slot_prior_logits[:, 0], action_values=tree.slot_action_value[:, 0],
+      legal=tree.slot_legal[:, 0], depth=jnp.zeros((tree.batch_size,), jnp.int32),
+      debiased_values=jnp.where(tree.slot_visits[:, 0] > 0, child_values,
+                                tree.slot_action_value[:, 0]),
+      value_variance=zeros, upper_bounds=zeros + jnp.float32(3.0e38))
+
+
+def root_pibar(tree: Tree, num_actions: int, c: Optional[float] = 1.25,
+               q_transform: QTransform = q_minmax) -> jax.Array:
+  """``f32[B, A]`` π̄ (Grill et al. 2020) at the roots of ``tree``
+  (:func:`jaxsearch.selection.pibar_policy`; the prior where the root has no visits)."""
+  pibar = jax.vmap(lambda view: selection_lib.pibar_policy(view, c, q_transform))(
+      root_view(tree))
+  return _slots_to_actions(tree, pibar, num_actions)
+
+
+def _apply_root_options(search: "Search", out: PolicyOutput, key) -> PolicyOutput:
+  """π̄ options of a :class:`Search`: ACT (``root_policy="pibar"``: play from π̄) and LEARN
+  (``pibar_target=True``: π̄ as ``policy_target``)."""
+  if search.root_policy == "visits" and not search.pibar_target:
+    return out
+  pibar = root_pibar(out.tree, search.model.num_actions, search.pibar_c)
+  out = out.replace(pibar=pibar)
+  if search.pibar_target:
+    out = out.replace(policy_target=pibar)
+  if search.root_policy == "pibar":
+    has_action = out.action >= 0
+    greedy = jnp.argmax(pibar, axis=-1).astype(jnp.int32)
+    if search.temperature == 0.0:
+      weights = jax.nn.one_hot(greedy, pibar.shape[-1], dtype=jnp.float32)
+      action = greedy
+    else:
+      logits = jnp.where(pibar > 0, jnp.log(jnp.where(pibar > 0, pibar, 1.0)) /
+                         search.temperature, -jnp.inf)
+      weights = jax.nn.softmax(logits, axis=-1)
+      action = jax.vmap(jax.random.categorical)(
+          per_item_keys(jax.random.fold_in(key, 1), pibar.shape[0]), logits).astype(jnp.int32)
+    out = out.replace(action=jnp.where(has_action, action, -1),
+                      action_weights=jnp.where(has_action[:, None], weights, 0.0))
+  return out
 
 
 def root_summary(tree: Tree, num_actions: int, temperature: float, key,
@@ -147,15 +215,33 @@ class Search:
       kept tree's root is the state in ``root``. Reuse needs room: size ``max_nodes`` for
       the kept subtree plus ``num_simulations`` new nodes; a tree that fills up stops growing
       (``tree.num_nodes == max_nodes``) and its simulations re-back existing nodes.
+
+  Options (Grill et al. 2020's π̄ variants; SEARCH is the selection rule
+  :func:`jaxsearch.selection.pibar_sample`, see :func:`pibar`):
+    root_policy: ``"visits"`` (default) or ``"pibar"`` — ACT: ``action`` and
+      ``action_weights`` come from π̄ at the root (argmax at ``temperature=0``, else sampled
+      from π̄^(1/τ)) instead of the visit counts.
+    pibar_target: LEARN: ``PolicyOutput.policy_target`` (and ``.pibar``) = π̄ at the root.
+    pibar_c: π̄'s constant in λ_N (``None``: the MuZero schedule).
+    devices: split the batch over devices (:mod:`jaxsearch.sharding`): ``None`` (default
+      device), an int ``n`` (the first ``n`` devices) or a list of devices; ``B`` must be
+      divisible by their number. Same key, same trees and outputs on any number of devices.
   """
 
   model: Model
   config: search_lib.SearchConfig
   temperature: float = 0.0
+  root_policy: str = "visits"
+  pibar_target: bool = False
+  pibar_c: Optional[float] = 1.25
+  devices: Optional[tuple] = None
 
   def __post_init__(self):
+    object.__setattr__(self, "devices", sharding.resolve_devices(self.devices))
     if self.temperature < 0:
       raise ValueError(f"temperature must be >= 0, got {self.temperature}")
+    if self.root_policy not in ("visits", "pibar"):
+      raise ValueError(f"root_policy must be 'visits' or 'pibar', got {self.root_policy!r}")
 
   def init_tree(self, params, key, root) -> Tree:
     """Fresh trees for ``root`` (``[B]`` states) of exactly the shapes this search uses.
@@ -163,13 +249,27 @@ class Search:
     Passing a tree on every call (this one first, then ``reroot``-ed ones) keeps one compiled
     program instead of two (``tree=None`` and ``tree=Tree`` trace differently).
     """
+    if self.devices is not None:
+      return _sharded(self, "init_tree", (2,))(params, key, root)
     return search_lib.init_tree(self.model, self.config, params, key, root)
 
   def __call__(self, params, key, root, tree: Optional[Tree] = None) -> PolicyOutput:
+    validation.check_key(key)  # before the split below; the rest: search_lib.init_tree
+    if self.devices is not None:  # each device searches its rows of the batch
+      return _sharded(self, "__call__", (2, 3))(params, key, root, tree)
     search_key, action_key = jax.random.split(key)
     tree = search_lib.run(self.model, self.config, params, search_key, root, tree)
-    return root_summary(tree, self.model.num_actions, self.temperature, action_key,
-                        self.config, self.model.has_bound, self.model.has_upper)
+    out = root_summary(tree, self.model.num_actions, self.temperature, action_key,
+                       self.config, self.model.has_bound, self.model.has_upper)
+    return _apply_root_options(self, out, action_key)
+
+
+@functools.lru_cache(maxsize=64)
+def _sharded(search: Search, method: str, batch_argnums):
+  """``search``'s ``method`` run per device (:func:`jaxsearch.sharding.shard_batch`, jitted:
+  un-jitted ``shard_map`` would run op by op), one compiled function per search."""
+  return sharding.shard_batch(getattr(dataclasses.replace(search, devices=None), method),
+                              search.devices, batch_argnums)
 
 
 def _model(game: Optional[Game], estimator: Optional[Estimator], model: Optional[Model]) -> Model:
@@ -188,13 +288,20 @@ def custom(game: Optional[Game] = None, estimator: Optional[Estimator] = None, *
            dirichlet_alpha: float = 0.3, temperature: float = 0.0,
            outcome_rule: str = "balanced", model: Optional[Model] = None,
            backup: str = "mean", num_slots: Optional[int] = None, widening: bool = False,
-           debias: bool = True, variance: str = "avts", num_buckets: int = 32) -> Search:
+           debias: bool = True, variance: str = "avts", num_buckets: int = 32,
+           root_selection: Optional[selection_lib.RootRule] = None,
+           subtree_entropy: Optional[str] = None, entropy_policy: str = "pi_hat",
+           entropy_pibar_c: float = 1.25, root_policy: str = "visits",
+           pibar_target: bool = False, pibar_c: Optional[float] = 1.25,
+           devices=None) -> Search:
   """A search with any selection rule and either backup (see
   :class:`jaxsearch.search.SearchConfig` for every option).
 
   Defaults: ``max_nodes = num_simulations + 1`` for the running-mean backup and
   ``num_simulations * O + 1`` for the Bellman backup (each expansion creates all ``O``
   outcomes); ``max_depth`` = the game's ``max_length`` (else ``num_simulations``).
+  ``root_policy``, ``pibar_target`` and ``pibar_c`` are :class:`Search`'s π̄ options;
+  ``devices`` splits the batch over devices (:class:`Search`, :mod:`jaxsearch.sharding`).
   """
   model = _model(game, estimator, model)
   if max_depth is None:
@@ -206,8 +313,11 @@ def custom(game: Optional[Game] = None, estimator: Optional[Estimator] = None, *
       num_simulations=num_simulations, max_nodes=max_nodes, max_depth=max_depth,
       selection=selection, outcome_rule=outcome_rule, dirichlet_fraction=dirichlet_fraction,
       dirichlet_alpha=dirichlet_alpha, backup=backup, num_slots=num_slots, widening=widening,
-      debias=debias, variance=variance, num_buckets=num_buckets)
-  return Search(model=model, config=config, temperature=temperature)
+      debias=debias, variance=variance, num_buckets=num_buckets,
+      root_selection=root_selection, subtree_entropy=subtree_entropy,
+      entropy_policy=entropy_policy, entropy_pibar_c=entropy_pibar_c)
+  return Search(model=model, config=config, temperature=temperature, root_policy=root_policy,
+                pibar_target=pibar_target, pibar_c=pibar_c, devices=devices)
 
 
 def avts(game: Optional[Game] = None, estimator: Optional[Estimator] = None, *,
@@ -271,3 +381,117 @@ def uct(game: Optional[Game] = None, estimator: Optional[Estimator] = None, *,
     value_range = game.value_range if game is not None else (-1.0, 1.0)
   rule = selection_lib.uct(exploration=exploration, value_range=value_range)
   return custom(game, estimator, selection=rule, num_simulations=num_simulations, **kwargs)
+
+
+def pibar(game: Optional[Game] = None, estimator: Optional[Estimator] = None, *,
+          num_simulations: int, c: Optional[float] = 1.25, q_transform: QTransform = q_minmax,
+          deterministic: bool = False, **kwargs) -> Search:
+  """Grill et al.'s SEARCH variant: every node samples its slot from π̄
+  (:func:`jaxsearch.selection.pibar_sample`; ``deterministic=True`` uses
+  :func:`jaxsearch.selection.pibar_argmax_visits`, which tracks π̄ without random numbers).
+
+  Combine with the ACT and LEARN options of :class:`Search` (``root_policy="pibar"``,
+  ``pibar_target=True``); ``kwargs`` are :func:`custom`'s.
+  """
+  make = selection_lib.pibar_argmax_visits if deterministic else selection_lib.pibar_sample
+  rule = make(c=c, q_transform=q_transform)
+  kwargs.setdefault("pibar_c", c)
+  return custom(game, estimator, selection=rule, num_simulations=num_simulations, **kwargs)
+
+
+def entropy_puct(game: Optional[Game] = None, estimator: Optional[Estimator] = None, *,
+                 num_simulations: int, c: Optional[float] = None, c1: float = 1.25,
+                 c2: float = 19652.0, q_transform: QTransform = q_minmax,
+                 entropy: str = "full", playout: str = "pi_hat",
+                 **kwargs) -> Search:
+  """Entropy-guided PUCT (lc0 #780; ALGORITHMS.md §4):
+  ``q̄ + c·π·sqrt(N) / (1 + n(a)·E(s, a))``, E the normalised subtree entropy.
+
+  Args:
+    entropy: ``"full"`` (chain rule over the subtree, kept in the tree and updated along the
+      backup path) or ``"one_level"`` (the cheap proxy: a child's own playout-policy entropy).
+    playout: the playout policy defining the leaf distribution: ``"pi_hat"``
+      (``(1 + n)/(|A| + N)``) or ``"pibar"`` (π̄ with ``c = 1.25``).
+    c, c1, c2, q_transform: as :func:`puct`.
+    **kwargs: :func:`custom`'s other options (running-mean backup only).
+  """
+  rule = selection_lib.entropy_puct(c=c, c1=c1, c2=c2, q_transform=q_transform)
+  return custom(game, estimator, selection=rule, num_simulations=num_simulations,
+                subtree_entropy=entropy, entropy_policy=playout, **kwargs)
+
+
+@dataclasses.dataclass(frozen=True)
+class GumbelSearch(Search):
+  """A :class:`Search` whose root follows Gumbel MuZero (see :func:`gumbel`): it draws the
+  root's Gumbel noise itself, so that the final action can use the same draw. The action is
+  the Sequential Halving winner whatever ``temperature`` (the Gumbel draw is the exploration);
+  ``temperature`` only matters with ``root_policy="pibar"``."""
+
+  c_visit: float = 50.0
+  c_scale: float = 0.1
+  normalize: str = "legal"
+
+  def __call__(self, params, key, root, tree: Optional[Tree] = None) -> PolicyOutput:
+    validation.check_key(key)
+    if self.devices is not None:  # each device searches its rows of the batch
+      return _sharded(self, "__call__", (2, 3))(params, key, root, tree)
+    search_key, action_key = jax.random.split(key)
+    noise_key, run_key = jax.random.split(search_key)
+    batch_size = jax.tree.leaves(root)[0].shape[0]
+    num_slots = self.config.slots_for(self.model.num_actions)
+    noise = search_lib.draw_root_noise(self.config, noise_key, batch_size, num_slots)
+    tree = search_lib.run(self.model, self.config, params, run_key, root, tree,
+                          root_noise=noise)
+    out = root_summary(tree, self.model.num_actions, 0.0, action_key, self.config,
+                       self.model.has_bound, self.model.has_upper)
+    decide = functools.partial(gumbel_lib.root_decision, c_visit=self.c_visit,
+                               c_scale=self.c_scale, normalize=self.normalize)
+    slot, improved = jax.vmap(decide)(noise, tree.slot_prior_logits[:, 0],
+                                      tree.slot_value[:, 0], tree.slot_visits[:, 0],
+                                      tree.slot_legal[:, 0], tree.node_raw_value[:, 0])
+    has_action = out.action >= 0
+    action = jnp.take_along_axis(tree.slot_action[:, 0], slot[:, None], axis=1)[:, 0]
+    weights = _slots_to_actions(tree, improved, self.model.num_actions)
+    out = out.replace(action=jnp.where(has_action, action, -1).astype(jnp.int32),
+                      action_weights=weights, policy_target=weights)
+    return _apply_root_options(self, out, action_key)
+
+
+def gumbel(game: Optional[Game] = None, estimator: Optional[Estimator] = None, *,
+           num_simulations: int, max_num_considered_actions: int = 16,
+           gumbel_scale: float = 1.0, c_visit: float = 50.0, c_scale: float = 0.1,
+           normalize: str = "legal", value_source: str = "recover", **kwargs) -> GumbelSearch:
+  """Gumbel MuZero (Danihelka et al. 2022; ALGORITHMS.md §5).
+
+  Root: Gumbel-top-k of ``g + logits`` (``k = min(max_num_considered_actions, #legal)``)
+  with Sequential Halving over the budget (:func:`jaxsearch.gumbel.gumbel_root_rule`, one
+  Gumbel draw per search); interior nodes: the deterministic
+  ``argmax π′(a) − n(a)/(1 + N)`` (:func:`jaxsearch.gumbel.gumbel_interior_rule`).
+
+  ``out.action`` is the Sequential Halving winner (most visited, best
+  ``g + logits + σ(q̂)``); ``out.action_weights`` and ``out.policy_target`` are the improved
+  policy ``softmax(logits + σ(completedQ))``, the training target.
+
+  Args:
+    max_num_considered_actions: ``m`` (16 in the paper).
+    gumbel_scale: scale of the Gumbel noise (0 for deterministic evaluation).
+    c_visit, c_scale: σ's constants (50, 0.1 as mctx; the paper uses c_scale = 1 for board
+      games).
+    normalize: completed Q's min-max rescale: ``"legal"`` slots (default) or ``"all"`` slots
+      (mctx's choice; identical when every action is legal).
+    value_source: v̂ in interior nodes' ``v_mix``: ``"recover"`` (the estimator's value,
+      recovered exactly from the running mean) or ``"node"`` (the node's running value).
+    **kwargs: :func:`custom`'s options (``max_nodes``, ``max_depth``, ``model``, ...; no root
+      Dirichlet noise: the Gumbel draw explores).
+  """
+  if kwargs.get("backup", "mean") != "mean":
+    raise ValueError("gumbel needs the running-mean backup")
+  root_rule = gumbel_lib.gumbel_root_rule(
+      num_simulations, max_num_considered_actions, gumbel_scale, c_visit, c_scale, normalize)
+  interior = gumbel_lib.gumbel_interior_rule(c_visit, c_scale, normalize, value_source)
+  search = custom(game, estimator, selection=interior, num_simulations=num_simulations,
+                  root_selection=root_rule, **kwargs)
+  return GumbelSearch(model=search.model, config=search.config,
+                      temperature=search.temperature, root_policy=search.root_policy, pibar_target=search.pibar_target,
+                      pibar_c=search.pibar_c, devices=search.devices, c_visit=c_visit,
+                      c_scale=c_scale, normalize=normalize)

@@ -29,14 +29,19 @@ import jax.numpy as jnp
 from flax import struct
 
 from jaxsearch import debias as debias_lib
+from jaxsearch import entropy as entropy_lib
 from jaxsearch import tree as tree_lib
+from jaxsearch import validation
 from jaxsearch.game import per_item_keys
 from jaxsearch.model import Expansion, Model
-from jaxsearch.selection.base import NodeView, SelectionRule, masked_argmax, masked_softmax
+from jaxsearch.selection.base import (NodeView, RootContext, RootRule, SelectionRule,
+                                      masked_argmax, masked_softmax)
 from jaxsearch.tree import UNEXPANDED, Tree
 
 OUTCOME_RULES = ("balanced", "sample", "gap")
 BACKUPS = ("mean", "bellman")
+SUBTREE_ENTROPY = (None, "full", "one_level")
+ENTROPY_POLICIES = ("pi_hat", "pibar")
 VARIANCES = ("avts", "reference", "centred", "off")
 
 
@@ -72,6 +77,19 @@ class SearchConfig:
       quirks, :mod:`jaxsearch.debias`), ``"centred"`` (sample variance of each bucket's
       changes, Welford) or ``"off"`` (σ² = 0: Thompson becomes greedy).
     num_buckets: ``V``, visit-count buckets of the debias statistics (the last absorbs the tail).
+    root_selection: a root-only rule (:class:`~jaxsearch.selection.base.RootRule`, e.g.
+      Gumbel MuZero's Sequential Halving) used for the first step of every descent, with the
+      simulation index and a per-search draw; ``selection`` then only serves interior nodes.
+    subtree_entropy: keep each node's subtree entropy ``H``, frontier-leaf count ``K`` and
+      all-terminal flag in the tree (ALGORITHMS.md §4; running-mean backup only), updated
+      along the backup path in ``O(D·K·O)`` and shown to the rule as
+      ``NodeView.child_exploration``: ``"full"`` (chain rule over the whole subtree) or
+      ``"one_level"`` (the cheap proxy: a node's own playout-policy entropy over its legal
+      edges); ``None`` (default) allocates and computes nothing.
+    entropy_policy: the playout policy defining the leaf distribution: ``"pi_hat"``
+      ``π̂(a) = (1 + n(a)) / (|A| + N)`` or ``"pibar"`` (π̄, :func:`jaxsearch.selection.pibar_policy`
+      with ``c = entropy_pibar_c``).
+    entropy_pibar_c: π̄'s constant for ``entropy_policy="pibar"``.
   """
 
   num_simulations: int
@@ -87,6 +105,10 @@ class SearchConfig:
   debias: bool = True
   variance: str = "avts"
   num_buckets: int = 32
+  root_selection: Optional[RootRule] = None
+  subtree_entropy: Optional[str] = None
+  entropy_policy: str = "pi_hat"
+  entropy_pibar_c: float = 1.25
 
   @property
   def bellman(self) -> bool:
@@ -124,6 +146,14 @@ class SearchConfig:
       raise ValueError(f"num_buckets must be a positive int, got {self.num_buckets!r}")
     if self.widening and not self.bellman:
       raise ValueError("widening=True needs backup='bellman' (it orders slots by q̂1)")
+    if self.subtree_entropy not in SUBTREE_ENTROPY:
+      raise ValueError(f"subtree_entropy must be one of {SUBTREE_ENTROPY}, "
+                       f"got {self.subtree_entropy!r}")
+    if self.subtree_entropy is not None and self.bellman:
+      raise ValueError("subtree_entropy needs backup='mean' (it is updated on the mean path)")
+    if self.entropy_policy not in ENTROPY_POLICIES:
+      raise ValueError(f"entropy_policy must be one of {ENTROPY_POLICIES}, "
+                       f"got {self.entropy_policy!r}")
 
 
 @struct.dataclass
@@ -172,7 +202,9 @@ class NodeRows:
 
   ``slot_*`` are ``[B, K]``; ``value``, ``raw_value``, ``bound``, ``upper`` ``f32[B]``;
   ``num_active`` ``i32[B]``; ``cut`` ``bool[B]`` some legal action has no slot; ``bad``
-  ``bool[B]`` flags estimator output that was NaN/inf and was replaced.
+  ``bool[B]`` flags estimator output that was NaN/inf and was replaced. ``entropy``,
+  ``leaves``, ``closed`` (``[B]``): the new node's subtree-entropy statistics, ``None``
+  unless ``config.subtree_entropy``.
   """
 
   slot_action: jax.Array
@@ -187,6 +219,9 @@ class NodeRows:
   upper: jax.Array
   cut: jax.Array
   bad: jax.Array
+  entropy: Optional[jax.Array] = None
+  leaves: Optional[jax.Array] = None
+  closed: Optional[jax.Array] = None
 
 
 def _node_rows(expansion: Expansion, config: SearchConfig, num_actions: int) -> NodeRows:
@@ -282,10 +317,15 @@ def _node_rows(expansion: Expansion, config: SearchConfig, num_actions: int) -> 
                       jnp.asarray(expansion.pessimistic, jnp.float32))
     bad = bad | ~jnp.isfinite(bound)
     bound = jnp.where(jnp.isfinite(bound), bound, -1.0e30)
+  entropy = leaves = closed = None
+  if config.subtree_entropy is not None:
+    entropy, leaves, closed = entropy_lib.fresh_node(slot_legal, gather(logits),
+                                                     expansion.terminal, config.entropy_policy)
   return NodeRows(slot_action=slot_action, slot_legal=slot_legal,
                   slot_prior_logits=gather(logits), slot_action_value=slot_action_value,
                   slot_value=slot_value, num_active=num_active, value=node_value,
-                  raw_value=value, bound=bound, upper=upper, cut=cut, bad=bad)
+                  raw_value=value, bound=bound, upper=upper, cut=cut, bad=bad,
+                  entropy=entropy, leaves=leaves, closed=closed)
 
 
 def _set_node(tree: Tree, index, expansion: Expansion, rows: NodeRows, parent, depth) -> Tree:
@@ -299,6 +339,10 @@ def _set_node(tree: Tree, index, expansion: Expansion, rows: NodeRows, parent, d
   if tree.slot_upper.shape[-1] == rows.slot_action.shape[-1]:  # Bellman trees only
     tree = tree.replace(slot_upper=put(tree.slot_upper, jnp.broadcast_to(
         rows.upper[..., None], rows.slot_action.shape)))
+  if rows.entropy is not None:  # subtree-entropy trees only
+    tree = tree.replace(node_entropy=put(tree.node_entropy, rows.entropy),
+                        node_leaves=put(tree.node_leaves, rows.leaves),
+                        node_closed=put(tree.node_closed, rows.closed))
   return tree.replace(
       node_visits=put(tree.node_visits, 1),
       node_value=put(tree.node_value, rows.value),
@@ -386,7 +430,8 @@ def _choose_outcome(probs, visits, key, rule, gaps=None):
   return masked_argmax(balanced, possible)
 
 
-def _select(tree: Tree, root_logits, keys, *, config: SearchConfig) -> tuple[Path, Tree]:
+def _select(tree: Tree, root_logits, keys, *, config: SearchConfig,
+            root_context: Optional[RootContext] = None) -> tuple[Path, Tree]:
   """Descends every tree of the batch from its root to the edge its simulation will expand.
 
   The descent is batched by hand rather than vmapped: under ``vmap`` a ``while_loop`` with a
@@ -402,6 +447,9 @@ def _select(tree: Tree, root_logits, keys, *, config: SearchConfig) -> tuple[Pat
     tree: ``[B, ...]`` trees.
     root_logits: ``f32[B, K]`` root prior logits (Dirichlet noise mixed in).
     keys: ``[B]`` keys for rules or outcome rules that draw, else ``None``.
+    root_context: ``[B]`` batched :class:`RootContext` for ``config.root_selection``; the
+      root rule is scored once, before the descent, and its scores replace the interior
+      rule's at depth 0 (a mask, not a branch).
   Returns:
     ``(path, tree)`` with a batched :class:`Path` (``[B, ...]``).
   """
@@ -412,8 +460,21 @@ def _select(tree: Tree, root_logits, keys, *, config: SearchConfig) -> tuple[Pat
   noisy_root = config.dirichlet_fraction > 0.0
   slot_ids = jnp.arange(tree.num_slots)
 
-  def body(carry):
-    (node, visits, value, at_terminal, depth, steps, values, go), tree = carry
+  def exploration(tree, node):
+    """``f32[B, K]`` E(s, a) of every slot of ``node[B]`` (subtree-entropy trees)."""
+    chance = tree.slot_chance[batch_ids, node]
+    safe_chance = jnp.maximum(chance, 0)
+    kids = tree.chance_child[batch_ids[:, None], safe_chance]
+    safe_kids = jnp.maximum(kids, 0)
+
+    def at_kids(field):
+      return field[batch_ids[:, None, None], safe_kids]
+
+    return jax.vmap(entropy_lib.edge_exploration)(
+        chance >= 0, tree.chance_prob[batch_ids[:, None], safe_chance], kids,
+        at_kids(tree.node_entropy), at_kids(tree.node_leaves), at_kids(tree.node_closed))
+
+  def view_of(tree, node, visits, value, depth):
     logits = tree.slot_prior_logits[batch_ids, node]
     if noisy_root:
       logits = jnp.where((node == 0)[:, None], root_logits, logits)
@@ -434,16 +495,33 @@ def _select(tree: Tree, root_logits, keys, *, config: SearchConfig) -> tuple[Pat
       debiased = jnp.where(child_visits > 0, child_values, action_values)
       variance = jnp.zeros_like(child_values)
       upper = jnp.full_like(child_values, tree_lib.NO_UPPER)
-    view = NodeView(
+    return NodeView(
         visits=visits, value=value, child_visits=child_visits, child_values=child_values,
         prior_logits=logits, action_values=action_values, legal=legal, depth=depth,
-        debiased_values=debiased, value_variance=variance, upper_bounds=upper)
+        debiased_values=debiased, value_variance=variance, upper_bounds=upper,
+        child_exploration=(exploration(tree, node) if config.subtree_entropy is not None
+                           else None))
+
+  batch_size = tree.batch_size
+  if config.root_selection is not None:
+    zeros = jnp.zeros((batch_size,), jnp.int32)
+    root_scores = jax.vmap(config.root_selection.score)(
+        view_of(tree, zeros, tree.node_visits[:, 0], tree.node_value[:, 0], zeros),
+        root_context)
+
+  def body(carry):
+    (node, visits, value, at_terminal, depth, steps, values, go), tree = carry
+    view = view_of(tree, node, visits, value, depth)
+    child_visits, child_values = view.child_visits, view.child_values
     if keys is not None:
       step_keys = jax.vmap(jax.random.fold_in)(keys, depth)
       rule_keys, outcome_keys = jnp.moveaxis(jax.vmap(jax.random.split)(step_keys), 1, 0)
     else:
       rule_keys = outcome_keys = None
-    slot = jax.vmap(masked_argmax)(score(view, rule_keys), view.legal)
+    scores = score(view, rule_keys)
+    if config.root_selection is not None:
+      scores = jnp.where((depth == 0)[:, None], root_scores, scores)
+    slot = jax.vmap(masked_argmax)(scores, view.legal)
     chance = tree.slot_chance[batch_ids, node, slot]
     safe_chance = jnp.maximum(chance, 0)
     if num_outcomes == 1:
@@ -484,7 +562,6 @@ def _select(tree: Tree, root_logits, keys, *, config: SearchConfig) -> tuple[Pat
     go = moving & ~at_terminal & (depth < depth_limit)
     return (node, visits, value, at_terminal, depth, steps, values, go), tree
 
-  batch_size = tree.batch_size
   root_open = (tree.num_nodes > 0) & ~tree.node_terminal[:, 0] & ~tree.node_solved[:, 0]
   init = (jnp.zeros((batch_size,), jnp.int32), tree.node_visits[:, 0], tree.node_value[:, 0],
           ~root_open, jnp.zeros((batch_size,), jnp.int32),
@@ -608,6 +685,84 @@ def _backup_one(tree: Tree, path: Path, edge_chances, leaf_value, returns) -> Tr
       chance_visits=tree.chance_visits.at[jnp.where(on_path, edge_chances, capacity),
                                           path.outcomes].add(1, mode="drop"),
   )
+
+
+def _entropy_update(tree: Tree, path: Path, config: SearchConfig) -> Tree:
+  """Recomputes the subtree entropy ``H``, leaf count ``K`` and all-terminal flag of the
+  nodes on every path, leaf to root, by the chain rule (:mod:`jaxsearch.entropy`).
+
+  Runs after the running-mean backup (the playout policy reads the new visit counts and
+  values). Only path nodes change: each level reads one node's ``[K]`` slot rows and its
+  children's ``[K, O]`` statistics from the tree, replaces the path child's by the value the
+  loop carries up, and the results are written once per field after the loop — the loop
+  carries ``O(B)`` values, never the tree (DESIGN.md performance rules). ``O(D·K·O)``.
+  """
+  batch_size, depth_limit = path.slots.shape
+  rows = jnp.arange(batch_size)
+  num_slots, num_outcomes = tree.num_slots, tree.num_outcomes
+  # The path's nodes with the new node (index num_nodes - 1 after the expansion) at the end.
+  new_node = jnp.where(path.expand, tree.num_nodes - 1, path.nodes[rows, path.length])
+  nodes = path.nodes.at[rows, path.length].set(new_node)
+  mode, policy = config.subtree_entropy, config.entropy_policy
+
+  def node_fn(legal, visits, values, logits, node_visits, node_value, terminal, has_chance,
+              probs, kids, kid_entropy, kid_leaves, kid_closed):
+    view = NodeView(visits=node_visits, value=node_value, child_visits=visits,
+                    child_values=values, prior_logits=logits, action_values=values,
+                    legal=legal, depth=jnp.int32(0), debiased_values=values,
+                    value_variance=values, upper_bounds=values)
+    probs_policy = entropy_lib.playout_policy(view, policy, config.entropy_pibar_c)
+    edge = entropy_lib.edge_stats(has_chance, probs, kids, kid_entropy, kid_leaves, kid_closed)
+    return entropy_lib.node_stats(probs_policy, legal, terminal, *edge, mode=mode)
+
+  node_fn = jax.vmap(node_fn)
+  carried_mask_slots = jnp.arange(num_slots)
+  carried_mask_outcomes = jnp.arange(num_outcomes)
+
+  def body(carry):
+    depth, child_h, child_k, child_c, out_h, out_k, out_c = carry
+    depth = depth - 1
+    live = depth >= 0
+    row = jnp.maximum(depth, 0)
+    node = jnp.maximum(nodes[rows, row], 0)
+    chance = tree.slot_chance[rows, node]
+    safe_chance = jnp.maximum(chance, 0)
+    kids = jnp.where((chance >= 0)[:, :, None], tree.chance_child[rows[:, None], safe_chance],
+                     UNEXPANDED)
+    safe_kids = jnp.maximum(kids, 0)
+    # The path child (below every level but the deepest) takes the carried statistics.
+    carried = ((carried_mask_slots == path.slots[rows, row][:, None])[:, :, None] &
+               (carried_mask_outcomes == path.outcomes[rows, row][:, None])[:, None, :] &
+               (depth < path.length)[:, None, None])
+
+    def kid(field, value):
+      return jnp.where(carried, value[:, None, None], field[rows[:, None, None], safe_kids])
+
+    h, k, c = node_fn(
+        tree.slot_legal[rows, node], tree.slot_visits[rows, node], tree.slot_value[rows, node],
+        tree.slot_prior_logits[rows, node], tree.node_visits[rows, node],
+        tree.node_value[rows, node], tree.node_terminal[rows, node], chance >= 0,
+        tree.chance_prob[rows[:, None], safe_chance], kids, kid(tree.node_entropy, child_h),
+        kid(tree.node_leaves, child_k), kid(tree.node_closed, child_c))
+    out_row = jnp.where(live, depth, depth_limit + 1)
+    out_h = out_h.at[rows, out_row].set(h, mode="drop")
+    out_k = out_k.at[rows, out_row].set(k, mode="drop")
+    out_c = out_c.at[rows, out_row].set(c, mode="drop")
+    return (row, jnp.where(live, h, child_h), jnp.where(live, k, child_k),
+            jnp.where(live, c, child_c), out_h, out_k, out_c)
+
+  zeros = jnp.zeros((batch_size,), jnp.float32)
+  levels = (batch_size, depth_limit + 1)
+  init = (path.length + 1, zeros, zeros + 1.0, jnp.zeros((batch_size,), bool),
+          jnp.zeros(levels, jnp.float32), jnp.ones(levels, jnp.float32),
+          jnp.zeros(levels, bool))
+  *_, out_h, out_k, out_c = jax.lax.while_loop(lambda carry: jnp.any(carry[0] > 0), body, init)
+  on_path = jnp.arange(depth_limit + 1)[None, :] <= path.length[:, None]
+  ids = jnp.where(on_path & (nodes >= 0), nodes, tree.max_nodes)
+  return tree.replace(
+      node_entropy=tree.node_entropy.at[rows[:, None], ids].set(out_h, mode="drop"),
+      node_leaves=tree.node_leaves.at[rows[:, None], ids].set(out_k, mode="drop"),
+      node_closed=tree.node_closed.at[rows[:, None], ids].set(out_c, mode="drop"))
 
 
 # ---- Bellman backup (AVTS) ---------------------------------------------------------------
@@ -869,6 +1024,7 @@ def init_tree(model: Model, config: SearchConfig, params, key, root_input,
   (``num_nodes == 0``, e.g. after :func:`jaxsearch.tree.reroot` into an unexpanded child) start
   from ``root_input``.
   """
+  validation.check_inputs(model, config, params, key, root_input, tree)  # trace time only
   expansion = model.root(params, key, root_input)
   batch_size, num_actions = expansion.legal.shape
   if num_actions != model.num_actions:
@@ -876,7 +1032,8 @@ def init_tree(model: Model, config: SearchConfig, params, key, root_input,
   state_example = jax.tree.map(lambda x: x[0], expansion.state)
   num_buckets = config.num_buckets if config.bellman else 1
   fresh = tree_lib.allocate(batch_size, config.max_nodes, config.slots_for(num_actions),
-                            model.num_outcomes, state_example, num_buckets, config.bellman)
+                            model.num_outcomes, state_example, num_buckets, config.bellman,
+                            entropy=config.subtree_entropy is not None)
   fresh = jax.vmap(_write_root)(fresh, expansion, _node_rows(expansion, config, num_actions))
   if tree is None:
     return fresh
@@ -887,6 +1044,8 @@ def init_tree(model: Model, config: SearchConfig, params, key, root_input,
     raise ValueError(f"tree has (B, N, K, O, V) = {got}, this search needs {expected}")
   if tree.slot_bound.shape != fresh.slot_bound.shape:
     raise ValueError("the tree was made for the other backup (backup='mean' vs 'bellman')")
+  if tree.node_entropy.shape != fresh.node_entropy.shape:
+    raise ValueError("the tree was made with another subtree_entropy setting (None vs kept)")
   if jax.tree.structure(tree.node_state) != jax.tree.structure(fresh.node_state):
     raise ValueError("tree.node_state does not match the structure of the root states")
   keep = tree.num_nodes > 0
@@ -895,8 +1054,17 @@ def init_tree(model: Model, config: SearchConfig, params, key, root_input,
       tree, fresh)
 
 
+def draw_root_noise(config: SearchConfig, key, batch_size: int, num_slots: int) -> jax.Array:
+  """``f32[B, K]`` the per-search draw of ``config.root_selection`` (zeros without one, or
+  when the rule draws nothing); item ``b`` depends on ``key`` and ``b`` only."""
+  rule = config.root_selection
+  if rule is None or rule.noise is None:
+    return jnp.zeros((batch_size, num_slots), jnp.float32)
+  return jax.vmap(lambda k: rule.noise(k, (num_slots,)))(per_item_keys(key, batch_size))
+
+
 def run(model: Model, config: SearchConfig, params, key, root_input,
-        tree: Optional[Tree] = None) -> Tree:
+        tree: Optional[Tree] = None, root_noise: Optional[jax.Array] = None) -> Tree:
   """Runs ``config.num_simulations`` simulations on a batch of trees and returns them.
 
   Args:
@@ -906,6 +1074,8 @@ def run(model: Model, config: SearchConfig, params, key, root_input,
     key: a PRNG key.
     root_input: the root states ``[B, ...]`` (for :func:`jaxsearch.model.from_game`).
     tree: optional trees to continue (subtree reuse).
+    root_noise: ``f32[B, K]`` the per-search draw of ``config.root_selection``
+      (:func:`draw_root_noise`); ``None`` draws it from ``key``.
   Returns:
     The trees, ``[B, N, ...]``.
   """
@@ -920,12 +1090,22 @@ def run(model: Model, config: SearchConfig, params, key, root_input,
         config.dirichlet_fraction, config.dirichlet_alpha)
   needs_key = config.selection.needs_key or (
       model.num_outcomes > 1 and config.outcome_rule == "sample")
+  root_raw_value = tree.node_raw_value[:, 0]
+  if config.root_selection is not None and root_noise is None:
+    root_noise = draw_root_noise(config, jax.random.fold_in(noise_key, 1), batch_size,
+                                 tree.num_slots)
 
   def simulate(sim, tree):
     sim_key = jax.random.fold_in(loop_key, sim)
     select_key, outcome_key, estimator_key = jax.random.split(sim_key, 3)
     tree_keys = per_item_keys(select_key, batch_size) if needs_key else None
-    path, tree = _select(tree, root_logits, tree_keys, config=config)
+    root_context = None
+    if config.root_selection is not None:
+      root_context = RootContext(noise=root_noise,
+                                 simulation=jnp.full((batch_size,), sim, jnp.int32),
+                                 raw_value=root_raw_value)
+    path, tree = _select(tree, root_logits, tree_keys, config=config,
+                         root_context=root_context)
     # Ties the tree's later reads and in-place writes to after the descent, so that XLA
     # updates the buffers the descent read instead of copying them (see _select).
     path, tree = jax.lax.optimization_barrier((path, tree))
@@ -952,6 +1132,9 @@ def run(model: Model, config: SearchConfig, params, key, root_input,
     tree, edge_chances = jax.vmap(_expand_one)(tree, path, expansion, rows, probs)
     leaf_value = _leaf_value(path, rows.value)
     returns = _returns(tree, path, edge_chances, leaf_value)
-    return jax.vmap(_backup_one)(tree, path, edge_chances, leaf_value, returns)
+    tree = jax.vmap(_backup_one)(tree, path, edge_chances, leaf_value, returns)
+    if config.subtree_entropy is not None:
+      tree = _entropy_update(tree, path, config)
+    return tree
 
   return jax.lax.fori_loop(0, config.num_simulations, simulate, tree)

@@ -50,6 +50,11 @@ class Tree:
       ``optimistic_value``, tightened by the Bellman backup once every action has one).
     node_cut: bool, some legal actions were left out of the node's ``K`` slots, so its upper
       bound can never drop below the game's optimistic value.
+  Subtree entropy ``[B, N]`` (entropy-guided PUCT, ALGORITHMS.md §4; allocated ``[B, 1]``
+  and never touched unless the search keeps it, ``SearchConfig.subtree_entropy``):
+    node_entropy: f32, H(n), entropy (nats) of the frontier leaf a playout from the node
+      reaches; node_leaves: f32, K(n), the number of frontier leaves (unexpanded edges and
+      terminal nodes); node_closed: bool, every frontier leaf below is terminal.
   Debias statistics ``[B, N, V]`` (Bellman backup; :mod:`jaxsearch.debias`):
     node_bias_count: i32, node_bias_mean: f32, node_bias_sq_sum: f32.
   Action slots ``[B, N, K]``:
@@ -90,6 +95,9 @@ class Tree:
   node_bound: jax.Array
   node_upper: jax.Array
   node_cut: jax.Array
+  node_entropy: jax.Array
+  node_leaves: jax.Array
+  node_closed: jax.Array
   node_bias_count: jax.Array
   node_bias_mean: jax.Array
   node_bias_sq_sum: jax.Array
@@ -139,7 +147,8 @@ class Tree:
 
 
 def allocate(batch_size: int, max_nodes: int, num_slots: int, num_outcomes: int,
-             state_example: Any, num_buckets: int = 1, bellman: bool = False) -> Tree:
+             state_example: Any, num_buckets: int = 1, bellman: bool = False,
+             entropy: bool = False) -> Tree:
   """An empty batch of trees (``num_nodes == 0``).
 
   Args:
@@ -149,6 +158,7 @@ def allocate(batch_size: int, max_nodes: int, num_slots: int, num_outcomes: int,
     bellman: the tree serves the Bellman backup; otherwise the per-slot AVTS fields
       (``slot_solved``, ``slot_bound``, ``slot_upper``) are allocated with one slot only, to
       save memory.
+    entropy: allocate the subtree-entropy fields ``[B, N]`` (otherwise ``[B, 1]``).
   """
   for name, size in (("batch_size", batch_size), ("max_nodes", max_nodes),
                      ("num_slots", num_slots), ("num_outcomes", num_outcomes),
@@ -171,6 +181,9 @@ def allocate(batch_size: int, max_nodes: int, num_slots: int, num_outcomes: int,
       node_bound=jnp.zeros((b, n), f32),
       node_upper=jnp.full((b, n), NO_UPPER, f32),
       node_cut=jnp.zeros((b, n), bool),
+      node_entropy=jnp.zeros((b, n if entropy else 1), f32),
+      node_leaves=jnp.ones((b, n if entropy else 1), f32),
+      node_closed=jnp.zeros((b, n if entropy else 1), bool),
       node_bias_count=jnp.zeros((b, n, num_buckets), i32),
       node_bias_mean=jnp.zeros((b, n, num_buckets), f32),
       node_bias_sq_sum=jnp.zeros((b, n, num_buckets), f32),
@@ -262,7 +275,8 @@ def _reroot_one(tree: Tree, new_root: jax.Array) -> Tree:
 
   fresh = allocate(1, n, tree.slot_visits.shape[1], tree.chance_prob.shape[1],
                    jax.tree.map(lambda x: x[0], tree.node_state), tree.node_bias_mean.shape[1],
-                   bellman=tree.slot_bound.shape[1] == tree.slot_visits.shape[1])
+                   bellman=tree.slot_bound.shape[1] == tree.slot_visits.shape[1],
+                   entropy=tree.node_entropy.shape[0] == n)
   fresh = jax.tree.map(lambda x: x[0], fresh)
 
   def take(field, fresh_field, order, live):
@@ -275,6 +289,9 @@ def _reroot_one(tree: Tree, new_root: jax.Array) -> Tree:
 
   def chances(field, fresh_field):
     return take(field, fresh_field, chance_order, chance_live)
+
+  def sized(field, fresh_field):  # per-node fields allocated [1] when unused stay as they are
+    return nodes(field, fresh_field) if field.shape[0] == n else field
 
   slot_chance = tree.slot_chance[order]
   slot_chance = jnp.where(slot_chance >= 0,
@@ -293,6 +310,9 @@ def _reroot_one(tree: Tree, new_root: jax.Array) -> Tree:
       node_bound=nodes(tree.node_bound, fresh.node_bound),
       node_upper=nodes(tree.node_upper, fresh.node_upper),
       node_cut=nodes(tree.node_cut, fresh.node_cut),
+      node_entropy=sized(tree.node_entropy, fresh.node_entropy),
+      node_leaves=sized(tree.node_leaves, fresh.node_leaves),
+      node_closed=sized(tree.node_closed, fresh.node_closed),
       node_bias_count=nodes(tree.node_bias_count, fresh.node_bias_count),
       node_bias_mean=nodes(tree.node_bias_mean, fresh.node_bias_mean),
       node_bias_sq_sum=nodes(tree.node_bias_sq_sum, fresh.node_bias_sq_sum),

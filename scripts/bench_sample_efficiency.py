@@ -63,9 +63,11 @@ def rules(game, estimator, max_nodes: int):
   }
 
 
-def trace(search, roots, key, steps: int):
+def trace(search, roots, key, steps: int, record=None):
   """Runs ``steps`` single-simulation searches in one jitted scan; returns
-  ``(actions i32[T, M], evaluations i32[T, M])`` after each simulation."""
+  ``(actions i32[T, M], evaluations i32[T, M])`` after each simulation, plus
+  ``record(out)`` stacked over the steps as a third item when ``record`` is given (e.g.
+  ``lambda out: out.root_bound``)."""
 
   @jax.jit
   def run(key):
@@ -74,6 +76,8 @@ def trace(search, roots, key, steps: int):
 
     def step(tree, step_key):
       out = search(None, step_key, roots, tree)
+      if record is not None:
+        return out.tree, (out.action, out.tree.num_nodes, record(out))
       return out.tree, (out.action, out.tree.num_nodes)
 
     _, history = jax.lax.scan(step, tree, jax.random.split(loop_key, steps))

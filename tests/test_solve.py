@@ -29,6 +29,15 @@ def _check_certified(pegs, colours, result):
   assert abs(result.upper_total - optimum) < 1e-3
 
 
+def test_bounds_meet_on_integer_totals_despite_float_sums():
+  # float32 sums measured on Mastermind 2×3: both are 21 up to rounding.
+  assert solve_lib.meets(21.0000014, 20.9999993)
+  assert solve_lib.meets(21.0, 20.5)  # the optimum is an integer >= 20.5
+  assert not solve_lib.meets(22.0, 21.0)
+  assert not solve_lib.meets(21.0000014, 19.98)
+  assert not solve_lib.meets(21.0, None)
+
+
 def test_small_mastermind_is_solved_and_certified():
   puzzle = solve_lib.mastermind_puzzle(2, 3)
   result = solve_lib.solve_puzzle(puzzle, seconds=120, chunk=32, max_nodes=4000,

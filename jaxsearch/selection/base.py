@@ -36,6 +36,10 @@ class NodeView:
       value (zeros without variance statistics).
     upper_bounds: ``f32[K]`` each slot's optimistic bound (Bellman backup with a game that
       has an ``optimistic_value``; ``+3e38`` where there is none).
+    child_exploration: ``f32[K]`` E(s, a), the normalised entropy of the frontier-leaf
+      distribution below each slot (ALGORITHMS.md §4; 1 for a subtree whose leaves are all
+      terminal, 0 for an unexpanded slot or a single leaf), or ``None`` when the search keeps
+      no subtree entropy (``SearchConfig.subtree_entropy=None``).
   """
 
   visits: jax.Array
@@ -49,6 +53,39 @@ class NodeView:
   debiased_values: jax.Array
   value_variance: jax.Array
   upper_bounds: jax.Array
+  child_exploration: Optional[jax.Array] = None
+
+
+@struct.dataclass
+class RootContext:
+  """What a root-only rule sees besides the root's :class:`NodeView` (one tree, no batch).
+
+  Attributes:
+    noise: ``f32[K]`` the rule's per-search draw (e.g. Gumbel noise), drawn once per search.
+    simulation: ``i32[]`` index of the current simulation within this search (0-based).
+    raw_value: ``f32[]`` the estimator's value of the root state.
+  """
+
+  noise: jax.Array
+  simulation: jax.Array
+  raw_value: jax.Array
+
+
+@dataclasses.dataclass(frozen=True)
+class RootRule:
+  """A root-only selection rule (``SearchConfig.root_selection``): the engine uses it for the
+  first step of every descent and the ordinary :class:`SelectionRule` below the root.
+
+  Attributes:
+    name: for display.
+    score: ``(view, context) -> f32[K]``; the engine takes the first legal maximum.
+    noise: ``(key, shape) -> f32[shape]``, the per-search draw handed to ``score`` as
+      ``context.noise`` (shape ``[B, K]``); ``None`` draws nothing (zeros).
+  """
+
+  name: str
+  score: Callable[[NodeView, RootContext], jax.Array]
+  noise: Optional[Callable[[jax.Array, tuple], jax.Array]] = None
 
 
 @dataclasses.dataclass(frozen=True)

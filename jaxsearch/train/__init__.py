@@ -1,0 +1,26 @@
+"""AlphaZero-style training: a Flax ``nnx`` network as the search's estimator.
+
+Modules (small and flat):
+  networks    MLP and residual conv nets (policy logits, tanh value, optional action values)
+              and :func:`networks.estimator_from_network`, which makes any of them an Estimator.
+  replay      a fixed-capacity FIFO replay buffer held as device arrays (jitted add / sample).
+  selfplay    ``B`` games in lock-step, one batched search per move, subtree reuse, restarts.
+  losses      ``(v − z)² − πᵀ log p + λ‖θ‖²`` (+ action-value regression), optax AdamW.
+  checkpoint  orbax checkpoints of the whole training state, with mismatch checks.
+  loop        the training loop (deterministic in seed and step), metrics, plots.
+  evaluate    evaluation against exact oracles (tic-tac-toe minimax, Connect Four test sets).
+
+Submodules load on first use (``jaxsearch.train.loop``), so importing the package is cheap.
+"""
+
+import importlib
+
+_SUBMODULES = ("networks", "replay", "selfplay", "losses", "checkpoint", "loop", "evaluate")
+
+__all__ = list(_SUBMODULES)
+
+
+def __getattr__(name):
+  if name in _SUBMODULES:
+    return importlib.import_module(f"jaxsearch.train.{name}")
+  raise AttributeError(f"module 'jaxsearch.train' has no attribute {name!r}")

@@ -1,0 +1,410 @@
+"""Training loop (issue 7): networks as estimators, replay, self-play, losses, checkpoints,
+exact resume after SIGKILL, the CLI. Tiny sizes; the jitted step is shared via fixtures and
+compilations are cached on disk for the subprocess tests."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxsearch as js
+from games import tictactoe
+from jaxsearch.train import checkpoint as checkpoint_lib
+from jaxsearch.train import losses, loop, networks, replay, selfplay
+
+REPO = Path(__file__).resolve().parents[1]
+TINY = dict(batch_size=4, simulations=4, hidden=(16,), replay_capacity=256, min_replay=8,
+            train_batch=8, warmup_steps=2, eval_every=-1, checkpoint_every=4,
+            temperature_moves=2, random_opening=2)
+TINY_SET = [f"--set={k}={json.dumps(list(v) if isinstance(v, tuple) else v)}"
+            for k, v in TINY.items()]
+
+
+@pytest.fixture(scope="module")
+def compile_cache(tmp_path_factory):
+  """A persistent compilation cache shared with the subprocesses of this module."""
+  path = tmp_path_factory.mktemp("jax_cache")
+  saved = (jax.config.jax_compilation_cache_dir,
+           jax.config.jax_persistent_cache_min_compile_time_secs)
+  jax.config.update("jax_compilation_cache_dir", str(path))
+  jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+  yield path
+  jax.config.update("jax_compilation_cache_dir", saved[0])
+  jax.config.update("jax_persistent_cache_min_compile_time_secs", saved[1])
+
+
+@pytest.fixture(scope="module")
+def trainer(compile_cache):
+  return loop.Trainer(loop.preset("tictactoe", **TINY), evaluator=False)
+
+
+@pytest.fixture(scope="module")
+def trained(trainer):
+  """The tiny run after 12 steps (each state along the way kept in ``history``)."""
+  ts = trainer.init_state()
+  history = []
+  for _ in range(12):
+    ts, metrics = trainer.iterate(ts)
+    history.append((jax.device_get(ts), jax.device_get(metrics)))
+  return history
+
+
+# ---- networks -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind,sizes,obs_shape", [
+    ("mlp", dict(hidden=(8, 8)), (3, 3, 2)),
+    ("resnet", dict(channels=4, blocks=1, head_hidden=8), (6, 7, 2)),
+])
+def test_network_heads_jit_and_vmap(kind, sizes, obs_shape):
+  graphdef, params = networks.init(kind, obs_shape, 7, seed=1, action_values=True, **sizes)
+  obs = np.random.default_rng(0).normal(size=(3, 4) + obs_shape).astype(np.float32)
+  apply = jax.jit(networks.apply, static_argnums=0)
+  flat = apply(graphdef, params, obs.reshape((12,) + obs_shape))
+  assert flat.logits.shape == (12, 7) and flat.value.shape == (12,)
+  assert flat.action_values.shape == (12, 7)
+  assert np.all(np.abs(np.asarray(flat.value)) <= 1) and np.all(
+      np.abs(np.asarray(flat.action_values)) <= 1)
+  mapped = jax.jit(jax.vmap(lambda o: networks.apply(graphdef, params, o)))(obs)
+  np.testing.assert_allclose(np.asarray(mapped.logits).reshape(12, 7),
+                             np.asarray(flat.logits), rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(np.asarray(mapped.value).reshape(12), np.asarray(flat.value),
+                             rtol=1e-5, atol=1e-5)
+  # Different seeds give different networks (the seed is used).
+  _, other = networks.init(kind, obs_shape, 7, seed=2, action_values=True, **sizes)
+  assert not np.allclose(np.asarray(apply(graphdef, other, obs[0]).logits),
+                         np.asarray(flat.logits[:4]))
+
+
+def test_network_is_an_estimator_for_the_search(trainer):
+  states = jax.tree.map(
+      lambda *x: jnp.stack(x), tictactoe.state_from_moves([]), tictactoe.state_from_moves([4]),
+      tictactoe.state_from_moves([0, 4, 8]))
+  params = trainer.initial_params
+  est = jax.jit(trainer.estimator)(params, jax.random.PRNGKey(0), states)
+  obs = jax.vmap(tictactoe.observe)(states)
+  direct = networks.apply(trainer.graphdef, params, obs)
+  np.testing.assert_allclose(np.asarray(est.value), np.asarray(direct.value), rtol=1e-6)
+  np.testing.assert_allclose(np.asarray(est.prior_logits), np.asarray(direct.logits), rtol=1e-6)
+  search = js.policies.puct(tictactoe.GAME, trainer.estimator, num_simulations=4)
+  out = jax.jit(search)(params, jax.random.PRNGKey(1), states)
+  legal = np.asarray(jax.vmap(tictactoe.legal_actions)(states))
+  assert all(legal[b, a] for b, a in enumerate(np.asarray(out.action)))
+
+
+# ---- replay ------------------------------------------------------------------------------
+
+
+def _rows(values):
+  values = jnp.asarray(values, jnp.float32)
+  n = values.shape[0]
+  return replay.Sample(obs=values[:, None], policy=jnp.ones((n, 2)) / 2,
+                       legal=jnp.ones((n, 2), bool), value=values)
+
+
+def test_replay_fifo_mask_wraparound_and_sample():
+  buf = replay.init(5, jax.tree.map(lambda x: x[0], _rows([0.0])))
+  add = jax.jit(replay.add)
+  buf = add(buf, _rows([1, 2, 3, 4]), jnp.array([True, False, True, True]))
+  assert int(buf.size) == 3 and int(buf.next) == 3
+  np.testing.assert_array_equal(np.asarray(buf.data.value)[:3], [1, 3, 4])
+  buf = add(buf, _rows([5, 6, 7]), jnp.array([True, True, True]))  # wraps: 7 overwrites 1
+  assert int(buf.size) == 5 and int(buf.next) == 1
+  np.testing.assert_array_equal(np.asarray(buf.data.value), [7, 3, 4, 5, 6])
+  # More rows than the capacity in one call: the last 5 are kept, the oldest first.
+  buf = add(buf, _rows(np.arange(10, 18)), jnp.ones(8, bool))
+  assert sorted(np.asarray(buf.data.value).tolist()) == [13, 14, 15, 16, 17]
+  assert int(buf.added) == 3 + 3 + 8
+  drawn = jax.jit(replay.sample, static_argnums=2)(buf, jax.random.PRNGKey(0), 64)
+  assert set(np.asarray(drawn.value).tolist()) <= {13, 14, 15, 16, 17}
+  assert len(set(np.asarray(drawn.value).tolist())) > 1
+  # A part-filled buffer samples only the rows it holds.
+  small = add(replay.init(8, jax.tree.map(lambda x: x[0], _rows([0.0]))), _rows([9, 8]),
+              jnp.ones(2, bool))
+  drawn = replay.sample(small, jax.random.PRNGKey(1), 32)
+  assert set(np.asarray(drawn.value).tolist()) == {8.0, 9.0}
+
+
+# ---- self-play ---------------------------------------------------------------------------
+
+
+def test_returns_follow_the_mover():
+  # One game: 3 moves, the third wins (reward 1 to its mover), discount -1 then 0.
+  reward = jnp.array([[0.0, 0.0, 1.0, 0.0]])
+  discount = jnp.array([[-1.0, -1.0, 0.0, 0.0]])
+  np.testing.assert_array_equal(np.asarray(selfplay._returns(reward, discount)),
+                                [[1.0, -1.0, 1.0, 0.0]])
+
+
+def test_selfplay_games_are_recorded_with_their_outcome(trainer, trained):
+  ts, _ = trained[-1]
+  buf = ts.buffer
+  size = int(buf.size)
+  assert size > 0 and int(ts.selfplay.games) > 0
+  data = jax.tree.map(lambda x: np.asarray(x)[:size], buf.data)
+  # Policy targets: distributions over legal moves only.
+  np.testing.assert_allclose(data.policy.sum(-1), 1.0, rtol=1e-5)
+  assert np.all(data.policy[~data.legal] == 0)
+  # Games were added whole, in ply order, after a random opening of 0..2 plies (not
+  # recorded): a game starts where the mark count does not go up by one.
+  marks = data.obs.reshape(size, -1).sum(-1).astype(int)
+  starts = [0] + [i for i in range(1, size) if marks[i] != marks[i - 1] + 1]
+  assert len(starts) > 1 and {marks[i] for i in starts} <= {0, 1, 2}
+  assert len({marks[i] for i in starts}) > 1  # the openings vary
+  for lo, hi in zip(starts, starts[1:] + [size]):
+    z = data.value[lo:hi]
+    # The last mover won (z = +1) or the board filled up (draw: 8 marks before the last
+    # move); the signs alternate (each z is from its own mover's view).
+    assert z[-1] == 1.0 or (z[-1] == 0.0 and marks[hi - 1] == 8), (z, marks[lo:hi])
+    np.testing.assert_array_equal(z[:-1], -z[1:])
+
+
+def test_selfplay_keeps_subtrees_with_room(trainer, trained):
+  config = trainer.config
+  room = config.nodes - config.simulations - 1
+  ts, _ = trained[-1]
+  nodes = np.asarray(ts.selfplay.tree.num_nodes)
+  ply = np.asarray(ts.selfplay.ply)
+  assert np.all(nodes <= room)
+  assert np.all(nodes[ply == 0] == 0)  # restarted games start with an empty tree
+  assert np.any(nodes > 0)  # and others reuse their subtree
+  moves = [int(s.selfplay.moves) for s, _ in trained]
+  assert moves == [config.batch_size * (i + 1) for i in range(len(trained))]
+
+
+# ---- losses ------------------------------------------------------------------------------
+
+
+def test_loss_terms_and_updates_reduce_it(trainer):
+  graphdef, params = trainer.graphdef, trainer.initial_params
+  states = jax.tree.map(lambda *x: jnp.stack(x), tictactoe.state_from_moves([]),
+                        tictactoe.state_from_moves([0]))
+  obs = jax.vmap(tictactoe.observe)(states)
+  legal = jax.vmap(tictactoe.legal_actions)(states)
+  policy = jax.nn.one_hot(jnp.array([4, 8]), 9)
+  batch = replay.Sample(obs=obs, policy=policy, legal=legal, value=jnp.array([0.0, -1.0]))
+  loss, m = losses.loss_fn(params, graphdef, batch, l2=0.5)
+  out = networks.apply(graphdef, params, obs)
+  log_p = jax.nn.log_softmax(jnp.where(legal, out.logits, -1e9))
+  want_policy = -float(jnp.mean(jnp.sum(policy * log_p, -1)))
+  want_value = float(jnp.mean((out.value - batch.value) ** 2))
+  l2 = sum(float(jnp.sum(x ** 2)) for x in jax.tree.leaves(params))
+  np.testing.assert_allclose(float(m["policy_loss"]), want_policy, rtol=1e-5)
+  np.testing.assert_allclose(float(m["value_loss"]), want_value, rtol=1e-5)
+  np.testing.assert_allclose(float(loss), want_policy + want_value + 0.5 * l2, rtol=1e-5)
+  optimizer = losses.make_optimizer(1e-2, warmup_steps=1, decay_steps=100)
+  step = jax.jit(losses.make_train_step(graphdef, optimizer, l2=0.0))
+  opt_state = optimizer.init(params)
+  first = float(losses.loss_fn(params, graphdef, batch, l2=0.0)[1]["value_loss"] +
+                losses.loss_fn(params, graphdef, batch, l2=0.0)[1]["policy_loss"])
+  for _ in range(30):
+    params, opt_state, metrics = step(params, opt_state, batch)
+  last = float(metrics["value_loss"] + metrics["policy_loss"])
+  assert last < 0.5 * first, (first, last)
+
+
+# ---- loop: determinism, checkpoints ------------------------------------------------------
+
+
+def test_step_is_deterministic_and_updates_start_after_min_replay(trainer, trained):
+  ts = trainer.init_state()
+  for _ in range(3):
+    ts, _ = trainer.iterate(ts)
+  again = jax.device_get(ts)
+  first = trained[2][0]
+  for a, b in zip(jax.tree.leaves(again), jax.tree.leaves(first)):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+  updates = [int(m["updates"]) for _, m in trained]
+  sizes = [int(m["buffer"]) for _, m in trained]
+  assert updates[-1] > 0
+  for u, size, prev in zip(updates, sizes, [0] + updates[:-1]):
+    assert u == prev + (size >= trainer.config.min_replay)
+
+
+def test_checkpoint_roundtrip_and_mismatch_errors(tmp_path, trainer, trained):
+  ts = jax.tree.map(jnp.asarray, trained[-1][0])
+  config = trainer.config.to_dict()
+  ckpt = checkpoint_lib.Checkpointer(tmp_path, config)
+  ckpt.save(12, ts)
+  restored, step = ckpt.restore(jax.eval_shape(trainer.init_state))
+  assert step == 12
+  for a, b in zip(jax.tree.leaves(restored), jax.tree.leaves(ts)):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+  ckpt.close()
+  # Another game / network size: the error names the setting.
+  other = checkpoint_lib.Checkpointer(tmp_path, dict(config, game="connect_four",
+                                                     hidden=[32]))
+  with pytest.raises(checkpoint_lib.CheckpointMismatch, match="game.*hidden|hidden.*game"):
+    other.restore(jax.eval_shape(trainer.init_state))
+  # Same configuration keys but arrays of other shapes: the error names the array.
+  bigger = loop.Trainer(loop.preset("tictactoe", **dict(TINY, hidden=(24,))), evaluator=False)
+  same = checkpoint_lib.Checkpointer(tmp_path, config)
+  with pytest.raises(checkpoint_lib.CheckpointMismatch, match=r"kernel.*\(18, 16\).*\(18, 24\)"):
+    same.restore(jax.eval_shape(bigger.init_state))
+  # May-change settings do not block a resume.
+  relaxed = checkpoint_lib.Checkpointer(tmp_path, dict(config, steps=99),
+                                        may_change=("steps",))
+  relaxed.restore(jax.eval_shape(trainer.init_state))
+  # A damaged checkpoint: a clear error, not a crash deep in orbax.
+  step_dir = tmp_path / "checkpoints" / "12"
+  for f in (step_dir / "state").rglob("*"):
+    if f.is_file() and f.stat().st_size > 0 and "manifest" in f.name:
+      f.write_bytes(b"garbage")
+  for f in (step_dir / "state").rglob("*"):
+    if f.is_file() and f.suffix not in (".json",) and "manifest" not in f.name:
+      f.write_bytes(b"\0" * 3)
+  with pytest.raises(checkpoint_lib.CheckpointError, match="corrupt|unreadable"):
+    same.restore(jax.eval_shape(trainer.init_state))
+
+
+def _cli(out, *extra, env=None):
+  return [sys.executable, "-m", "jaxsearch.cli", "train", "tictactoe", "--out", str(out),
+          "--quiet", "--json", *TINY_SET, *extra]
+
+
+def _env(cache, **extra):
+  env = dict(os.environ)
+  env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+  env["JAX_COMPILATION_CACHE_DIR"] = str(cache)
+  env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
+  env.update(extra)
+  return env
+
+
+def _deterministic(rows):
+  return [{k: v for k, v in r.items() if k not in ("time", "positions_per_s")} for r in rows]
+
+
+def test_sigkill_and_resume_match_an_uninterrupted_run(tmp_path, compile_cache, trainer,
+                                                      monkeypatch, capsys):
+  steps = "12"
+  straight, killed = tmp_path / "straight", tmp_path / "killed"
+  # The uninterrupted run, in this process (same configuration as the CLI's, compiled once).
+  trainer.out_dir = straight
+  try:
+    summary = trainer.run(steps=12, progress=False)
+  finally:
+    trainer.out_dir = None
+  assert summary["steps"] == 12 and summary["positions"] == 12 * TINY["batch_size"]
+  # The same run, slowed down, killed with SIGKILL after its first checkpoint (step 4).
+  proc = subprocess.Popen(_cli(killed, "--steps", steps),
+                          env=_env(compile_cache, **{loop.SLEEP_ENV: "0.5"}),
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=REPO)
+  metrics = killed / "metrics.jsonl"
+  deadline = time.time() + 240
+  try:
+    while time.time() < deadline:
+      if (killed / "checkpoints" / "4").is_dir() and metrics.exists() and any(
+          json.loads(line)["step"] >= 5 for line in metrics.read_text().splitlines()
+          if line.strip()):
+        break
+      assert proc.poll() is None, proc.stderr.read()[-2000:]
+      time.sleep(0.05)
+    else:
+      pytest.fail("the run to kill never reached its first checkpoint")
+  finally:
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+  assert proc.returncode == -signal.SIGKILL
+  before = loop.read_metrics(metrics)
+  assert 5 <= before[-1]["step"] < 12  # killed mid-run, after the checkpoint
+  resumed = subprocess.run(_cli(killed, "--steps", steps, "--resume"), env=_env(compile_cache),
+                           capture_output=True, text=True, timeout=300, cwd=REPO)
+  assert resumed.returncode == 0, resumed.stderr[-2000:]
+  assert json.loads(resumed.stdout.strip().splitlines()[-1])["steps"] == 12
+  a = _deterministic(loop.read_metrics(straight / "metrics.jsonl"))
+  b = _deterministic(loop.read_metrics(metrics))
+  assert [r["step"] for r in b] == list(range(1, 13))
+  assert a == b
+  # Final parameters and the whole state, bit for bit.
+  final = {}
+  for name, out in (("straight", straight), ("killed", killed)):
+    ckpt = checkpoint_lib.Checkpointer(out, trainer.config.to_dict(), loop.MAY_CHANGE)
+    final[name], step = ckpt.restore(jax.eval_shape(trainer.init_state))
+    ckpt.close()
+    assert step == 12
+  for x, y in zip(jax.tree.leaves(final["straight"]), jax.tree.leaves(final["killed"])):
+    np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+  # Resuming with another network size fails, naming the setting; nothing is overwritten.
+  # (In this process: the CLI's main, without paying for another interpreter and imports.)
+  from jaxsearch import cli
+  capsys.readouterr()
+  args = _cli(killed, "--steps", "14", "--resume", "--set=hidden=[32]")[3:]
+  assert cli.main(args) == 2
+  assert "hidden" in capsys.readouterr().err
+  assert json.loads((killed / "config.json").read_text())["hidden"] == [16]
+  # Starting over in a directory that holds checkpoints needs --resume.
+  assert cli.main(_cli(killed, "--steps", "14")[3:]) == 2
+  assert "--resume" in capsys.readouterr().err
+  # `play --checkpoint` loads the trained network (quitting at the first prompt), and
+  # refuses a checkpoint of another game.
+  monkeypatch.setattr("builtins.input", lambda prompt="": "q")
+  assert cli.main(["play", "tictactoe", "--checkpoint", str(killed)]) == 0
+  assert "trained network" in capsys.readouterr().out
+  assert cli.main(["play", "connect_four", "--checkpoint", str(killed)]) == 2
+  assert "trained on tictactoe" in capsys.readouterr().err
+
+
+def test_plot_writes_a_png(tmp_path):
+  rows = [dict(step=i, time=6.0 * i, loss=2.0 / i, value_loss=1.0 / i, policy_loss=1.0 / i,
+               updates=i) for i in range(1, 5)]
+  rows[-1].update(optimal_move_fraction=0.9, net_optimal_move_fraction=0.8,
+                  losses_vs_perfect=1, games_vs_perfect=10, eval_step=4)
+  path = tmp_path / "metrics.jsonl"
+  path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+  png = loop.plot_metrics(path, tmp_path / "p.png", title="t")
+  assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_cli_train_rejects_unknown_settings(capsys):
+  from jaxsearch import cli
+  assert cli.main(["train", "tictactoe", "--steps", "1", "--set", "nonsense=3"]) == 2
+  assert "nonsense" in capsys.readouterr().err
+
+
+# ---- the target (slow) -------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_tictactoe_from_scratch_reaches_the_target(tmp_path):
+  """Issue 7: 0 losses to the perfect player, >= 99 % optimal moves (search), <= 5 minutes."""
+  env = dict(os.environ, PYTHONPATH=str(REPO))
+  started = time.time()
+  done = subprocess.run([sys.executable, "-m", "jaxsearch.cli", "train", "tictactoe",
+                         "--minutes", "4.5", "--out", str(tmp_path / "ttt"), "--json",
+                         "--quiet"], env=env, capture_output=True, text=True, timeout=600,
+                        cwd=REPO)
+  assert done.returncode == 0, done.stderr[-2000:]
+  summary = json.loads(done.stdout.strip().splitlines()[-1])
+  assert time.time() - started <= 5 * 60 + 30
+  assert summary["losses_vs_perfect"] == 0, summary
+  assert summary["optimal_move_fraction"] >= 0.99, summary
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("policy", ["avts", "gumbel"])
+def test_other_policies_train(policy):
+  """AVTS (action-value head, q̂3 targets) and Gumbel (improved-policy targets) run."""
+  trainer = loop.Trainer(loop.preset("tictactoe", **dict(TINY, policy=policy)),
+                         evaluator=False)
+  ts = trainer.init_state()
+  for _ in range(10):
+    ts, metrics = trainer.iterate(ts)
+  size = int(ts.buffer.size)
+  assert size > 0 and int(ts.updates) > 0
+  data = jax.tree.map(lambda x: np.asarray(x)[:size], ts.buffer.data)
+  np.testing.assert_allclose(data.policy.sum(-1), 1.0, rtol=1e-5)
+  assert np.all(data.policy[~data.legal] == 0)
+  if policy == "avts":
+    assert data.action_values is not None and np.any(data.action_values != 0)
+    assert np.isfinite(float(metrics["action_value_loss"]))
+  else:
+    assert data.action_values is None
