@@ -271,7 +271,10 @@ def _train(args: argparse.Namespace) -> int:
     overrides["seed"] = args.seed
     if args.policy:
       overrides["policy"] = args.policy
+    if args.devices is not None:
+      overrides["devices"] = args.devices
     config = loop.preset(args.game, **overrides)
+    loop.sharding.resolve_devices(config.devices or None)  # a clear error before building
   except (TypeError, ValueError) as error:
     print(f"jaxsearch train: {error}", file=sys.stderr)
     return 2
@@ -476,6 +479,8 @@ def _parser() -> argparse.ArgumentParser:
   train.add_argument("--json", action="store_true",
                      help="end with one JSON line: the final evaluation and the run's size")
   train.add_argument("--seed", type=int, default=0, help="PRNG seed (default 0)")
+  train.add_argument("--devices", type=int, default=None,
+                     help="split self-play and updates over this many devices (default: one)")
   train.add_argument("--set", action="append", metavar="KEY=VALUE",
                      help="override a TrainConfig field (repeatable), e.g. --set "
                           "simulations=64 --set hidden=[128,128]")

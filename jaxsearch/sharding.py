@@ -175,7 +175,12 @@ def shard_map_batch(fn: Callable, devices: Devices, batch_argnums: Sequence[int]
   While ``fn`` is traced, :func:`jaxsearch.game.per_item_keys` numbers items globally
   (shard offset + local index), so for the same key the results are bit-identical on any
   number of devices. A ``fn`` that draws per-item randomness with ``split(key, B)`` instead
-  would not have that property.
+  would not have that property. Two limits of this trace-time numbering: every
+  ``per_item_keys`` call whose size is a multiple of the local batch gets the offset (with
+  one row per device, every call does); and a function the user wrapped in ``jax.jit``
+  and already traced *outside* sharding with the same shapes is replayed from JAX's trace
+  cache without it — call ``per_item_keys`` in un-jitted code (games and estimators are
+  traced inside the search anyway) or pass per-row keys in explicitly.
   """
   if devices is None:
     return fn

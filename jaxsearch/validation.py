@@ -190,10 +190,19 @@ def check_tree(tree: Tree, tolerance: float = PROB_TOLERANCE) -> None:
                  "the search visited an illegal action ({count} slots); first in tree {tree}",
                  count=jnp.sum(illegal),
                  tree=jnp.argmax(jnp.any(illegal.reshape(illegal.shape[0], -1), axis=-1)))
+  # -inf is legitimate in two fields: a zero prior (logit -inf) and an action the estimator
+  # rules out on purpose (q̂1 = -inf, masked); anywhere else, and NaN or +inf anywhere, is not.
+  may_be_minus_inf = {"slot_prior_logits", "slot_action_value"}
   for path, leaf in jax.tree_util.tree_leaves_with_path(tree):
     if jnp.issubdtype(leaf.dtype, jnp.floating):
-      checkify.check(jnp.all(jnp.isfinite(leaf)),
-                     f"NaN/inf in tree{jax.tree_util.keystr(path)}")
+      name = jax.tree_util.keystr(path)
+      if name.lstrip(".") in may_be_minus_inf:
+        ok = ~jnp.isnan(leaf) & (leaf != jnp.inf)
+        message = f"NaN/+inf in tree{name}"
+      else:
+        ok = jnp.isfinite(leaf)
+        message = f"NaN/inf in tree{name}"
+      checkify.check(jnp.all(ok), message)
 
 
 def check_output(out, tolerance: float = PROB_TOLERANCE) -> None:

@@ -240,6 +240,14 @@ def test_runtime_checks_of_illegal_visits_illegal_actions_and_nan():
   # NaN inside a tree.
   nan_tree = tree.replace(node_value=tree.node_value.at[0, 0].set(jnp.nan))
   assert "NaN/inf in tree.node_value" in check(out.replace(tree=nan_tree))[0].get()
+  # -inf is a legitimate zero prior or a deliberately masked action value; +inf is not.
+  for field in ("slot_prior_logits", "slot_action_value"):
+    masked = tree.replace(**{field: getattr(tree, field).at[0, 0, 1].set(-jnp.inf)})
+    assert check(out.replace(tree=masked))[0].get() is None, field
+    wrong = tree.replace(**{field: getattr(tree, field).at[0, 0, 1].set(jnp.inf)})
+    assert f"NaN/+inf in tree.{field}" in check(out.replace(tree=wrong))[0].get()
+  minus_inf = tree.replace(node_value=tree.node_value.at[0, 0].set(-jnp.inf))
+  assert "NaN/inf in tree.node_value" in check(out.replace(tree=minus_inf))[0].get()
   nan_out = out.replace(q_values=out.q_values.at[0, 0].set(jnp.inf))
   assert "NaN/inf in the output's q_values" in check(nan_out)[0].get()
 

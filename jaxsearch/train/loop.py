@@ -29,15 +29,16 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxsearch import policies
+from jaxsearch import policies, sharding
 from jaxsearch.train import checkpoint as checkpoint_lib
 from jaxsearch.train import losses, networks, replay, selfplay
 
 GAMES = ("tictactoe", "connect_four")
 POLICIES = ("alphazero", "avts", "gumbel")
-# Configuration fields a resumed run may change (they do not change what a step computes).
+# Configuration fields a resumed run may change (they do not change what a step computes;
+# ``devices`` changes the updates only by float summation order).
 MAY_CHANGE = ("steps", "minutes", "checkpoint_every", "eval_every", "eval_games",
-              "eval_uct_simulations", "log_every")
+              "eval_uct_simulations", "log_every", "devices")
 SLEEP_ENV = "JAXSEARCH_TRAIN_STEP_SLEEP"  # tests: seconds to sleep after each step
 
 
@@ -64,7 +65,11 @@ class TrainConfig:
       (see :mod:`selfplay`; 0 = off).
     dirichlet_fraction, dirichlet_alpha: root noise of the self-play search.
     value_target: ``"outcome"``, ``"search"`` or ``"mix"`` (see :mod:`selfplay`).
-    reuse: subtree reuse between moves.
+    reuse: subtree reuse between moves (never with ``policy="gumbel"``: its root must be
+      fresh).
+    pibar_target: train the policy head on π̄ (Grill et al. 2020, the search's regularised
+      policy at the root: ``out.policy_target``) instead of the visit distribution; PUCT
+      only (Gumbel has its own improved policy as the target).
     moves_per_step, updates_per_step: see the module docstring.
     replay_capacity, min_replay, train_batch: replay buffer size, positions needed before
       the first update, and the update batch size.
@@ -79,6 +84,11 @@ class TrainConfig:
     eval_games: games against the perfect player (tic-tac-toe) or a random player (Connect
       Four) per evaluation; eval_uct_simulations: UCT-with-rollouts opponent's budget in the
       final Connect Four evaluation (0 = skip).
+    devices: split the self-play games and every update batch over the first ``devices``
+      devices (:mod:`jaxsearch.sharding`; 0 = one device, no sharding). Self-play is
+      bit-identical on any number of devices (per-game keys); the updates' gradients are
+      all-reduced by XLA and equal one device's up to float summation order.
+      ``batch_size`` and ``train_batch`` must be divisible by it.
   """
 
   game: str = "tictactoe"
@@ -99,6 +109,7 @@ class TrainConfig:
   dirichlet_alpha: float = 1.0
   value_target: str = "outcome"
   reuse: bool = True
+  pibar_target: bool = False
   moves_per_step: int = 1
   updates_per_step: int = 1
   replay_capacity: int = 20000
@@ -118,6 +129,7 @@ class TrainConfig:
   eval_simulations: int = 32
   eval_games: int = 100
   eval_uct_simulations: int = 0
+  devices: int = 0
 
   def __post_init__(self):
     if self.game not in GAMES:
@@ -128,6 +140,23 @@ class TrainConfig:
                  "train_batch", "eval_simulations"):
       if int(getattr(self, name)) < 1:
         raise ValueError(f"{name} must be >= 1, got {getattr(self, name)!r}")
+    if int(self.updates_per_step) < 1:
+      raise ValueError(f"updates_per_step must be >= 1, got {self.updates_per_step!r}")
+    if int(self.min_replay) > int(self.replay_capacity):
+      raise ValueError(f"min_replay = {self.min_replay} exceeds replay_capacity = "
+                       f"{self.replay_capacity}: the buffer could never hold enough "
+                       "positions and no update would ever run")
+    if int(self.eval_games) < 2 or int(self.eval_games) % 2:
+      raise ValueError(f"eval_games must be an even number >= 2 (each side half the games), "
+                       f"got {self.eval_games!r}")
+    if self.pibar_target and self.policy != "alphazero":
+      raise ValueError("pibar_target needs policy='alphazero' (PUCT)")
+    if int(self.devices) < 0:
+      raise ValueError(f"devices must be >= 0 (0 = one device), got {self.devices!r}")
+    for name in ("batch_size", "train_batch"):
+      if self.devices and int(getattr(self, name)) % int(self.devices):
+        raise ValueError(f"{name} = {getattr(self, name)} is not divisible by "
+                         f"devices = {self.devices}: each device takes an equal share")
 
   @property
   def nodes(self) -> int:
@@ -217,15 +246,18 @@ class Trainer:
         config.network, obs_shape, self.game.num_actions, seed=config.seed,
         action_values=self.action_values, **sizes)
     self.estimator = networks.estimator_from_network(self.graphdef, self.observe)
+    self.devices = sharding.resolve_devices(config.devices or None)
     self.search = self.make_search(config.simulations, config.nodes,
-                                   config.dirichlet_fraction)
+                                   config.dirichlet_fraction, devices=self.devices)
     self.eval_search = self.make_search(config.eval_simulations, config.eval_simulations + 1,
                                         0.0)
     self.selfplay = selfplay.SelfPlay(
         game=self.game, observe=self.observe, search=self.search,
         batch_size=config.batch_size, temperature_moves=config.temperature_moves,
         random_opening=config.random_opening,
-        value_target=config.value_target, reuse=config.reuse,
+        # Gumbel's guarantees assume a fresh root: a reused one's old visits would decide
+        # Sequential Halving and the final action, and self-play would stop exploring.
+        value_target=config.value_target, reuse=config.reuse and config.policy != "gumbel",
         action_values=self.action_values, sample_visits=config.policy != "gumbel")
     self.optimizer = losses.make_optimizer(
         config.learning_rate, warmup_steps=config.warmup_steps,
@@ -242,21 +274,25 @@ class Trainer:
 
   # ---- building blocks ----
 
-  def make_search(self, simulations: int, max_nodes: int, noise: float) -> policies.Search:
-    """A temperature-0 search of the configured policy with this network as estimator."""
+  def make_search(self, simulations: int, max_nodes: int, noise: float,
+                  devices=None) -> policies.Search:
+    """A temperature-0 search of the configured policy with this network as estimator
+    (its batch split over ``devices``, if given)."""
     config = self.config
     if config.policy == "avts":
       return policies.avts(self.game, self.estimator, num_simulations=simulations,
-                           max_nodes=max(max_nodes, simulations + 1))
+                           max_nodes=max(max_nodes, simulations + 1), devices=devices)
     if config.policy == "gumbel":
       if not hasattr(policies, "gumbel"):
         raise ValueError("policy 'gumbel' needs jaxsearch.policies.gumbel, which this "
                          "version does not have yet; use 'alphazero' or 'avts'")
       return policies.gumbel(self.game, self.estimator, num_simulations=simulations,
-                             max_nodes=max_nodes, gumbel_scale=1.0 if noise > 0 else 0.0)
+                             max_nodes=max_nodes, gumbel_scale=1.0 if noise > 0 else 0.0,
+                             devices=devices)
     return policies.puct(self.game, self.estimator, num_simulations=simulations,
                          c=config.c, max_nodes=max_nodes, dirichlet_fraction=noise,
-                         dirichlet_alpha=config.dirichlet_alpha, temperature=0.0)
+                         dirichlet_alpha=config.dirichlet_alpha, temperature=0.0,
+                         devices=devices, pibar_target=config.pibar_target)
 
   def logits(self, params, states) -> jax.Array:
     """``f32[B, A]`` the raw network's policy logits at ``states``."""
@@ -284,9 +320,14 @@ class Trainer:
                                            buffer)
       return (games, buffer), info
 
-    (games, buffer), infos = jax.lax.scan(play, (ts.selfplay, ts.buffer),
-                                          jnp.arange(config.moves_per_step))
-    info = jax.tree.map(jnp.sum, infos)
+    # A Python loop, not a scan: the games' trees and the replay buffer must not become a
+    # loop carry (DESIGN.md); moves_per_step is small.
+    carry, infos = (ts.selfplay, ts.buffer), []
+    for i in range(config.moves_per_step):
+      carry, info = play(carry, i)
+      infos.append(info)
+    games, buffer = carry
+    info = jax.tree.map(lambda *xs: sum(xs), *infos)
 
     # The updates are unrolled at the top level of the step, not in a scan or a cond: on CPU,
     # XLA runs the network's convolutions several times slower inside control flow. Before
@@ -296,6 +337,11 @@ class Trainer:
     history = []
     for i in range(config.updates_per_step):
       batch = replay.sample(buffer, jax.random.fold_in(train_key, i), config.train_batch)
+      # Data parallel over the devices: the batch split, the parameters replicated; XLA
+      # all-reduces the gradients (jaxsearch.sharding.data_parallel's recipe, inlined here
+      # because the step is already inside this jit).
+      batch = sharding.constrain_batch(batch, self.devices, "update batch")
+      params, opt_state = sharding.constrain_replicated((params, opt_state), self.devices)
       new_params, new_opt_state, step_metrics = self.train_step(params, opt_state, batch)
       params, opt_state = jax.tree.map(lambda new, old: jnp.where(ready, new, old),
                                        (new_params, new_opt_state), (params, opt_state))
@@ -341,6 +387,9 @@ class Trainer:
     ckpt = self.checkpointer() if out is not None else None
     if resume and ckpt is None:
       raise ValueError("resume needs an out_dir")
+    if not resume and ckpt is not None and ckpt.latest_step() is not None:
+      raise ValueError(f"{out} already holds checkpoints of a run: pass resume=True to "
+                       "continue it, or choose another out_dir")
     if resume and ckpt.latest_step() is not None:
       # The template's shapes suffice (nothing is computed); the configuration is checked
       # before any array is read.
@@ -447,6 +496,7 @@ def load_trained(out_dir: str | Path, step: Optional[int] = None) -> tuple[Train
     raise checkpoint_lib.CheckpointMismatch(
         f"{config_path} has settings this version does not know: {', '.join(unknown)}")
   fields["hidden"] = tuple(fields.get("hidden", ()))
+  fields["devices"] = 0  # play on whatever this machine has
   trainer = Trainer(TrainConfig(**fields), out_dir=out_dir, evaluator=False)
   ckpt = trainer.checkpointer()
   try:

@@ -1,10 +1,12 @@
 """The AlphaZero loss, the optimiser and the jitted update.
 
-``loss = (v − z)² − πᵀ log p + λ‖θ‖²  (+ w · mean over legal a of (q(a) − q̂3(a))²)``
+``loss = (v − z)² − πᵀ log p + λ‖θ‖²  (+ w · mean over searched a of (q(a) − q̂3(a))²)``
 
 with ``p`` the network's softmax over the legal actions, ``π`` the search's policy target,
 ``z`` the value target and ``q̂3`` the search's (debiased) root action values when the network
-has an action-value head.
+has an action-value head — only for the actions the search visited: the others' targets are
+NaN in the buffer (an unvisited action's q̂3 is the network's own guess, or with progressive
+widening not even that), and they are left out of the mean.
 """
 
 from __future__ import annotations
@@ -37,8 +39,12 @@ def loss_fn(params: nnx.State, graphdef: nnx.GraphDef, batch: replay.Sample, *,
   metrics = dict(value_loss=value_loss, policy_loss=policy_loss, policy_kl=policy_loss - entropy,
                  l2=weights)
   if out.action_values is not None and batch.action_values is not None:
-    sq = jnp.where(batch.legal, (out.action_values - batch.action_values) ** 2, 0.0)
-    av_loss = jnp.mean(jnp.sum(sq, -1) / jnp.maximum(jnp.sum(batch.legal, -1), 1))
+    searched = batch.legal & jnp.isfinite(batch.action_values)
+    # The target is cleaned before the difference: a NaN in where's other branch would still
+    # poison the gradient.
+    target = jnp.where(searched, batch.action_values, 0.0)
+    sq = jnp.where(searched, (out.action_values - target) ** 2, 0.0)
+    av_loss = jnp.mean(jnp.sum(sq, -1) / jnp.maximum(jnp.sum(searched, -1), 1))
     loss = loss + action_value_weight * av_loss
     metrics["action_value_loss"] = av_loss
   metrics["loss"] = loss

@@ -23,7 +23,8 @@ class Sample:
     policy: ``f32[A]`` the policy target (the search's visit distribution), sums to 1.
     legal: ``bool[A]`` legal actions (the loss's softmax runs over them).
     value: ``f32[]`` the value target ``z`` (mover's view).
-    action_values: ``f32[A]`` action-value target (the search's q̂3), or ``None``.
+    action_values: ``f32[A]`` action-value target (the search's q̂3; NaN for actions the
+      search did not visit: no target), or ``None``.
   """
 
   obs: jax.Array

@@ -199,7 +199,10 @@ def make_step(selfplay: SelfPlay) -> Callable:
 
     record = replay.Sample(
         obs=observe(state.states), policy=policy, legal=legal, value=out.root_value,
-        action_values=out.q_values if selfplay.action_values else None)
+        # q̂3 is debiased and may leave the game's value range, where no true value lies.
+        action_values=(jnp.where(visits > 0, jnp.clip(out.q_values, *game.value_range),
+                                 jnp.nan)
+                       if selfplay.action_values else None))
     ply = jnp.minimum(state.ply, horizon - 1)
     trajectory = jax.tree.map(lambda t, x: t.at[rows, ply].set(x.astype(t.dtype)),
                               state.trajectory, record)
@@ -237,7 +240,7 @@ def make_step(selfplay: SelfPlay) -> Callable:
         lambda new, old: jnp.where(done.reshape((-1,) + (1,) * (old.ndim - 1)), new, old),
         fresh, result.state)
     if selfplay.reuse:
-      tree = tree_lib.reroot(out.tree, action)
+      tree = tree_lib.reroot(out.tree, action, outcome)
       keep = ~done & (tree.num_nodes <= room)
     else:
       tree = out.tree
