@@ -142,15 +142,20 @@ def plot(results, budget, path, title):
   plt.close(fig)
 
 
-def main(argv=None):
-  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-  parser.add_argument("--mdps", type=int, default=128)
+def add_garnet_arguments(parser: argparse.ArgumentParser, *, mdps: int, actions: int) -> None:
+  """The Garnet family and estimator flags, shared with ``scripts/compare_rules.py``."""
+  parser.add_argument("--mdps", type=int, default=mdps)
   parser.add_argument("--states", type=int, default=20)
-  parser.add_argument("--actions", type=int, default=32)
+  parser.add_argument("--actions", type=int, default=actions)
   parser.add_argument("--branching", type=int, default=2)
   parser.add_argument("--horizon", type=int, default=4)
   parser.add_argument("--bias-per-step", type=float, default=0.5)
   parser.add_argument("--noise", type=float, default=0.1)
+
+
+def main(argv=None):
+  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  add_garnet_arguments(parser, mdps=128, actions=32)
   parser.add_argument("--budget", type=int, default=2000,
                       help="estimator evaluations per MDP")
   parser.add_argument("--seed", type=int, default=0)

@@ -53,7 +53,8 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
 
 import jaxsearch as js  # noqa: E402
-from bench_sample_efficiency import settle_evaluations, summary, trace  # noqa: E402
+from bench_sample_efficiency import (add_garnet_arguments, settle_evaluations, summary,  # noqa: E402
+                                     trace)
 from games import connect_four, garnet, mastermind, tictactoe  # noqa: E402
 
 RULES = ("uct", "puct", "value_prior_puct", "hoeffding", "laplace", "thompson_avts", "pibar",
@@ -302,13 +303,7 @@ def main(argv=None):
   parser.add_argument("--rules", default=",".join(RULES))
   parser.add_argument("--domains", default=",".join(DOMAINS))
   parser.add_argument("--budgets", default=None, help="comma-separated evaluation budgets")
-  parser.add_argument("--mdps", type=int, default=64)
-  parser.add_argument("--states", type=int, default=20)
-  parser.add_argument("--actions", type=int, default=16)
-  parser.add_argument("--branching", type=int, default=2)
-  parser.add_argument("--horizon", type=int, default=4)
-  parser.add_argument("--bias-per-step", type=float, default=0.5)
-  parser.add_argument("--noise", type=float, default=0.1)
+  add_garnet_arguments(parser, mdps=64, actions=16)
   parser.add_argument("--ttt-positions", type=int, default=256)
   parser.add_argument("--c4-positions", type=int, default=128)
   parser.add_argument("--mastermind-budget", type=int, default=4096)
