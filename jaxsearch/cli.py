@@ -469,7 +469,8 @@ def _parser() -> argparse.ArgumentParser:
   train.add_argument("--steps", type=int, default=None,
                      help="stop after this many steps in total (deterministic)")
   train.add_argument("--policy", choices=["alphazero", "avts", "gumbel"], default=None,
-                     help="self-play search (default alphazero: PUCT + root noise)")
+                     help="self-play search (default: the game's preset, alphazero = PUCT + "
+                          "root noise for tictactoe, gumbel for connect_four)")
   train.add_argument("--out", default=None,
                      help="output directory: metrics.jsonl, checkpoints/, config.json, "
                           "training.png (default ./train_GAME)")

@@ -107,10 +107,12 @@ def mastermind_openings(pegs: int, colours: int) -> tuple[str, ...]:
                for partition in _partitions(pegs, pegs, colours))
 
 
-def mastermind_puzzle(pegs: int = 4, colours: int = 6) -> Puzzle:
-  """Mastermind with ``pegs`` × ``colours`` (default 4 × 6: 1296 codes, 14 feedbacks)."""
+def mastermind_puzzle(pegs: int = 4, colours: int = 6, symmetry: bool = True) -> Puzzle:
+  """Mastermind with ``pegs`` × ``colours`` (default 4 × 6: 1296 codes, 14 feedbacks);
+  ``symmetry``: skip guesses equivalent under colour and peg permutations
+  (:class:`games.mastermind.Symmetry`)."""
   from games import mastermind
-  game = mastermind.make(pegs, colours)
+  game = mastermind.make(pegs, colours, symmetry=symmetry)
   codes = tuple(game.code_string(i) for i in range(game.num_codes))
   return Puzzle(name="mastermind", game=game.game, estimator=game.estimator, secrets=codes,
                 guess_names=codes, outcome_name=game.outcome_string,

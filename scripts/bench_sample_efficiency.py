@@ -3,9 +3,22 @@
 For each rule, one batched search runs over ``--mdps`` random Garnet MDPs (one tree each, one
 compile), one simulation at a time. After every simulation we note each tree's recommended
 root action and its number of estimator evaluations (= nodes in the tree: each node is one
-evaluated state). The figure per MDP is the number of evaluations at which the recommended
-action becomes optimal **and stays optimal** until the budget ends (MDPs where it never settles
-count as unsolved: ``inf``, and quartiles are taken with them in).
+evaluated state). Two figures per MDP:
+
+* **settle** (the issue's metric): the number of evaluations at which the recommended action
+  (``out.action``: the most visited, ties by q̂3) becomes optimal **and stays optimal** until
+  the budget ends;
+* **bound** (seed 000's metric): the number of evaluations at which the root's achievable
+  bound ``out.root_bound`` — the exact value of a concrete policy the tree holds, initialised
+  by the Garnet's pessimistic value (the policy "always action 0") — first reaches ``V*``
+  (within 1e-5): the search then holds a provably optimal policy. The bound never decreases,
+  so it stays there. Bellman-backup rules only (UCT keeps no bound).
+
+MDPs where a figure is not reached within the budget count as unsolved (``inf``; quartiles are
+taken with them in, ``null`` in the JSON when beyond the budget). For the Bellman-backup rules
+the settle figure is also given for two other recommendations: ``recommend_bound_action``
+(the first move of the policy behind the achievable bound) and ``recommend_best_q3`` (the
+visited root action with the best debiased value q̂3).
 
 Rules (all AVTS rules share the Bellman backup over exact chance outcomes, debiasing and
 progressive widening, as in seed 000; only the selection differs):
@@ -15,16 +28,33 @@ progressive widening, as in seed 000; only the selection differs):
   hoeffding          q̂3 + (U−L)·sqrt(−ln p / 2)/sqrt(n+1), p = 0.999
   puct_value_prior   seed 000's PUCT: q̂3 + c·softmax(q̂1)·sqrt(N)/(1+n), c = 1
   uct                classic UCT, running-mean backup, leaf value max q̂1
+and, only when named in ``--only``: ``thompson_centred`` and ``thompson_reference``
+(Thompson-AVTS with ``variance="centred"`` / ``"reference"``).
 
 The estimator is ``Q* + bias_per_step·(moves left) + noise·z`` (fixed per state): optimistic
-far from the end, like Wordle's entropic estimator.
+far from the end, like Wordle's entropic estimator. ``--num-slots K`` keeps the top-K actions
+by q̂1 (seed 000: top 100 of 14855) and ``--variance`` picks the AVTS variance model, for every
+AVTS rule.
 
     python scripts/bench_sample_efficiency.py              # 128 MDPs, JSON line + PNG
     python scripts/bench_sample_efficiency.py --quick      # a small smoke run
+    python scripts/bench_sample_efficiency.py --horizon 2 --actions 512 --num-slots 100 \
+        --only thompson_avts,puct_value_prior,laplace      # a regime closer to seed 000
 
-Prints one JSON line: per rule the median and quartiles of evaluations, the fraction solved,
-and ``ratio_puct_over_avts`` (PUCT's median ÷ Thompson-AVTS's; ``null`` when a median lies
-beyond the budget, with ``ratio_puct_over_avts_at_most`` when only Thompson-AVTS's does).
+``--mastermind PxC`` replaces the Garnets by seed 000's own kind of problem: Mastermind with P
+pegs and C colours (the Wordle machinery of ``games.mastermind``: entropic optimistic
+estimator, exact chance over feedbacks), one instance searched by ``--repeats`` independent
+trees per Bellman-backup rule, scored by the bound metric against the known optimal total
+(ALGORITHMS.md §6; ``evaluations_used`` per tree says how far each run got):
+
+    python scripts/bench_sample_efficiency.py --mastermind 4x3 --budget 4096 --repeats 4 \
+        --only thompson_avts,puct_value_prior,laplace
+
+Prints one JSON line: per rule the median and quartiles of evaluations and the fraction solved
+for both metrics (``median``/``q1``/``q3``/``solved`` and ``bound_median``/``bound_q1``/
+``bound_q3``/``bound_solved``), ``ratio_puct_over_avts`` (PUCT's median ÷ Thompson-AVTS's)
+and ``ratio_puct_over_avts_bound`` (the same for the bound); each ``null`` when a median lies
+beyond the budget, with ``..._at_most`` when only Thompson-AVTS's does.
 """
 
 from __future__ import annotations
@@ -46,21 +76,55 @@ import jaxsearch as js  # noqa: E402
 from games import garnet  # noqa: E402
 
 
-def rules(game, estimator, max_nodes: int):
-  """``name -> Search`` doing one simulation per call."""
+def rules(game, estimator, max_nodes: int, avts_options=None):
+  """``name -> Search`` doing one simulation per call.
+
+  ``avts_options``: extra :func:`js.policies.avts` options for every Bellman-backup rule (e.g.
+  ``num_slots``, ``variance``); UCT ignores them.
+  """
   value_range = game.value_range
   common = dict(num_simulations=1, max_nodes=max_nodes)
+  avts_common = dict(common, **(avts_options or {}))
   sel = js.selection
   return {
-      "thompson_avts": js.policies.avts(game, estimator, **common),
-      "thompson_no_debias": js.policies.avts(game, estimator, debias=False, **common),
-      "laplace": js.policies.avts(game, estimator, selection=sel.laplace(0.1), **common),
+      "thompson_avts": js.policies.avts(game, estimator, **avts_common),
+      "thompson_no_debias": js.policies.avts(game, estimator, debias=False, **avts_common),
+      "laplace": js.policies.avts(game, estimator, selection=sel.laplace(0.1), **avts_common),
       "hoeffding": js.policies.avts(game, estimator, selection=sel.hoeffding(value_range),
-                                    **common),
+                                    **avts_common),
       "puct_value_prior": js.policies.avts(game, estimator, selection=sel.value_prior_puct(),
-                                           **common),
+                                           **avts_common),
       "uct": js.policies.uct(game, estimator, **common),
+      # Run only when named in --only: Thompson-AVTS with the other variance models.
+      "thompson_centred": js.policies.avts(game, estimator,
+                                           **dict(avts_common, variance="centred")),
+      "thompson_reference": js.policies.avts(game, estimator,
+                                             **dict(avts_common, variance="reference")),
   }
+
+
+EXTRA_RULES = ("thompson_centred", "thompson_reference")
+
+
+def root_record(out):
+  """What the benchmark notes after each simulation of a Bellman-backup search besides the
+  recommended action: ``(root_bound f32[B], bound_action i32[B], q3_action i32[B])``.
+
+  ``bound_action`` is the first move of the concrete policy behind the achievable bound (the
+  root slot with the best bound; action 0, the game's pessimistic policy, while no expanded
+  slot beats it) and ``q3_action`` the visited action with the best debiased value q̂3.
+  """
+  tree = out.tree
+  rows = jnp.arange(tree.batch_size)
+  legal = tree.slot_legal[:, 0]
+  slot_bound = jnp.where(legal, tree.slot_bound[:, 0], -jnp.inf)
+  best_slot = jnp.argmax(slot_bound, axis=-1)
+  beaten = slot_bound[rows, best_slot] >= tree.node_bound[:, 0]
+  bound_action = jnp.where(beaten, tree.slot_action[rows, 0, best_slot], 0)
+  visited = out.visit_counts > 0
+  q3_action = jnp.argmax(jnp.where(visited, out.q_values, -jnp.inf), axis=-1)
+  q3_action = jnp.where(jnp.any(visited, axis=-1), q3_action, out.action)
+  return out.root_bound, bound_action.astype(jnp.int32), q3_action.astype(jnp.int32)
 
 
 def trace(search, roots, key, steps: int, record=None):
@@ -115,6 +179,35 @@ def settle_evaluations(actions, evaluations, optimal, budget: int):
   return result
 
 
+def reach_evaluations(bounds, evaluations, target, budget: int, tolerance: float = 1e-5):
+  """Per MDP, evaluations when the root's achievable bound first reaches ``target`` (``V*``)
+  within ``tolerance`` — the search then holds a provably optimal concrete policy, seed 000's
+  metric; the bound never decreases, so it stays there. ``inf`` if not within ``budget``.
+
+  Args:
+    bounds, evaluations: ``[T, M]``.
+    target: ``f[M]``.
+  """
+  bounds = np.asarray(bounds, np.float64)
+  evaluations = np.asarray(evaluations)
+  reached = (bounds >= np.asarray(target, np.float64)[None, :] - tolerance)
+  reached &= evaluations <= budget
+  first = np.argmax(reached, axis=0)
+  return np.where(reached.any(axis=0), evaluations[first, np.arange(bounds.shape[1])], np.inf)
+
+
+def ratio(report, key: str, budget: int, suffix: str = ""):
+  """``{ratio_puct_over_avts<suffix>: ...}`` from the two rules' ``key`` medians (``null`` when
+  one lies beyond the budget; ``..._at_most`` when only Thompson-AVTS's does)."""
+  avts = report["thompson_avts"].get(key)
+  puct = report["puct_value_prior"].get(key)
+  name = "ratio_puct_over_avts" + suffix
+  line = {name: None if avts is None or puct is None else round(puct / avts, 3)}
+  if avts is None and puct is not None:
+    line[name + "_at_most"] = round(puct / budget, 3)
+  return line
+
+
 def summary(values):
   finite = np.isfinite(values)
   q1, median, q3 = np.percentile(values, [25, 50, 75], method="lower")
@@ -123,20 +216,27 @@ def summary(values):
           "solved": float(finite.mean())}
 
 
-def plot(results, budget, path, title):
+def plot(results, budget, path, title, bound_results=None):
+  """Box plots of the settle figures (and, given ``bound_results``, of the bound figures in a
+  second panel); MDPs never solved are drawn right of the budget line."""
   import matplotlib
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt
-  names = list(results)
-  data = [np.where(np.isfinite(results[n]), results[n], budget * 1.15) for n in names]
-  fig, ax = plt.subplots(figsize=(8, 4.5))
-  ax.boxplot(data, orientation="horizontal", whis=(5, 95), showfliers=True)
-  ax.set_yticks(range(1, len(names) + 1), names)
-  ax.axvline(budget, color="grey", linestyle=":", label="budget (right of it: never settled)")
-  ax.set_xscale("log")
-  ax.set_xlabel("estimator evaluations until the root action is optimal for good")
-  ax.set_title(title)
-  ax.legend(loc="lower right", fontsize=8)
+  panels = [(results, "evaluations until the root action is optimal for good")]
+  if bound_results:
+    panels.append((bound_results, "evaluations until the achievable bound reaches V*"))
+  fig, axes = plt.subplots(len(panels), 1, figsize=(8, 4.5 * len(panels)), squeeze=False,
+                           sharex=True)
+  for ax, (values, label) in zip(axes[:, 0], panels):
+    names = list(values)
+    data = [np.where(np.isfinite(values[n]), values[n], budget * 1.15) for n in names]
+    ax.boxplot(data, orientation="horizontal", whis=(5, 95), showfliers=True)
+    ax.set_yticks(range(1, len(names) + 1), names)
+    ax.axvline(budget, color="grey", linestyle=":", label="budget (right of it: never)")
+    ax.set_xscale("log")
+    ax.set_xlabel(label)
+    ax.legend(loc="lower right", fontsize=8)
+  axes[0, 0].set_title(title)
   fig.tight_layout()
   fig.savefig(path, dpi=120)
   plt.close(fig)
@@ -153,6 +253,64 @@ def add_garnet_arguments(parser: argparse.ArgumentParser, *, mdps: int, actions:
   parser.add_argument("--noise", type=float, default=0.1)
 
 
+# Optimal total guesses over all secrets (ALGORITHMS.md §6), by (pegs, colours).
+MASTERMIND_OPTIMA = {(2, 2): 8, (2, 3): 21, (3, 2): 18, (2, 4): 45, (3, 3): 73, (4, 3): 246,
+                     (3, 4): 206}
+
+
+def run_mastermind(args, parser):
+  """Seed 000's own setting: evaluations until the root's achievable bound on Mastermind
+  ``--mastermind PxC`` (entropic estimator, as Wordle) reaches the known optimum; Bellman-backup
+  rules only, ``--repeats`` independent trees per rule (one batch). Returns the JSON line."""
+  from games import mastermind
+  try:
+    pegs, colours = (int(x) for x in args.mastermind.lower().split("x"))
+  except ValueError:
+    parser.error(f"--mastermind wants PEGSxCOLOURS, e.g. 4x3; got {args.mastermind!r}")
+  if (pegs, colours) not in MASTERMIND_OPTIMA:
+    parser.error(f"--mastermind: known optima are for {sorted(MASTERMIND_OPTIMA)}")
+  m = mastermind.make(pegs, colours)
+  codes = colours ** pegs
+  optimum = MASTERMIND_OPTIMA[(pegs, colours)]
+  roots = jax.tree.map(lambda x: jnp.stack([x] * args.repeats), m.game.init(jax.random.key(0)))
+  avts_options = {"max_depth": 16, "variance": args.variance}
+  if args.num_slots is not None:
+    avts_options["num_slots"] = args.num_slots
+  outcomes = m.game.num_outcomes
+  searches = rules(m.game, m.estimator, args.budget + outcomes + 1, avts_options)
+  searches = {k: v for k, v in searches.items() if v.config.bellman}
+  names = args.only.split(",") if args.only else [k for k in searches if k not in EXTRA_RULES]
+  unknown = set(names) - set(searches)
+  if unknown:
+    parser.error(f"--only: unknown or bound-less rules {sorted(unknown)}; known: "
+                 f"{sorted(searches)}")
+  # An expansion evaluates its possible outcomes only (often fewer than O): enough steps for
+  # three per expansion; ``evaluations_used`` says how far each run got.
+  steps = args.budget // 3 + 1
+  report = {}
+  for name in names:
+    start = time.perf_counter()
+    _, evaluations, bounds = map(np.asarray, jax.block_until_ready(trace(
+        searches[name], roots, jax.random.key(args.seed), steps, lambda out: out.root_bound)))
+    reach = reach_evaluations(bounds, evaluations, np.full(args.repeats, -optimum / codes),
+                              args.budget, tolerance=1e-4)
+    within = evaluations <= args.budget
+    last = np.array([np.nonzero(within[:, r])[0][-1] for r in range(args.repeats)])
+    report[name] = dict(
+        summary(reach), reach=[None if math.isinf(x) else int(x) for x in reach],
+        final_total=[round(float(-bounds[t, r] * codes), 2) for r, t in enumerate(last)],
+        evaluations_used=[int(evaluations[t, r]) for r, t in enumerate(last)],
+        seconds=round(time.perf_counter() - start, 2))
+    print(f"# {name}: {report[name]}", file=sys.stderr, flush=True)
+  line = {"bench": "sample_efficiency_mastermind", "pegs": pegs, "colours": colours,
+          "optimal_total": optimum, "budget": args.budget, "repeats": args.repeats,
+          "num_slots": args.num_slots, "variance": args.variance, "seed": args.seed,
+          "rules": report}
+  if "thompson_avts" in report and "puct_value_prior" in report:
+    line.update(ratio(report, "median", args.budget, "_bound"))
+  return line
+
+
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   add_garnet_arguments(parser, mdps=128, actions=32)
@@ -162,8 +320,20 @@ def main(argv=None):
   parser.add_argument("--only", default=None, help="comma-separated rule names")
   parser.add_argument("--plot", default="sample_efficiency.png",
                       help="PNG path ('' for none)")
+  parser.add_argument("--num-slots", type=int, default=None,
+                      help="AVTS rules: top-K cutoff of actions by q̂1 (default: all)")
+  parser.add_argument("--variance", default="avts", choices=("avts", "reference", "centred"),
+                      help="AVTS rules: variance model (jaxsearch.SearchConfig.variance)")
+  parser.add_argument("--mastermind", default=None, metavar="PxC",
+                      help="instead of Garnets: Mastermind with P pegs and C colours (known "
+                           "optimum: 2x2 2x3 3x2 2x4 3x3 4x3 3x4), bound metric only")
+  parser.add_argument("--repeats", type=int, default=8,
+                      help="--mastermind: independent trees per rule")
   parser.add_argument("--quick", action="store_true", help="small smoke run")
   args = parser.parse_args(argv)
+  if args.mastermind:
+    print(json.dumps(run_mastermind(args, parser)))
+    return
   if args.quick:
     args.mdps, args.budget = 16, 300
 
@@ -175,39 +345,55 @@ def main(argv=None):
   q_root = np.asarray(family.q_star[:, 0, 0])  # [M, A]
   optimal = q_root >= q_root.max(axis=-1, keepdims=True) - 1e-6
   max_nodes = args.budget + args.branching + 1
-  searches = rules(family.game, estimator, max_nodes)
+  v_root = np.asarray(family.v_star[:, 0, 0])  # [M]
+  avts_options = {"variance": args.variance}
+  if args.num_slots is not None:
+    avts_options["num_slots"] = args.num_slots
+  searches = rules(family.game, estimator, max_nodes, avts_options)
   if args.only:
+    unknown = set(args.only.split(",")) - set(searches)
+    if unknown:
+      parser.error(f"--only: unknown rules {sorted(unknown)}; known: {sorted(searches)}")
     searches = {k: v for k, v in searches.items() if k in args.only.split(",")}
+  else:
+    searches = {k: v for k, v in searches.items() if k not in EXTRA_RULES}
 
-  results, report = {}, {}
+  results, bound_results, report = {}, {}, {}
   for name, search in searches.items():
     per_step = args.branching if search.config.bellman else 1
     steps = args.budget // per_step + 1
     start = time.perf_counter()
-    actions, evaluations = jax.block_until_ready(trace(search, roots, jax.random.key(args.seed),
-                                                       steps))
+    record = root_record if search.config.bellman else None
+    history = jax.block_until_ready(trace(search, roots, jax.random.key(args.seed), steps,
+                                          record))
     seconds = time.perf_counter() - start
+    actions, evaluations = history[:2]
     results[name] = settle_evaluations(actions, evaluations, optimal, args.budget)
     report[name] = dict(summary(results[name]), seconds=round(seconds, 2))
+    if record is not None:
+      bounds, bound_actions, q3_actions = history[2]
+      bound_results[name] = reach_evaluations(bounds, evaluations, v_root, args.budget)
+      bound = summary(bound_results[name])
+      report[name].update({"bound_" + k: v for k, v in bound.items()})
+      report[name]["recommend_bound_action"] = summary(
+          settle_evaluations(bound_actions, evaluations, optimal, args.budget))
+      report[name]["recommend_best_q3"] = summary(
+          settle_evaluations(q3_actions, evaluations, optimal, args.budget))
     print(f"# {name}: {report[name]}", file=sys.stderr)
 
   line = {"bench": "sample_efficiency", "mdps": args.mdps, "states": args.states,
           "actions": args.actions, "branching": args.branching, "horizon": args.horizon,
           "bias_per_step": args.bias_per_step, "noise": args.noise, "budget": args.budget,
+          "num_slots": args.num_slots, "variance": args.variance,
           "seed": args.seed, "rules": report}
   if "thompson_avts" in report and "puct_value_prior" in report:
-    avts_median = report["thompson_avts"]["median"]
-    puct_median = report["puct_value_prior"]["median"]
-    line["ratio_puct_over_avts"] = (
-        None if avts_median is None or puct_median is None else
-        round(puct_median / avts_median, 3))
-    if avts_median is None and puct_median is not None:
-      # Thompson-AVTS settled on fewer than half the MDPs: its median exceeds the budget.
-      line["ratio_puct_over_avts_at_most"] = round(puct_median / args.budget, 3)
+    # A median beyond the budget (solved on fewer than half the MDPs) is null.
+    line.update(ratio(report, "median", args.budget))
+    line.update(ratio(report, "bound_median", args.budget, "_bound"))
   if args.plot:
     plot(results, args.budget, args.plot,
          f"{args.mdps} Garnet MDPs (S={args.states}, A={args.actions}, O={args.branching}, "
-         f"H={args.horizon})")
+         f"H={args.horizon})", bound_results)
     line["plot"] = args.plot
   print(json.dumps(line))
 

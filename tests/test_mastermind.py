@@ -392,3 +392,68 @@ def test_estimator_under_outer_vmap():
     np.testing.assert_allclose(np.asarray(vm.value[i]), np.asarray(one.value), rtol=1e-6)
   # A solved state: value 0, every action masked.
   assert float(vm.value[0, 1]) == 0.0 and bool(jnp.all(vm.action_values[0, 1] == -jnp.inf))
+
+
+# ---- symmetry: colour and peg permutations ---------------------------------------------------
+
+def _apply(pegs, colours, colour_perm, peg_perm, code):
+  digits = mm.code_digits(pegs, colours)[code]
+  moved = [colour_perm[digits[peg_perm[i]]] for i in range(pegs)]
+  return int(sum(d * colours ** (pegs - 1 - i) for i, d in enumerate(moved)))
+
+
+def test_symmetry_stabilisers_and_canonical_openings_by_brute_force():
+  """Every kept permutation fixes its code and preserves feedback; every fixing permutation
+  is kept (the group is small here); the canonical first guesses are one per partition."""
+  pegs, colours = 3, 3
+  sym = mm.Symmetry.build(pegs, colours)
+  table = np.asarray(mm.feedback_table(pegs, colours))
+  elements = list(zip(sym.colour_perms, sym.peg_perms))
+  for code in range(colours ** pegs):
+    fixing = {e for e, (c, p) in enumerate(elements)
+              if _apply(pegs, colours, c, p, code) == code}
+    kept = set(sym.stabiliser[code][sym.stabiliser[code] >= 0].tolist())
+    assert kept == fixing
+  for c, p in elements[::7]:
+    image = np.array([_apply(pegs, colours, c, p, x) for x in range(colours ** pegs)])
+    np.testing.assert_array_equal(table[np.ix_(image, image)], table)
+  starts = [mm.make(pegs, colours).code_string(i) for i in np.flatnonzero(sym.canonical_at_start)]
+  assert starts == ["111", "112", "123"]
+
+
+def test_symmetry_masks_only_equivalent_guesses_and_keeps_values():
+  """With ``symmetry=True`` the estimator masks guesses some kept permutation maps to a
+  smaller code; every masked guess has a canonical twin with the same q̂1, and the state
+  value is unchanged. Stepping keeps exactly the permutations fixing every guess made."""
+  plain, sym = mm.make(3, 4), mm.make(3, 4, symmetry=True)
+  elements = list(zip(*(lambda b: (b.colour_perms, b.peg_perms))(mm.Symmetry.build(3, 4))))
+  steps = [("112", "b1w0"), ("134", "b0w1")]
+  state_plain, state_sym = plain.initial_state(), sym.initial_state()
+  for guess, feedback in [(None, None)] + steps:
+    if guess is not None:
+      action, outcome = jnp.int32(plain.code_index(guess)), jnp.int32(plain.outcome_index(feedback))
+      state_plain = plain.game.step(state_plain, action, outcome).state
+      state_sym = sym.game.step(state_sym, action, outcome).state
+      np.testing.assert_array_equal(state_sym.remaining, state_plain.remaining)
+    batch = lambda s: jax.tree.map(lambda x: x[None], s)  # noqa: E731
+    q_plain = np.asarray(plain.estimator(None, None, batch(state_plain)).action_values)[0]
+    out = sym.estimator(None, None, batch(state_sym))
+    q_sym = np.asarray(out.action_values)[0]
+    assert float(out.value[0]) == pytest.approx(float(np.max(q_plain)), abs=1e-6)
+    kept = np.isfinite(q_sym)
+    np.testing.assert_allclose(q_sym[kept], q_plain[kept], atol=1e-6)
+    masked = np.flatnonzero(~kept & np.isfinite(q_plain))
+    if guess is None:
+      assert kept.sum() == 3  # one first guess per partition of the pegs
+    else:
+      assert 0 < kept.sum() < len(kept)
+    ids = np.asarray(state_sym.symmetries)
+    ids = ids[ids >= 0] if ids[0] != mm.AT_START else np.arange(len(elements))
+    for g in masked:
+      twins = {_apply(3, 4, *elements[e], g) for e in ids}
+      assert any(kept[t] and abs(q_plain[t] - q_plain[g]) < 1e-5 for t in twins)
+  made = [plain.code_index(g) for g, _ in steps]
+  ids = np.asarray(state_sym.symmetries)
+  fixing = [e for e, (c, p) in enumerate(elements)
+            if all(_apply(3, 4, c, p, g) == g for g in made)]
+  assert sorted(ids[ids >= 0].tolist()) == fixing

@@ -62,12 +62,17 @@ class Checkpointer:
       ``may_change`` must be equal.
     may_change: configuration keys a resumed run may change (e.g. the stop condition).
     max_to_keep: checkpoints kept on disk (older ones are deleted).
+    defaults: the value each configuration key had before it existed: a key missing from
+      a checkpoint's configuration (written by an older version) counts as this value, so
+      adding a setting does not orphan the checkpoints written before it.
   """
 
   def __init__(self, directory: str | Path, config: dict,
-               may_change: Iterable[str] = (), max_to_keep: int = 2):
+               may_change: Iterable[str] = (), max_to_keep: int = 2,
+               defaults: Optional[dict] = None):
     self.directory = Path(directory).resolve() / "checkpoints"
     self.config = json.loads(json.dumps(config))  # tuples -> lists, as read back
+    self.defaults = json.loads(json.dumps(defaults or {}))
     self.may_change = set(may_change)
     options = ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, create=True,
                                            enable_async_checkpointing=False)
@@ -147,6 +152,7 @@ class Checkpointer:
 
   def check_config(self, saved: dict, where: str) -> None:
     """Raises :class:`CheckpointMismatch` naming every configuration key that differs."""
+    saved = {**{k: v for k, v in self.defaults.items() if k not in saved}, **saved}
     keys = (set(saved) | set(self.config)) - self.may_change
     diffs = [f"{k}: checkpoint {saved.get(k, '<absent>')!r}, this run "
              f"{self.config.get(k, '<absent>')!r}"

@@ -40,6 +40,9 @@ POLICIES = ("alphazero", "avts", "gumbel")
 MAY_CHANGE = ("steps", "minutes", "checkpoint_every", "eval_every", "eval_games",
               "eval_uct_simulations", "log_every", "devices")
 SLEEP_ENV = "JAXSEARCH_TRAIN_STEP_SLEEP"  # tests: seconds to sleep after each step
+# What a checkpoint written before a setting existed is taken to have used (see
+# ``checkpoint.Checkpointer``); a new setting's default must be the old behaviour.
+CONFIG_DEFAULTS = dict(pibar_target=False, gumbel_c_scale=0.1, ones_plane=False)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,7 +57,8 @@ class TrainConfig:
       evaluated with ``gumbel_scale = 0``).
     seed: the run's seed (network initialisation and every step's keys).
     network: ``"mlp"`` or ``"resnet"``; ``hidden`` (MLP widths), ``channels``, ``blocks``,
-      ``head_hidden`` (ResNet).
+      ``head_hidden``, ``ones_plane`` (ResNet: a constant input plane, so that the zero
+      padding differs from empty cells).
     batch_size: games played in lock-step.
     simulations: search simulations per move; ``max_nodes`` tree capacity (0 = ``2 S + 1``,
       room for a reused subtree of up to ``S`` nodes plus a full search; bigger kept subtrees
@@ -67,6 +71,9 @@ class TrainConfig:
     value_target: ``"outcome"``, ``"search"`` or ``"mix"`` (see :mod:`selfplay`).
     reuse: subtree reuse between moves (never with ``policy="gumbel"``: its root must be
       fresh).
+    gumbel_c_scale: σ's ``c_scale`` of ``policy="gumbel"`` (0.1 as mctx; the Gumbel MuZero
+      paper uses 1.0 for board games): how far the improved-policy target moves from the
+      prior toward the actions with the best Q.
     pibar_target: train the policy head on π̄ (Grill et al. 2020, the search's regularised
       policy at the root: ``out.policy_target``) instead of the visit distribution; PUCT
       only (Gumbel has its own improved policy as the target).
@@ -99,6 +106,7 @@ class TrainConfig:
   channels: int = 32
   blocks: int = 2
   head_hidden: int = 64
+  ones_plane: bool = False
   batch_size: int = 128
   simulations: int = 32
   max_nodes: int = 0
@@ -110,6 +118,7 @@ class TrainConfig:
   value_target: str = "outcome"
   reuse: bool = True
   pibar_target: bool = False
+  gumbel_c_scale: float = 0.1
   moves_per_step: int = 1
   updates_per_step: int = 1
   replay_capacity: int = 20000
@@ -175,7 +184,10 @@ def preset(game: str, **overrides) -> TrainConfig:
                 learning_rate=2e-3, decay_steps=3000, checkpoint_every=250, eval_every=250,
                 eval_simulations=64, eval_games=100)
   elif game == "connect_four":
-    base = dict(game=game, network="resnet", channels=16, blocks=1, head_hidden=32,
+    # Gumbel, not PUCT: see docs/training.md (PUCT's visit-count targets at 32 simulations
+    # never learnt immediate wins and blocks).
+    base = dict(game=game, policy="gumbel", value_target="mix", network="resnet",
+                channels=16, blocks=1, head_hidden=32, ones_plane=True,
                 batch_size=128, simulations=32, temperature_moves=4, random_opening=8,
                 dirichlet_alpha=1.0, replay_capacity=100000, min_replay=4096,
                 train_batch=256, updates_per_step=2, learning_rate=2e-3, decay_steps=20000,
@@ -241,7 +253,7 @@ class Trainer:
     self.action_values = config.policy == "avts"
     sizes = (dict(hidden=tuple(config.hidden)) if config.network == "mlp" else
              dict(channels=config.channels, blocks=config.blocks,
-                  head_hidden=config.head_hidden))
+                  head_hidden=config.head_hidden, ones_plane=config.ones_plane))
     self.graphdef, self.initial_params = networks.init(
         config.network, obs_shape, self.game.num_actions, seed=config.seed,
         action_values=self.action_values, **sizes)
@@ -288,7 +300,7 @@ class Trainer:
                          "version does not have yet; use 'alphazero' or 'avts'")
       return policies.gumbel(self.game, self.estimator, num_simulations=simulations,
                              max_nodes=max_nodes, gumbel_scale=1.0 if noise > 0 else 0.0,
-                             devices=devices)
+                             c_scale=config.gumbel_c_scale, devices=devices)
     return policies.puct(self.game, self.estimator, num_simulations=simulations,
                          c=config.c, max_nodes=max_nodes, dirichlet_fraction=noise,
                          dirichlet_alpha=config.dirichlet_alpha, temperature=0.0,
@@ -363,7 +375,7 @@ class Trainer:
     if self.out_dir is None:
       raise ValueError("checkpoints need an out_dir")
     return checkpoint_lib.Checkpointer(self.out_dir, self.config.to_dict(),
-                                       may_change=MAY_CHANGE)
+                                       may_change=MAY_CHANGE, defaults=CONFIG_DEFAULTS)
 
   def run(self, *, steps: Optional[int] = None, minutes: Optional[float] = None,
           resume: bool = False, progress: bool = True, plot: bool = False,

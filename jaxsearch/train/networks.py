@@ -102,15 +102,19 @@ class ResNet(nnx.Module):
     blocks: residual blocks.
     head_hidden: width of the value head's hidden layer.
     action_values: add the action-value head (AVTS).
+    ones_plane: append a constant plane of ones to the input, so that the convolutions' zero
+      padding differs from an empty cell (where a Connect Four disc can land, e.g.).
     rngs: ``nnx.Rngs``.
   """
 
   def __init__(self, obs_shape: Sequence[int], num_actions: int, *, channels: int = 32,
                blocks: int = 2, head_hidden: int = 64, action_values: bool = False,
-               rngs: nnx.Rngs):
+               ones_plane: bool = False, rngs: nnx.Rngs):
     if len(obs_shape) != 3:
       raise ValueError(f"ResNet needs [H, W, C] observations, got shape {tuple(obs_shape)}")
     height, width, planes = obs_shape
+    self.ones_plane = bool(ones_plane)
+    planes += int(self.ones_plane)
     cells = height * width
     self.stem = nnx.Conv(planes, channels, kernel_size=(3, 3), rngs=rngs)
     self.blocks = nnx.List([_Block(channels, rngs) for _ in range(blocks)])
@@ -125,6 +129,8 @@ class ResNet(nnx.Module):
 
   def __call__(self, obs: jax.Array) -> NetworkOutput:
     """``obs``: ``f32[B, H, W, C]``."""
+    if self.ones_plane:
+      obs = jnp.concatenate([obs, jnp.ones(obs.shape[:-1] + (1,), obs.dtype)], axis=-1)
     x = self.stem(obs)
     for block in self.blocks:
       x = block(x)
