@@ -253,6 +253,18 @@ def add_garnet_arguments(parser: argparse.ArgumentParser, *, mdps: int, actions:
   parser.add_argument("--noise", type=float, default=0.1)
 
 
+
+def garnet_from_arguments(args):
+  """``(family, estimator, roots, q_root f32[M, A], optimal bool[M, A])`` from the flags of
+  :func:`add_garnet_arguments`: the MDPs, their estimator, roots, root Q* and optimal actions."""
+  family = garnet.make_family(args.mdps, args.states, args.actions, args.branching,
+                              args.horizon, seed=args.seed)
+  estimator = garnet.estimator(family, bias_per_step=args.bias_per_step, noise=args.noise,
+                               seed=args.seed)
+  q_root = np.asarray(family.q_star[:, 0, 0])
+  optimal = q_root >= q_root.max(axis=-1, keepdims=True) - 1e-6
+  return family, estimator, family.roots(), q_root, optimal
+
 # Optimal total guesses over all secrets (ALGORITHMS.md §6), by (pegs, colours).
 MASTERMIND_OPTIMA = {(2, 2): 8, (2, 3): 21, (3, 2): 18, (2, 4): 45, (3, 3): 73, (4, 3): 246,
                      (3, 4): 206}
@@ -337,13 +349,7 @@ def main(argv=None):
   if args.quick:
     args.mdps, args.budget = 16, 300
 
-  family = garnet.make_family(args.mdps, args.states, args.actions, args.branching,
-                              args.horizon, seed=args.seed)
-  estimator = garnet.estimator(family, bias_per_step=args.bias_per_step, noise=args.noise,
-                               seed=args.seed)
-  roots = family.roots()
-  q_root = np.asarray(family.q_star[:, 0, 0])  # [M, A]
-  optimal = q_root >= q_root.max(axis=-1, keepdims=True) - 1e-6
+  family, estimator, roots, q_root, optimal = garnet_from_arguments(args)
   max_nodes = args.budget + args.branching + 1
   v_root = np.asarray(family.v_star[:, 0, 0])  # [M]
   avts_options = {"variance": args.variance}

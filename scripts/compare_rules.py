@@ -53,9 +53,9 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
 
 import jaxsearch as js  # noqa: E402
-from bench_sample_efficiency import (add_garnet_arguments, settle_evaluations, summary,  # noqa: E402
-                                     trace)
-from games import connect_four, garnet, mastermind, tictactoe  # noqa: E402
+from bench_sample_efficiency import (add_garnet_arguments, garnet_from_arguments,  # noqa: E402
+                                     settle_evaluations, summary, trace)
+from games import connect_four, mastermind, tictactoe  # noqa: E402
 
 RULES = ("uct", "puct", "value_prior_puct", "hoeffding", "laplace", "thompson_avts", "pibar",
          "entropy_puct", "gumbel")
@@ -123,14 +123,8 @@ def _rows_of(states, index):
 # ---- domains ------------------------------------------------------------------------------
 
 def run_garnet(args, rules, budgets):
-  family = garnet.make_family(args.mdps, args.states, args.actions, args.branching,
-                              args.horizon, seed=args.seed)
-  estimator = garnet.estimator(family, bias_per_step=args.bias_per_step, noise=args.noise,
-                               seed=args.seed)
-  roots = family.roots()
-  q_root = np.asarray(family.q_star[:, 0, 0])  # [M, A]
+  family, estimator, roots, q_root, optimal = garnet_from_arguments(args)
   v_root = q_root.max(axis=-1)
-  optimal = q_root >= v_root[:, None] - 1e-6
   result = {"settings": dict(mdps=args.mdps, states=args.states, actions=args.actions,
                              branching=args.branching, horizon=args.horizon,
                              bias_per_step=args.bias_per_step, noise=args.noise)}
