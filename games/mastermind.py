@@ -462,9 +462,10 @@ class Symmetry:
   ``g`` or ``π(g)`` at ``R`` leads to isomorphic sub-problems with the same value. A guess is
   **canonical** when no kept ``π`` maps it to a smaller code index; every other guess is
   equivalent to a canonical one and the estimator masks it (``q̂1 = -inf``, "never needed"),
-  so the search spreads its slots over genuinely different guesses. (Guesses with equal
-  entropy are *not* always equivalent: in Mastermind 4×6 after ``1123 → b0w1`` the optimal
-  ``6356`` ties with ``2445`` but leads to 975 guesses against 976.) Any subset of the
+  so the search spreads its slots over genuinely different guesses. (Equal estimates do not
+  make guesses equivalent — in Mastermind 4×6 after ``1123 → b1w0`` the guesses fall into 125
+  classes by the sizes of their feedback parts but 128 by the labelled feedback counts, which
+  equivalent guesses share — so merging ties would be unsound.) Any subset of the
   fixing permutations is sound — the smallest code of each orbit stays canonical — so a
   state keeps at most :data:`MAX_SYMMETRIES` of them; before the first guess the whole group
   applies (the canonical first guesses are :func:`jaxsearch.solve.mastermind_openings`'s).
