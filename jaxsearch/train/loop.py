@@ -40,9 +40,10 @@ POLICIES = ("alphazero", "avts", "gumbel")
 MAY_CHANGE = ("steps", "minutes", "checkpoint_every", "eval_every", "eval_games",
               "eval_uct_simulations", "log_every", "devices")
 SLEEP_ENV = "JAXSEARCH_TRAIN_STEP_SLEEP"  # tests: seconds to sleep after each step
-# What a checkpoint written before a setting existed is taken to have used (see
-# ``checkpoint.Checkpointer``); a new setting's default must be the old behaviour.
-CONFIG_DEFAULTS = dict(pibar_target=False, gumbel_c_scale=0.1, ones_plane=False)
+# Settings added after checkpoints were first written: a checkpoint without one is taken to
+# have used its default (``CONFIG_DEFAULTS``, read from ``TrainConfig`` below; see
+# ``checkpoint.Checkpointer``), so a new setting's default must be the old behaviour.
+ADDED_SETTINGS = ("pibar_target", "gumbel_c_scale", "ones_plane")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,6 +175,10 @@ class TrainConfig:
   def to_dict(self) -> dict:
     return dataclasses.asdict(self)
 
+
+
+CONFIG_DEFAULTS = {field.name: field.default for field in dataclasses.fields(TrainConfig)
+                   if field.name in ADDED_SETTINGS}
 
 def preset(game: str, **overrides) -> TrainConfig:
   """The default configuration for ``game``, with ``overrides``."""
