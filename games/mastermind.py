@@ -136,6 +136,12 @@ def counting_bound_total(n: int, branching: int) -> int:
   return total
 
 
+def feedback_branching(by_secret, num_outcomes: int, solved_code: int) -> int:
+  """``F``: how many feedback codes other than ``solved_code`` occur in the table (the
+  branching of the counting bound, see :func:`guessing_game`)."""
+  return len(_codes_present(by_secret, num_outcomes) - {int(solved_code)})
+
+
 # ---------------------------------------------------------------------------------------------
 # The generic guessing game.
 #
@@ -195,7 +201,7 @@ def guessing_game(name: str, by_secret, num_outcomes: int, solved_code: int,
     raise ValueError(f"guessing_game {name!r}: need 0 <= solved_code ({solved_code}) < "
                      f"num_outcomes ({num_outcomes}) <= 256")
   all_bits = np.asarray(mask_to_bits(np.ones((num_secrets,), bool)))
-  branching = len(_codes_present(by_secret, num_outcomes) - {solved_code})
+  branching = feedback_branching(by_secret, num_outcomes, solved_code)
   caps = counting_bound_levels(num_secrets, branching)
   caps_before = np.concatenate([[0], np.cumsum(caps)[:-1]])
 
@@ -246,23 +252,30 @@ def guessing_game(name: str, by_secret, num_outcomes: int, solved_code: int,
 # The entropic estimator.
 
 DEFAULT_TIERS = (16, 32, 64, 128, 256, 512, 1024, 2048)
+# Mastermind's search nodes are mostly tiny (median 2 secrets after 1123): three more tiers
+# make its estimator ~20 % faster. Wordle keeps DEFAULT_TIERS (each tier is one more compiled
+# branch embedding its 47 MB table; the gain there was not measured).
+MASTERMIND_TIERS = (2, 4, 8) + DEFAULT_TIERS
 DEFAULT_GUESS_CHUNK = 128
 PAIRWISE_MAX = 16  # compacted sets up to this size count matches pairwise, without a scatter
 
 
-def _pairwise_stats(codes: jax.Array, weights: jax.Array, n: jax.Array):
+def _pairwise_stats(codes: jax.Array, weights: jax.Array, n: jax.Array,
+                    bound_levels: Optional[tuple] = None):
   """Entropy statistics of the columns of ``codes`` by pairwise comparison (small ``K``).
 
   Args:
     codes: ``u8[K, c]``, feedback of ``c`` guesses (columns) for ``K`` secret slots.
     weights: ``f32[K]``, 1 for a slot holding a remaining secret, 0 for padding.
     n: ``f32[]``, the number of remaining secrets (``Σ weights``).
+    bound_levels: ``(caps, caps_before)`` of the counting bound (:func:`_counting_total`);
+      ``None``: no bounds.
 
   Returns:
-    ``(info f32[c], top f32[c])`` over each guess's histogram ``h`` of weighted feedbacks:
-    ``info = n H ln 2 = Σ_b h_b ln(n / h_b)`` (each term computed as
+    ``(info f32[c], top f32[c], parts f32[c])`` over each guess's histogram ``h`` of
+    weighted feedbacks: ``info = n H ln 2 = Σ_b h_b ln(n / h_b)`` (each term computed as
     ``h_b log1p((n - h_b) / h_b)``: no cancellation, so small entropies keep their relative
-    precision) and ``top = max_b h_b``.
+    precision), ``top = max_b h_b`` and ``parts = Σ_b T(h_b)`` (zeros without levels).
   """
   # at[k, g] = h_g(code of slot k) = Σ_j w_j [code_j = code_k]; a Python loop over j keeps
   # the temporaries at [K, c] (a [K, K, c] comparison is much slower on CPU).
@@ -270,10 +283,27 @@ def _pairwise_stats(codes: jax.Array, weights: jax.Array, n: jax.Array):
            for j in range(codes.shape[0]))
   at = jnp.maximum(at, 1.0)
   info = jnp.sum(weights[:, None] * jnp.log1p((n - at) / at), axis=0)
-  return info, jnp.max(weights[:, None] * at, axis=0)
+  return (info, jnp.max(weights[:, None] * at, axis=0),
+          _slot_parts(at, weights[:, None], bound_levels, axis=0))
 
 
-def _scatter_stats(codes: jax.Array, weights: jax.Array, n: jax.Array, num_outcomes: int):
+def _counting_total(h: jax.Array, bound_levels: tuple) -> jax.Array:
+  """:func:`counting_bound_total` of ``h`` secrets, elementwise (``f32``): the levels'
+  closed form, a few fused clips (a table gather is several times slower on CPU)."""
+  caps, before = bound_levels
+  return sum((level + 1) * jnp.clip(h - float(start), 0.0, float(cap))
+             for level, (cap, start) in enumerate(zip(caps, before)))
+
+
+def _slot_parts(at, weights, bound_levels, axis):
+  """``Σ_b T(h_b)`` as ``Σ_k w_k T(h_k) / h_k`` over the secret slots (``axis`` of ``at``)."""
+  if bound_levels is None:
+    return jnp.zeros((at.shape[1 - axis],), jnp.float32)
+  return jnp.sum(weights * _counting_total(at, bound_levels) / at, axis=axis)
+
+
+def _scatter_stats(codes: jax.Array, weights: jax.Array, n: jax.Array, num_outcomes: int,
+                   bound_levels: Optional[tuple] = None):
   """Like :func:`_pairwise_stats`, by ``segment_sum`` into a ``[c, O]`` histogram."""
   size, width = codes.shape
   codes = codes.astype(jnp.int32)
@@ -284,16 +314,20 @@ def _scatter_stats(codes: jax.Array, weights: jax.Array, n: jax.Array, num_outco
   if size > num_outcomes:  # fewer bins than slots: sum over the bins
     safe = jnp.maximum(hist, 1.0)
     info = jnp.sum(jnp.where(hist > 0, hist * jnp.log1p((n - safe) / safe), 0.0), axis=-1)
-    return info, jnp.max(hist, axis=-1)
+    parts = (jnp.zeros((width,), jnp.float32) if bound_levels is None else
+             jnp.sum(_counting_total(hist, bound_levels), axis=-1))
+    return info, jnp.max(hist, axis=-1), parts
   # Σ_b h_b ln(n / h_b) = Σ_k w_k ln(n / h(code of slot k)): K logs per guess instead of O.
   at = jnp.maximum(jnp.take_along_axis(hist, codes.T, axis=1), 1.0)  # [c, K]
   info = jnp.sum(weights[None, :] * jnp.log1p((n - at) / at), axis=-1)
-  return info, jnp.max(weights[None, :] * at, axis=-1)
+  return (info, jnp.max(weights[None, :] * at, axis=-1),
+          _slot_parts(at, weights[None, :], bound_levels, axis=1))
 
 
 def entropic_estimator(by_secret, secret_of_guess, num_outcomes: int,
                        tiers: Sequence[int] = DEFAULT_TIERS,
-                       guess_chunk: int = DEFAULT_GUESS_CHUNK) -> Estimator:
+                       guess_chunk: int = DEFAULT_GUESS_CHUNK,
+                       branching: Optional[int] = None) -> Estimator:
   """The entropic estimator q̂1 of ALGORITHMS.md §2, batched: ``(params, key, states[B])``.
 
   For a state with remaining set ``R`` (``n = |R|``) and guess ``g``: ``p(c)`` the histogram
@@ -329,10 +363,17 @@ def entropic_estimator(by_secret, secret_of_guess, num_outcomes: int,
     num_outcomes: ``O``.
     tiers: compaction sizes (those ``>= S`` are dropped; the whole table is always a tier).
     guess_chunk: guesses per histogram chunk.
+    branching: ``F`` of the game's counting bound (:func:`feedback_branching`); given, the
+      estimate also carries admissible ``action_bounds``: guess ``g`` costs itself plus, for
+      each feedback part ``P_b`` it leaves unsolved, at least ``T(|P_b|)`` more guesses
+      (:func:`counting_bound_total`), so no policy starting with ``g`` does better than
+      ``-(n + Σ_b T(|P_b|)) / n`` — the one-step lookahead of the game's own counting bound,
+      for the price of one table lookup per histogram bin.
 
   Returns:
-    ``(params, key, states) -> Estimate(value f32[B], action_values f32[B, G])``
-    (``prior_logits=None``); ``params`` and ``key`` are unused.
+    ``(params, key, states) -> Estimate(value f32[B], action_values f32[B, G],
+    action_bounds f32[B, G] or None)`` (``prior_logits=None``); ``params`` and ``key`` are
+    unused.
   """
   by_secret = jnp.asarray(by_secret, jnp.uint8)
   num_secrets, num_guesses = by_secret.shape
@@ -346,11 +387,16 @@ def entropic_estimator(by_secret, secret_of_guess, num_outcomes: int,
   upper = jnp.asarray([1] + sizes, jnp.int32)  # branch i handles n <= upper[i]
   num_outcomes = int(num_outcomes)
   chunk = max(1, min(num_guesses, int(guess_chunk)))
+  bound_levels = None
+  if branching is not None:
+    caps = counting_bound_levels(num_secrets, branching)
+    bound_levels = (caps.tolist(), np.concatenate([[0], np.cumsum(caps)[:-1]]).tolist())
 
   def trivial(mask):
-    # n <= 1: every histogram has at most one bin, nothing to count.
+    # n <= 1: every histogram has at most one bin (T(1) = 1), nothing to count.
     n = jnp.sum(mask, dtype=jnp.int32).astype(jnp.float32)
-    return jnp.zeros((num_guesses,), jnp.float32), jnp.full((num_guesses,), n, jnp.float32)
+    return (jnp.zeros((num_guesses,), jnp.float32), jnp.full((num_guesses,), n, jnp.float32),
+            jnp.full((num_guesses,), n, jnp.float32))
 
   def make_branch(size):
     def branch(mask):
@@ -362,17 +408,17 @@ def entropic_estimator(by_secret, secret_of_guess, num_outcomes: int,
         weights = (jnp.arange(size) < n).astype(jnp.float32)
       n = n.astype(jnp.float32)
       if size <= PAIRWISE_MAX:
-        return _pairwise_stats(rows, weights, n)
+        return _pairwise_stats(rows, weights, n, bound_levels)
 
       def body(i, carry):
         # The last chunk is shifted back to fit: it recomputes a few guesses, identically.
         start = jnp.minimum(i * chunk, num_guesses - chunk)
         codes = jax.lax.dynamic_slice_in_dim(rows, start, chunk, axis=1)
-        part = _scatter_stats(codes, weights, n, num_outcomes)
+        part = _scatter_stats(codes, weights, n, num_outcomes, bound_levels)
         return tuple(jax.lax.dynamic_update_slice_in_dim(acc, x, start, axis=0)
                      for acc, x in zip(carry, part))
 
-      init = (jnp.zeros((num_guesses,), jnp.float32), jnp.zeros((num_guesses,), jnp.float32))
+      init = tuple(jnp.zeros((num_guesses,), jnp.float32) for _ in range(3))
       return jax.lax.fori_loop(0, -(-num_guesses // chunk), body, init)
 
     return branch
@@ -383,7 +429,7 @@ def entropic_estimator(by_secret, secret_of_guess, num_outcomes: int,
     mask = bits_to_mask(remaining, num_secrets)
     n = jnp.sum(mask, dtype=jnp.int32)
     which = jnp.searchsorted(upper, n, side="left")
-    info, top = jax.lax.switch(which, branches, mask)
+    info, top, parts = jax.lax.switch(which, branches, mask)
     nf = jnp.maximum(n.astype(jnp.float32), 1.0)
     log_n = jnp.log2(nf)
     one_bin = top >= nf  # H = 0
@@ -395,12 +441,16 @@ def entropic_estimator(by_secret, secret_of_guess, num_outcomes: int,
     q = jnp.where(one_bin & ~candidate, -jnp.inf, -estimate)
     q = jnp.where(solved | (n == 0), -jnp.inf, q).astype(jnp.float32)
     value = jnp.max(q)
-    return jnp.where(jnp.isfinite(value), value, 0.0).astype(jnp.float32), q
+    # The guess's own part, when it is a candidate, is the one secret it solves (T(1) = 1).
+    bounds = jnp.where(jnp.isfinite(q), -(nf + parts - candidate.astype(jnp.float32)) / nf,
+                       -jnp.inf)
+    return jnp.where(jnp.isfinite(value), value, 0.0).astype(jnp.float32), q, bounds
 
   def estimate(params, key, states) -> Estimate:
     del params, key
-    value, q = jax.lax.map(lambda x: one(*x), (states.remaining, states.solved))
-    return Estimate(value=value, action_values=q)
+    value, q, bounds = jax.lax.map(lambda x: one(*x), (states.remaining, states.solved))
+    return Estimate(value=value, action_values=q,
+                    action_bounds=None if bound_levels is None else bounds.astype(jnp.float32))
 
   return estimate
 
@@ -656,7 +706,7 @@ def _with_symmetry(game: Game, estimator: Estimator, symmetry: Symmetry):
 
 
 def make(pegs: int = 4, colours: int = 6, value_range: tuple[float, float] = (-6.0, 0.0),
-         max_length: Optional[int] = None, tiers: Sequence[int] = DEFAULT_TIERS,
+         max_length: Optional[int] = None, tiers: Sequence[int] = MASTERMIND_TIERS,
          guess_chunk: int = DEFAULT_GUESS_CHUNK, symmetry: bool = False) -> Mastermind:
   """Mastermind with ``pegs`` pegs and ``colours`` colours (``1 <= colours <= 9`` so codes
   are digit strings; ``colours**pegs <= 32768`` so the table stays within 1 GiB).
@@ -682,7 +732,9 @@ def make(pegs: int = 4, colours: int = 6, value_range: tuple[float, float] = (-6
   game = guessing_game(f"mastermind_p{pegs}_c{colours}", by_secret, num_outcomes,
                        num_outcomes - 1, value_range=value_range, max_length=max_length)
   est = entropic_estimator(by_secret, identity, num_outcomes, tiers=tiers,
-                           guess_chunk=guess_chunk)
+                           guess_chunk=guess_chunk,
+                           branching=feedback_branching(by_secret, num_outcomes,
+                                                        num_outcomes - 1))
   if symmetry and math.factorial(colours) * math.factorial(pegs) <= MAX_GROUP:
     game, est = _with_symmetry(game, est, Symmetry.build(pegs, colours))
   return Mastermind(pegs=pegs, colours=colours, num_codes=num_codes, by_secret=by_secret,

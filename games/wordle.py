@@ -320,8 +320,9 @@ def make(answers: Sequence[str], guesses: Sequence[str],
     name = f"wordle_{len(answers)}_{len(guesses)}"
   game = _guessing.guessing_game(name, by_secret, NUM_PATTERNS, SOLVED, value_range=value_range,
                                  max_length=max_length)
-  est = _guessing.entropic_estimator(by_secret, secret_of_guess, NUM_PATTERNS, tiers=tiers,
-                                     guess_chunk=guess_chunk)
+  est = _guessing.entropic_estimator(
+      by_secret, secret_of_guess, NUM_PATTERNS, tiers=tiers, guess_chunk=guess_chunk,
+      branching=_guessing.feedback_branching(by_secret, NUM_PATTERNS, SOLVED))
   return Wordle(answers=tuple(answers), guesses=tuple(guesses), by_secret=by_secret,
                 secret_of_guess=secret_of_guess, game=game, estimator=est)
 

@@ -52,11 +52,18 @@ class Estimate:
     value: ``f32[B]`` value of the state for the player to move.
     prior_logits: ``f32[B, A]`` or ``None`` (``None`` = uniform prior over legal actions).
     action_values: ``f32[B, A]`` estimated action values q̂1(s, ·) or ``None``.
+    action_bounds: ``f32[B, A]`` admissible optimistic bounds per action — no policy that
+      starts with the action does better — or ``None``. Used by the Bellman backup where the
+      game has an ``optimistic_value``: each slot's optimistic bound starts at its action's
+      (instead of the node's), the node's is at most the best action's, and actions left out
+      of the node's ``K`` slots keep their bound (instead of blocking every proof through the
+      node). ``-inf`` where ``action_values`` is ``-inf`` is fine (never optimal).
   """
 
   value: jax.Array
   prior_logits: Optional[jax.Array] = None
   action_values: Optional[jax.Array] = None
+  action_bounds: Optional[jax.Array] = None
 
 
 Estimator = Callable[[Params, jax.Array, State], Estimate]

@@ -79,7 +79,7 @@ def check_estimate(estimate: Estimate, batch_size: int, num_actions: int,
   if jnp.shape(estimate.value) != (batch_size,):
     raise ValueError(f"{source}: Estimate.value must have shape [B]=({batch_size},), "
                      f"got {jnp.shape(estimate.value)}")
-  for field in ("prior_logits", "action_values"):
+  for field in ("prior_logits", "action_values", "action_bounds"):
     array = getattr(estimate, field)
     if array is not None and jnp.shape(array) != (batch_size, num_actions):
       raise ValueError(f"{source}: Estimate.{field} must have shape [B, A]=({batch_size}, "

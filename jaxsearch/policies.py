@@ -287,7 +287,8 @@ def custom(game: Optional[Game] = None, estimator: Optional[Estimator] = None, *
            max_depth: Optional[int] = None, dirichlet_fraction: float = 0.0,
            dirichlet_alpha: float = 0.3, temperature: float = 0.0,
            outcome_rule: str = "balanced", model: Optional[Model] = None,
-           backup: str = "mean", num_slots: Optional[int] = None, widening: bool = False,
+           backup: str = "mean", num_slots: Optional[int] = None, bound_slots: int = 0,
+           widening: bool = False,
            debias: bool = True, variance: str = "avts", num_buckets: int = 32,
            root_selection: Optional[selection_lib.RootRule] = None,
            subtree_entropy: Optional[str] = None, entropy_policy: str = "pi_hat",
@@ -312,7 +313,8 @@ def custom(game: Optional[Game] = None, estimator: Optional[Estimator] = None, *
   config = search_lib.SearchConfig(
       num_simulations=num_simulations, max_nodes=max_nodes, max_depth=max_depth,
       selection=selection, outcome_rule=outcome_rule, dirichlet_fraction=dirichlet_fraction,
-      dirichlet_alpha=dirichlet_alpha, backup=backup, num_slots=num_slots, widening=widening,
+      dirichlet_alpha=dirichlet_alpha, backup=backup, num_slots=num_slots,
+      bound_slots=bound_slots, widening=widening,
       debias=debias, variance=variance, num_buckets=num_buckets,
       root_selection=root_selection, subtree_entropy=subtree_entropy,
       entropy_policy=entropy_policy, entropy_pibar_c=entropy_pibar_c)

@@ -70,6 +70,11 @@ class SearchConfig:
     num_slots: ``K``, action slots per node; ``None`` = ``A``. Larger than ``A`` is clamped to
       ``A``. With ``K < A`` a node keeps its top-``K`` actions by q̂1 (by prior logit for the
       mean backup) — a documented cutoff: actions outside it are never searched.
+    bound_slots: of those ``K`` slots, how many go to the best admissible action bounds
+      (``Estimate.action_bounds``) among the actions q̂1 did not place (Bellman backup; none
+      without bounds). A cut action's bound floors its node's optimistic bound, so a proof
+      needs the actions whose bounds beat the optimum in slots, and q̂1 ranks some of them
+      low (Mastermind 4×6 after ``1123``: 96 of 128 slots close every sub-problem's proof).
     widening: progressive widening (Bellman backup only): a node starts with its best slot by
       q̂1 and activates the next whenever the newest (unvisited) one is chosen.
     debias: subtract the expected remaining drift (Bellman backup only); off = q̂3 is q̂2.
@@ -101,6 +106,7 @@ class SearchConfig:
   dirichlet_alpha: float = 0.3
   backup: str = "mean"
   num_slots: Optional[int] = None
+  bound_slots: int = 0
   widening: bool = False
   debias: bool = True
   variance: str = "avts"
@@ -142,6 +148,10 @@ class SearchConfig:
     if self.num_slots is not None and (not isinstance(self.num_slots, int) or
                                        self.num_slots < 1):
       raise ValueError(f"num_slots must be a positive int or None, got {self.num_slots!r}")
+    if not isinstance(self.bound_slots, int) or self.bound_slots < 0 or (
+        self.num_slots is not None and self.bound_slots >= self.num_slots):
+      raise ValueError(f"bound_slots must be an int in [0, num_slots), got "
+                       f"{self.bound_slots!r} with num_slots={self.num_slots!r}")
     if not isinstance(self.num_buckets, int) or self.num_buckets < 1:
       raise ValueError(f"num_buckets must be a positive int, got {self.num_buckets!r}")
     if self.widening and not self.bellman:
@@ -201,7 +211,8 @@ class NodeRows:
   """Everything a new decision node stores (leading ``[B]``; ``K`` slots).
 
   ``slot_*`` are ``[B, K]``; ``value``, ``raw_value``, ``bound``, ``upper`` ``f32[B]``;
-  ``num_active`` ``i32[B]``; ``cut`` ``bool[B]`` some legal action has no slot; ``bad``
+  ``num_active`` ``i32[B]``; ``cut_upper`` ``f32[B]`` the best optimistic bound among legal
+  actions that have no slot (``Tree.node_cut_upper``); ``bad``
   ``bool[B]`` flags estimator output that was NaN/inf and was replaced. ``entropy``,
   ``leaves``, ``closed`` (``[B]``): the new node's subtree-entropy statistics, ``None``
   unless ``config.subtree_entropy``.
@@ -217,8 +228,9 @@ class NodeRows:
   raw_value: jax.Array
   bound: jax.Array
   upper: jax.Array
-  cut: jax.Array
+  cut_upper: jax.Array
   bad: jax.Array
+  slot_upper: Optional[jax.Array] = None
   entropy: Optional[jax.Array] = None
   leaves: Optional[jax.Array] = None
   closed: Optional[jax.Array] = None
@@ -236,7 +248,8 @@ def _node_rows(expansion: Expansion, config: SearchConfig, num_actions: int) -> 
 
   Slots: with ``K = A`` and no widening, slot ``k`` is action ``k``; otherwise the slots hold
   the top-``K`` actions by q̂1 (Bellman backup) or prior logit, best first, so that widening
-  activates them in order and illegal ones come last.
+  activates them in order and illegal ones come last; with ``config.bound_slots`` the last
+  ones are instead the best action bounds among the rest.
   """
   estimate = expansion.estimate
   legal = expansion.legal
@@ -273,6 +286,7 @@ def _node_rows(expansion: Expansion, config: SearchConfig, num_actions: int) -> 
     else:
       action_values = jnp.where(finite, action_values, 0.0)
 
+  slot_valid = None
   if num_slots == num_actions and not config.widening:
     slot_action = jnp.broadcast_to(jnp.arange(num_actions, dtype=jnp.int32),
                                    (batch_size, num_actions))
@@ -280,13 +294,27 @@ def _node_rows(expansion: Expansion, config: SearchConfig, num_actions: int) -> 
     ranking = action_values if config.bellman else logits
     # Legal actions first, best first; ties by index (top_k is stable).
     keys = jnp.where(legal, ranking, -jnp.inf)
-    _, slot_action = jax.lax.top_k(keys, num_slots)
+    # Only a real cut (K < A) needs them; without one every action has a slot anyway.
+    reserve = min(config.bound_slots, num_slots - 1) if num_slots < num_actions else 0
+    if reserve and estimate.action_bounds is not None and config.bellman:
+      _, first = jax.lax.top_k(keys, num_slots - reserve)
+      taken = jnp.zeros(keys.shape, bool).at[jnp.arange(batch_size)[:, None], first].set(True)
+      bound_keys = jnp.where(legal & ~taken & jnp.isfinite(action_values),
+                             jnp.asarray(estimate.action_bounds, jnp.float32), -jnp.inf)
+      bound_keys = jnp.where(jnp.isnan(bound_keys), -jnp.inf, bound_keys)
+      second_keys, second = jax.lax.top_k(bound_keys, reserve)
+      slot_action = jnp.concatenate([first, second], axis=1)
+      slot_valid = jnp.concatenate([jnp.ones(first.shape, bool), second_keys > -jnp.inf], axis=1)
+    else:
+      _, slot_action = jax.lax.top_k(keys, num_slots)
     slot_action = slot_action.astype(jnp.int32)
 
   def gather(x):
     return jnp.take_along_axis(x, slot_action, axis=1)
 
   slot_legal = gather(legal)
+  if slot_valid is not None:
+    slot_legal = slot_legal & slot_valid
   slot_action_value = jnp.where(slot_legal, gather(action_values), 0.0)
   num_candidates = jnp.sum(slot_legal, axis=-1).astype(jnp.int32)
   if config.widening:
@@ -302,14 +330,33 @@ def _node_rows(expansion: Expansion, config: SearchConfig, num_actions: int) -> 
   else:
     node_value = value
     slot_value = jnp.zeros_like(slot_action_value)
-  cut = (jnp.sum(expansion.legal & ~declared_useless, axis=-1) >
-         jnp.sum(slot_legal, axis=-1))
+  wanted = expansion.legal & ~declared_useless
+  in_slots = jnp.zeros(wanted.shape, jnp.int32).at[
+      jnp.arange(batch_size)[:, None], slot_action].max(slot_legal.astype(jnp.int32)) > 0
+  left_out = wanted & ~in_slots
+  cut = jnp.any(left_out, axis=-1)
+  no_upper = jnp.float32(tree_lib.NO_UPPER)
+  slot_upper = None
   if expansion.optimistic is None:
-    upper = jnp.full((batch_size,), tree_lib.NO_UPPER, jnp.float32)
+    upper = jnp.full((batch_size,), no_upper, jnp.float32)
   else:
     upper = jnp.where(expansion.terminal, 0.0, jnp.asarray(expansion.optimistic, jnp.float32))
     bad = bad | ~jnp.isfinite(upper)
-    upper = jnp.where(jnp.isfinite(upper), upper, tree_lib.NO_UPPER)
+    upper = jnp.where(jnp.isfinite(upper), upper, no_upper)
+  if expansion.optimistic is not None and estimate.action_bounds is not None and config.bellman:
+    # Per-action admissible bounds: NaN or +inf is misbehaviour (no bound), -inf is fine
+    # where the action is declared useless.
+    action_bounds = jnp.asarray(estimate.action_bounds, jnp.float32)
+    broken = wanted & ~jnp.isfinite(action_bounds)
+    bad = bad | jnp.any(broken, axis=-1)
+    action_bounds = jnp.where(broken, no_upper, action_bounds)
+    best_action = jnp.max(jnp.where(wanted, action_bounds, -no_upper), axis=-1)
+    upper = jnp.where(expansion.terminal | ~jnp.any(wanted, axis=-1), upper,
+                      jnp.minimum(upper, best_action))
+    cut_upper = jnp.max(jnp.where(left_out, action_bounds, -no_upper), axis=-1)
+    slot_upper = jnp.minimum(upper[:, None], gather(action_bounds))
+  else:
+    cut_upper = jnp.where(cut, no_upper, -no_upper)
   if expansion.pessimistic is None:
     bound = jnp.zeros((batch_size,), jnp.float32)
   else:
@@ -324,7 +371,8 @@ def _node_rows(expansion: Expansion, config: SearchConfig, num_actions: int) -> 
   return NodeRows(slot_action=slot_action, slot_legal=slot_legal,
                   slot_prior_logits=gather(logits), slot_action_value=slot_action_value,
                   slot_value=slot_value, num_active=num_active, value=node_value,
-                  raw_value=value, bound=bound, upper=upper, cut=cut, bad=bad,
+                  raw_value=value, bound=bound, upper=upper, cut_upper=cut_upper, bad=bad,
+                  slot_upper=slot_upper,
                   entropy=entropy, leaves=leaves, closed=closed)
 
 
@@ -338,7 +386,8 @@ def _set_node(tree: Tree, index, expansion: Expansion, rows: NodeRows, parent, d
 
   if tree.slot_upper.shape[-1] == rows.slot_action.shape[-1]:  # Bellman trees only
     tree = tree.replace(slot_upper=put(tree.slot_upper, jnp.broadcast_to(
-        rows.upper[..., None], rows.slot_action.shape)))
+        rows.upper[..., None], rows.slot_action.shape) if rows.slot_upper is None
+                                       else rows.slot_upper))
   if rows.entropy is not None:  # subtree-entropy trees only
     tree = tree.replace(node_entropy=put(tree.node_entropy, rows.entropy),
                         node_leaves=put(tree.node_leaves, rows.leaves),
@@ -355,7 +404,7 @@ def _set_node(tree: Tree, index, expansion: Expansion, rows: NodeRows, parent, d
       node_solved=put(tree.node_solved, expansion.terminal),
       node_bound=put(tree.node_bound, rows.bound),
       node_upper=put(tree.node_upper, rows.upper),
-      node_cut=put(tree.node_cut, rows.cut),
+      node_cut_upper=put(tree.node_cut_upper, rows.cut_upper),
       slot_action=put(tree.slot_action, rows.slot_action),
       slot_legal=put(tree.slot_legal, rows.slot_legal),
       slot_prior_logits=put(tree.slot_prior_logits, rows.slot_prior_logits),
@@ -482,7 +531,7 @@ def _select(tree: Tree, root_logits, keys, *, config: SearchConfig,
     child_values = tree.slot_value[batch_ids, node]
     action_values = tree.slot_action_value[batch_ids, node]
     legal = tree.slot_legal[batch_ids, node]
-    if config.widening:
+    if config.widening and not config.selection.sees_inactive:
       legal = legal & (slot_ids < tree.node_num_active[batch_ids, node][:, None])
     if config.bellman:
       solved = tree.slot_solved[batch_ids, node]
@@ -819,7 +868,7 @@ class _Level:
 
 
 def _bellman_level(tree_values, visits, legal, solved, num_active, stats, slot_bounds,
-                   node_bound, slot_uppers, node_upper, node_cut, slot, probs, rewards,
+                   node_bound, slot_uppers, node_upper, node_cut_upper, slot, probs, rewards,
                    discounts, child_values, child_bounds, child_uppers, child_solved, *,
                    config: SearchConfig) -> _Level:
   """One node's Bellman update after its slot ``slot`` was simulated (``[K]`` slot rows,
@@ -847,6 +896,8 @@ def _bellman_level(tree_values, visits, legal, solved, num_active, stats, slot_b
   if config.widening:  # choosing the newest slot activates the next candidate
     num_active = jnp.where((slot == num_active - 1) & (num_active < num_candidates),
                            num_active + 1, num_active)
+    # A rule that sees inactive slots activates every slot up to the one it chose.
+    num_active = jnp.maximum(num_active, jnp.minimum(slot + 1, num_candidates))
   active = legal & (jnp.arange(legal.shape[0]) < num_active)
   debiased, _ = slot_estimates(stats, tree_values, visits, solved, num_active,
                                config=dataclasses.replace(config, variance="off"))
@@ -861,11 +912,12 @@ def _bellman_level(tree_values, visits, legal, solved, num_active, stats, slot_b
   slot_bound = jnp.maximum(slot_bounds[slot], jnp.sum(
       jnp.where(possible, probs * (rewards + discounts * child_bounds), 0.0)))
   # Optimistic bound: a slot's is the expectation of its children's; the node's is the best of
-  # its slots' (each starts at the game's optimistic value), unless actions were cut.
+  # its slots' (each starts at the game's optimistic value or its action's bound) and of the
+  # actions left out of the slots.
   slot_upper = jnp.minimum(slot_uppers[slot], jnp.sum(
       jnp.where(possible, probs * (rewards + discounts * child_uppers), 0.0)))
   best_upper = jnp.max(jnp.where(legal, slot_uppers.at[slot].set(slot_upper), -jnp.inf))
-  upper = jnp.where(node_cut, node_upper, jnp.minimum(node_upper, best_upper))
+  upper = jnp.minimum(node_upper, jnp.maximum(best_upper, node_cut_upper))
   return _Level(slot_value=q2_new, slot_solved=slot_solved, slot_bound=slot_bound, stats=stats,
                 num_active=num_active, value=value, solved=node_solved,
                 bound=jnp.maximum(node_bound, slot_bound), slot_upper=slot_upper, upper=upper)
@@ -887,7 +939,7 @@ def _bellman_levels(tree: Tree, path: Path, edge_chances, config: SearchConfig) 
           [tree.slot_value[:, 0], tree.slot_visits[:, 0], tree.slot_legal[:, 0],
            tree.slot_solved[:, 0], tree.node_num_active[:, 0], node_stats(tree, rows, 0),
            tree.slot_bound[:, 0], tree.node_bound[:, 0], tree.slot_upper[:, 0],
-           tree.node_upper[:, 0], tree.node_cut[:, 0], path.slots[:, 0]] +
+           tree.node_upper[:, 0], tree.node_cut_upper[:, 0], path.slots[:, 0]] +
           [tree.chance_prob[:, 0]] * 6 + [tree.chance_child[:, 0] >= 0])))
 
   def body(carry):
@@ -915,7 +967,7 @@ def _bellman_levels(tree: Tree, path: Path, edge_chances, config: SearchConfig) 
         tree.slot_value[rows, node], tree.slot_visits[rows, node], tree.slot_legal[rows, node],
         tree.slot_solved[rows, node], tree.node_num_active[rows, node],
         node_stats(tree, rows, node), tree.slot_bound[rows, node], tree.node_bound[rows, node],
-        tree.slot_upper[rows, node], tree.node_upper[rows, node], tree.node_cut[rows, node],
+        tree.slot_upper[rows, node], tree.node_upper[rows, node], tree.node_cut_upper[rows, node],
         slot, tree.chance_prob[rows, chance], tree.chance_reward[rows, chance],
         tree.chance_discount[rows, chance], kid_values, kid_bounds, kid_uppers, kid_solved)
     out_row = jnp.where(live, depth, depth_limit)

@@ -48,8 +48,10 @@ class Tree:
       game's ``pessimistic_value`` improved by the Bellman backup); meaningless without one.
     node_upper: f32, optimistic bound: no policy does better from the node (the game's
       ``optimistic_value``, tightened by the Bellman backup once every action has one).
-    node_cut: bool, some legal actions were left out of the node's ``K`` slots, so its upper
-      bound can never drop below the game's optimistic value.
+    node_cut_upper: f32, the best optimistic bound among the legal actions left out of the
+      node's ``K`` slots: the node's upper bound never drops below it. ``-NO_UPPER`` when no
+      action was left out; ``NO_UPPER`` when some were and the estimator gives no
+      ``action_bounds`` (then the node keeps the game's optimistic value).
   Subtree entropy ``[B, N]`` (entropy-guided PUCT, ALGORITHMS.md §4; allocated ``[B, 1]``
   and never touched unless the search keeps it, ``SearchConfig.subtree_entropy``):
     node_entropy: f32, H(n), entropy (nats) of the frontier leaf a playout from the node
@@ -68,8 +70,8 @@ class Tree:
       with the Bellman backup q̂2, initialised to q̂1.
     slot_solved: bool, every possible outcome of the slot leads to a solved node.
     slot_bound: f32, achievable bound of the slot (:data:`NO_BOUND` until expanded).
-    slot_upper: f32, optimistic bound of the slot (the node's ``optimistic_value`` until
-      expanded).
+    slot_upper: f32, optimistic bound of the slot (until expanded, the node's
+      ``optimistic_value`` or, tighter, the estimator's ``action_bounds`` of its action).
     slot_chance: i32, the slot's chance record or ``-1`` while unexpanded.
   Chance records ``[B, C, O]`` (``chance_node`` is ``[B, C]``):
     chance_node: i32, the decision node owning the record.
@@ -94,7 +96,7 @@ class Tree:
   node_solved: jax.Array
   node_bound: jax.Array
   node_upper: jax.Array
-  node_cut: jax.Array
+  node_cut_upper: jax.Array
   node_entropy: jax.Array
   node_leaves: jax.Array
   node_closed: jax.Array
@@ -180,7 +182,7 @@ def allocate(batch_size: int, max_nodes: int, num_slots: int, num_outcomes: int,
       node_solved=jnp.zeros((b, n), bool),
       node_bound=jnp.zeros((b, n), f32),
       node_upper=jnp.full((b, n), NO_UPPER, f32),
-      node_cut=jnp.zeros((b, n), bool),
+      node_cut_upper=jnp.full((b, n), -NO_UPPER, f32),
       node_entropy=jnp.zeros((b, n if entropy else 1), f32),
       node_leaves=jnp.ones((b, n if entropy else 1), f32),
       node_closed=jnp.zeros((b, n if entropy else 1), bool),
@@ -309,7 +311,7 @@ def _reroot_one(tree: Tree, new_root: jax.Array) -> Tree:
       node_solved=nodes(tree.node_solved, fresh.node_solved),
       node_bound=nodes(tree.node_bound, fresh.node_bound),
       node_upper=nodes(tree.node_upper, fresh.node_upper),
-      node_cut=nodes(tree.node_cut, fresh.node_cut),
+      node_cut_upper=nodes(tree.node_cut_upper, fresh.node_cut_upper),
       node_entropy=sized(tree.node_entropy, fresh.node_entropy),
       node_leaves=sized(tree.node_leaves, fresh.node_leaves),
       node_closed=sized(tree.node_closed, fresh.node_closed),

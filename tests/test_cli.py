@@ -117,3 +117,13 @@ def test_play_connect_four_search_first(monkeypatch, capsys):
   assert "8 is out of range: columns are numbered 1-7." in out
   assert out.count("search plays") == 3 and "Bye." in out
   assert "1 2 3 4 5 6 7" in out
+
+
+def test_compile_cache_dir_follows_the_environment(monkeypatch, tmp_path):
+  monkeypatch.setenv("JAXSEARCH_CACHE_DIR", str(tmp_path / "xla"))
+  assert cli.compile_cache_dir() == str(tmp_path / "xla")
+  monkeypatch.setenv("JAXSEARCH_CACHE_DIR", "")
+  assert cli.compile_cache_dir() is None  # off
+  monkeypatch.delenv("JAXSEARCH_CACHE_DIR")
+  monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+  assert cli.compile_cache_dir() == str(tmp_path / "jaxsearch" / "xla")

@@ -269,6 +269,32 @@ def test_bounds_bracket_exhaustive_optima(spec):
     assert pess[b] <= -best / k <= opt[b] + 1e-6, (b, k, best, pess[b], opt[b])
 
 
+def test_action_bounds_are_admissible_by_brute_force():
+  """No policy that starts with guess ``g`` beats ``action_bounds[g]``: checked against the
+  exhaustive optimum of every guess on random candidate sets of 3 × 3."""
+  j = instance(3, 3)
+  rng = np.random.default_rng(7)
+  masks = rng.random((8, 27)) < rng.uniform(0.15, 0.5, (8, 1))
+  masks[:, 0] = True
+  est = j.estimate(None, jax.random.PRNGKey(0), j.states(masks))
+  bounds, q = np.asarray(est.action_bounds), np.asarray(est.action_values)
+  tight = 0
+  for b in range(len(masks)):
+    secrets = np.flatnonzero(masks[b])
+    n = len(secrets)
+    for g in np.flatnonzero(np.isfinite(q[b])):
+      parts = defaultdict(list)
+      for s in secrets:
+        parts[int(j.table[g, s])].append(int(s))
+      exact = n + sum(_optimal_total(j.table, j.m.solved_code, part)
+                      for code, part in parts.items() if code != j.m.solved_code)
+      assert -exact / n <= bounds[b, g] + 1e-6, (b, g, exact, -bounds[b, g] * n)
+      tight += abs(-exact / n - bounds[b, g]) < 1e-6
+    # The node's best action bound is never looser than the game's counting bound.
+    assert np.max(bounds[b]) <= float(j.optimistic(j.states(masks[b:b + 1]))[0]) + 1e-6
+  assert tight > 0  # and the bound is attained somewhere: it is not trivially loose
+
+
 def test_counting_bound_values():
   # F = 13 non-solved feedbacks for 4 x 6: 1 + 13 * 2 + 169 * 3 + (1296 - 183) * 4.
   assert mm.counting_bound_total(1296, 13) == 1 + 26 + 507 + 1113 * 4
@@ -317,6 +343,17 @@ def test_estimator_matches_reference_on_every_tier():
     finite = np.isfinite(ref)
     np.testing.assert_allclose(-q[b][finite], ref[finite], rtol=2e-6)
     np.testing.assert_allclose(float(est.value[b]), -ref[finite].min(), rtol=2e-6)
+  # The action bounds: n + Σ over unsolved feedback parts of the counting bound T(|part|).
+  bounds = np.asarray(est.action_bounds)
+  totals = np.array([mm.counting_bound_total(n, 13) for n in range(1297)])
+  for b in range(len(sizes)):
+    idx = np.flatnonzero(masks[b])
+    counts = np.stack([np.bincount(j.table[g, idx], minlength=14) for g in range(1296)])
+    counts[:, j.m.solved_code] = 0
+    ref = -(len(idx) + totals[counts].sum(axis=1)) / len(idx)
+    finite = np.isfinite(q[b])
+    np.testing.assert_array_equal(np.isfinite(bounds[b]), finite)
+    np.testing.assert_allclose(bounds[b][finite], ref[finite], rtol=2e-6)
   # One remaining code: it scores -1, every other guess is masked.
   last = q[-1]
   only = int(np.flatnonzero(masks[-1])[0])

@@ -5,6 +5,7 @@ re-derived by brute force in ``tests/test_mastermind.py``). Small instances only
 suite; ``-m slow`` certifies (3, 2), (2, 4), (3, 3), (4, 3) and (3, 4).
 """
 
+import dataclasses
 import json
 
 import jax
@@ -75,14 +76,18 @@ def test_openings_up_to_symmetry_give_an_unconditional_proof():
   _check_certified(2, 3, result)
 
 
-def test_cut_search_reports_no_proof_but_an_honest_figure():
-  """With 2 slots per node (a cutoff) the optimistic bound cannot close: no proof is claimed,
-  and the reported figure is still the exact evaluation of the exported policy. (On 2×4 the
-  game's counting bound, 42, is below the optimum 45; on 2×3 it is tight, 21, and proves
-  optimality on its own.)"""
+def test_cut_search_proves_with_action_bounds_and_not_without():
+  """With 2 slots per node (a cutoff) the actions left out keep the estimator's per-action
+  bounds, so the proof still closes; an estimator without ``action_bounds`` leaves cut nodes
+  at the game's counting bound and no proof is claimed (on 2×4 that bound, 42, is below the
+  optimum 45). Either way the reported figure is the exact evaluation of the exported policy."""
   puzzle = solve_lib.mastermind_puzzle(2, 4)
-  result = solve_lib.solve_puzzle(puzzle, seconds=60, max_simulations=64, chunk=32,
-                                  max_nodes=2000, num_slots=2)
+  without = dataclasses.replace(puzzle, estimator=lambda params, key, states: puzzle.estimator(
+      params, key, states).replace(action_bounds=None))
+  options = dict(seconds=60, max_simulations=64, chunk=32, max_nodes=2000, num_slots=2)
+  proven = solve_lib.solve_puzzle(puzzle, **options)
+  _check_certified(2, 4, proven)
+  result = solve_lib.solve_puzzle(without, **options)
   assert not result.proven_optimal
   assert result.upper_total < OPTIMA[(2, 4)] - 0.5
   assert result.evaluation.total_guesses >= OPTIMA[(2, 4)]
@@ -180,3 +185,81 @@ def test_gap_rule_prefers_the_widest_weighted_gap_then_balances_ties():
   assert int(pick(probs, visits, None, "gap", jnp.array([3.0, 1.0, 1.0, 1.0]))) == 0
   assert int(pick(jnp.array([0.0, 0.5, 0.5, 0.0]), visits, None, "gap",
                   jnp.array([9.0, 1.0, 2.0, 9.0]))) == 2
+
+
+def test_proof_rule_reaches_slots_widening_has_not_activated():
+  """The optimistic rule sees every candidate slot: with q̂1 ranking the guesses in the
+  reverse order of their bounds, progressive widening activates the worst-bound slot first,
+  yet the first proof simulation goes to the best-bound guess (the last slot) and activates
+  every slot up to it. Before, a node whose best bound sat on an inactive slot could never be
+  proven and a better guess there never tried (the 4×6 sub-problem b0w1 stuck at 976)."""
+  import jaxsearch as js
+  puzzle = solve_lib.mastermind_puzzle(2, 4)
+
+  def reversed_estimator(params, key, states):
+    estimate = puzzle.estimator(params, key, states)
+    finite = jnp.isfinite(estimate.action_values)
+    return estimate.replace(action_values=jnp.where(
+        finite, -10.0 - estimate.action_bounds, -jnp.inf))
+
+  search = js.policies.avts(puzzle.game, reversed_estimator, num_simulations=1, max_nodes=64,
+                            num_slots=None, selection=js.selection.optimistic())
+  assert search.config.widening
+  roots = jax.tree.map(lambda x: jnp.asarray(x)[None], puzzle.initial_state)
+  key = jax.random.PRNGKey(0)
+  by_key = jax.jit(jax.vmap(lambda k: search(None, k, roots).tree))(key[None])
+  for tree in (jax.jit(search)(None, key, roots).tree, jax.tree.map(lambda x: x[0], by_key)):
+    legal = np.asarray(tree.slot_legal[0, 0])
+    bounds = np.asarray(reversed_estimator(None, None, roots).action_bounds[0])
+    actions = np.asarray(tree.slot_action[0, 0])
+    visited = int(np.flatnonzero(np.asarray(tree.slot_visits[0, 0]) > 0)[0])
+    assert bounds[actions[visited]] == bounds[actions[legal]].max()
+    assert visited == int(legal.sum()) - 1  # the last candidate slot
+    assert int(tree.node_num_active[0, 0]) == visited + 1
+
+
+def test_nonfinite_action_bounds_count_and_fall_back_to_the_node_bound():
+  """NaN or ``+inf`` action bounds are misbehaviour: counted in ``nonfinite_estimates``, and
+  the actions get no bound of their own (the node's counting bound stays), so nothing is
+  certified through them: on 2×4 the result is the no-bounds one (42 < 45, unproven)."""
+  puzzle = solve_lib.mastermind_puzzle(2, 4)
+
+  def broken(params, key, states):
+    estimate = puzzle.estimator(params, key, states)
+    bounds = estimate.action_bounds
+    bad = jnp.where(jnp.arange(bounds.shape[-1]) % 2 == 0, jnp.nan, jnp.inf)
+    return estimate.replace(action_bounds=jnp.where(jnp.isfinite(bounds), bad, bounds))
+
+  found, trees = solve_lib.solve(dataclasses.replace(puzzle, estimator=broken), seconds=60,
+                                 max_simulations=64, chunk=32, max_nodes=2000, num_slots=2)
+  assert int(np.asarray(trees.nonfinite_estimates)[0]) > 0
+  assert np.all(np.isfinite(np.asarray(trees.node_upper)))
+  assert float(found["upper"][0]) < OPTIMA[(2, 4)] - 0.5 and not found["proven"]
+
+
+def test_bound_slots_hold_the_best_bounds_q1_left_out():
+  """``bound_slots=2`` of ``K = 4``: slots 0-1 are the best q̂1, slots 2-3 the best action
+  bounds among the other guesses (under jit and vmap); bad settings are refused."""
+  import jaxsearch as js
+  puzzle = solve_lib.mastermind_puzzle(3, 3, symmetry=False)  # 27 distinct guesses
+  search = js.policies.avts(puzzle.game, puzzle.estimator, num_simulations=1, max_nodes=64,
+                            num_slots=4, bound_slots=2)
+  roots = jax.tree.map(lambda x: jnp.asarray(x)[None], puzzle.initial_state)
+  estimate = puzzle.estimator(None, None, roots)
+  q = np.asarray(estimate.action_values[0])
+  bounds = np.asarray(estimate.action_bounds[0])
+  key = jax.random.PRNGKey(0)
+  by_key = jax.jit(jax.vmap(lambda k: search(None, k, roots).tree))(key[None])
+  for tree in (jax.jit(search)(None, key, roots).tree, jax.tree.map(lambda x: x[0], by_key)):
+    actions = np.asarray(tree.slot_action[0, 0])
+    assert np.all(np.asarray(tree.slot_legal[0, 0]))
+    assert len(set(actions.tolist())) == 4
+    usable = np.isfinite(q)
+    np.testing.assert_allclose(q[actions[:2]], np.sort(q[usable])[::-1][:2])
+    rest = usable.copy()
+    rest[actions[:2]] = False
+    np.testing.assert_allclose(bounds[actions[2:]], np.sort(bounds[rest])[::-1][:2])
+  for bad in (-1, 4, 5):
+    with pytest.raises(ValueError, match="bound_slots"):
+      js.search.SearchConfig(num_simulations=1, max_nodes=2, max_depth=1, num_slots=4,
+                             bound_slots=bad, selection=js.selection.uct())

@@ -258,6 +258,18 @@ def test_small_bounds_bracket_exhaustive_optima():
     best = solve(frozenset(np.flatnonzero(masks[b]).tolist()))
     assert pess[b] == -(n + 1) / 2
     assert pess[b] <= -best / n <= opt[b] + 1e-6
+  # Each guess's action bound is admissible: no policy starting with it does better.
+  est = s.estimate(None, jax.random.PRNGKey(0), states)
+  bounds, q = np.asarray(est.action_bounds), np.asarray(est.action_values)
+  for b in range(8):
+    secrets = np.flatnonzero(masks[b])
+    for g in np.flatnonzero(np.isfinite(q[b])):
+      parts = defaultdict(list)
+      for secret in secrets:
+        parts[int(s.table[g, secret])].append(int(secret))
+      exact = len(secrets) + sum(solve(frozenset(part)) for code, part in parts.items()
+                                 if code != wordle.SOLVED)
+      assert -exact / len(secrets) <= bounds[b, g] + 1e-6
 
 
 def test_small_estimator_matches_reference():
@@ -277,6 +289,18 @@ def test_small_estimator_matches_reference():
     np.testing.assert_allclose(-q[b][finite], ref[finite], rtol=2e-6)
     np.testing.assert_allclose(float(est.value[b]), -ref[finite].min(), rtol=2e-6)
   assert float(est.value[-1]) == -1.0 and np.sum(np.isfinite(q[-1])) == 1
+  # Action bounds on every tier: n + Σ over unsolved feedback parts of T(|part|).
+  branching = len(set(s.table.reshape(-1).tolist()) - {wordle.SOLVED})
+  totals = np.array([mm.counting_bound_total(n, branching) for n in range(61)])
+  bounds = np.asarray(est.action_bounds)
+  for b in range(len(sizes)):
+    idx = np.flatnonzero(masks[b])
+    counts = np.stack([np.bincount(s.table[g, idx], minlength=256) for g in range(100)])
+    counts[:, wordle.SOLVED] = 0
+    ref = -(len(idx) + totals[counts].sum(axis=1)) / len(idx)
+    finite = np.isfinite(q[b])
+    np.testing.assert_array_equal(np.isfinite(bounds[b]), finite)
+    np.testing.assert_allclose(bounds[b][finite], ref[finite], rtol=2e-6)
 
 
 def test_small_game_and_estimator_under_jit_and_vmap():

@@ -93,12 +93,16 @@ class SelectionRule:
   """A named scoring function ``(view, key) -> f32[K]``.
 
   ``needs_key`` says whether the rule draws random numbers; when it is ``False`` the engine
-  passes ``None`` and spends no time on keys.
+  passes ``None`` and spends no time on keys. ``sees_inactive``: under progressive widening
+  the rule may pick any candidate slot, not only the active ones (``view.legal`` includes
+  them); picking one activates every slot up to it. A rule that follows bounds needs this:
+  a slot widening has not reached yet can hold the node's best optimistic bound.
   """
 
   name: str
   score: Callable[[NodeView, Optional[jax.Array]], jax.Array]
   needs_key: bool = False
+  sees_inactive: bool = False
 
 
 def masked_argmax(scores: jax.Array, legal: jax.Array) -> jax.Array:
