@@ -374,7 +374,7 @@ def _solve(args: argparse.Namespace) -> int:
   if slots is None:
     slots = 128 if args.game == "mastermind" else 64
   if bound_slots is None:
-    bound_slots = 96 if args.game == "mastermind" and slots > 96 else 0
+    bound_slots = 3 * slots // 4 if args.game == "mastermind" else 0
   args.slots, args.bound_slots = slots, bound_slots
   num_slots = None if args.slots == 0 else args.slots
   if args.bound_slots < 0 or (num_slots is not None and args.bound_slots >= num_slots):
@@ -537,7 +537,8 @@ def _parser() -> argparse.ArgumentParser:
   solve.add_argument("--bound-slots", type=int, default=None,
                      help="of those, how many hold the guesses with the best admissible "
                           "bounds instead: a cut guess's bound floors its node's, so a proof "
-                          "needs them (default 96 for Mastermind, 0 for Wordle)")
+                          "needs them (default: three quarters of --slots for Mastermind, 0 "
+                          "for Wordle)")
   solve.add_argument("--seed", type=int, default=0)
   solve.add_argument("--export", default=None, help="write the policy as JSON to this file")
   solve.add_argument("--plot", default=None, help="write a PNG of the bounds to this file")
