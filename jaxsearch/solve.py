@@ -7,8 +7,13 @@ each root:
 * the **achievable bound** — the exact value of a concrete policy held by the tree (AVTS's
   "best lower bound"): a number of guesses that *is* reached;
 * the **optimistic bound** — no policy does better (the game's admissible ``optimistic_value``
-  tightened by the Bellman backup); where it meets the achievable bound the result is
-  **proven optimal**.
+  and the estimator's per-guess ``action_bounds``, tightened by the Bellman backup); where it
+  meets the achievable bound the result is **proven optimal**.
+
+By default the trees are grown by the proof-directed rule alone
+(:func:`jaxsearch.selection.optimistic`, best bound first, with the ``gap`` outcome rule):
+on Mastermind 4×6 it reaches the optimum sooner than any mix with Thompson sampling, and
+with ``bound_slots`` it proves it (5625, about 50 s on 2 CPU cores).
 
 At the end the achievable policy is extracted from the tree (where the tree has no better
 action than the game's pessimistic policy, that policy — guess the first remaining candidate —
