@@ -239,7 +239,9 @@ def test_nonfinite_action_bounds_count_and_fall_back_to_the_node_bound():
 
 def test_bound_slots_hold_the_best_bounds_q1_left_out():
   """``bound_slots=2`` of ``K = 4``: slots 0-1 are the best q̂1, slots 2-3 the best action
-  bounds among the other guesses (under jit and vmap); bad settings are refused."""
+  bounds among the other guesses; bad settings are refused. (Under jit only, to save a
+  compile: the layout is computed row by row in ``_node_rows``, and searches run under vmap
+  in the widening test above and in ``test_search.py``.)"""
   import jaxsearch as js
   puzzle = solve_lib.mastermind_puzzle(3, 3, symmetry=False)  # 27 distinct guesses
   search = js.policies.avts(puzzle.game, puzzle.estimator, num_simulations=1, max_nodes=64,
@@ -248,17 +250,15 @@ def test_bound_slots_hold_the_best_bounds_q1_left_out():
   estimate = puzzle.estimator(None, None, roots)
   q = np.asarray(estimate.action_values[0])
   bounds = np.asarray(estimate.action_bounds[0])
-  key = jax.random.PRNGKey(0)
-  by_key = jax.jit(jax.vmap(lambda k: search(None, k, roots).tree))(key[None])
-  for tree in (jax.jit(search)(None, key, roots).tree, jax.tree.map(lambda x: x[0], by_key)):
-    actions = np.asarray(tree.slot_action[0, 0])
-    assert np.all(np.asarray(tree.slot_legal[0, 0]))
-    assert len(set(actions.tolist())) == 4
-    usable = np.isfinite(q)
-    np.testing.assert_allclose(q[actions[:2]], np.sort(q[usable])[::-1][:2])
-    rest = usable.copy()
-    rest[actions[:2]] = False
-    np.testing.assert_allclose(bounds[actions[2:]], np.sort(bounds[rest])[::-1][:2])
+  tree = jax.jit(search)(None, jax.random.PRNGKey(0), roots).tree
+  actions = np.asarray(tree.slot_action[0, 0])
+  assert np.all(np.asarray(tree.slot_legal[0, 0]))
+  assert len(set(actions.tolist())) == 4
+  usable = np.isfinite(q)
+  np.testing.assert_allclose(q[actions[:2]], np.sort(q[usable])[::-1][:2])
+  rest = usable.copy()
+  rest[actions[:2]] = False
+  np.testing.assert_allclose(bounds[actions[2:]], np.sort(bounds[rest])[::-1][:2])
   for bad in (-1, 4, 5):
     with pytest.raises(ValueError, match="bound_slots"):
       js.search.SearchConfig(num_simulations=1, max_nodes=2, max_depth=1, num_slots=4,
