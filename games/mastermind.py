@@ -124,6 +124,11 @@ def counting_bound_levels(num_secrets: int, branching: int) -> np.ndarray:
   return np.asarray(caps, np.int64)
 
 
+def counting_bound_starts(caps: np.ndarray) -> np.ndarray:
+  """``int64[L]``: secrets on the levels before each of :func:`counting_bound_levels`."""
+  return np.concatenate([[0], np.cumsum(caps)[:-1]]).astype(np.int64)
+
+
 def counting_bound_total(n: int, branching: int) -> int:
   """Plain-Python counting bound: the least possible total number of guesses over ``n``
   equally likely secrets when each guess's feedback takes one of ``branching`` values besides
@@ -203,7 +208,7 @@ def guessing_game(name: str, by_secret, num_outcomes: int, solved_code: int,
   all_bits = np.asarray(mask_to_bits(np.ones((num_secrets,), bool)))
   branching = feedback_branching(by_secret, num_outcomes, solved_code)
   caps = counting_bound_levels(num_secrets, branching)
-  caps_before = np.concatenate([[0], np.cumsum(caps)[:-1]])
+  caps_before = counting_bound_starts(caps)
 
   def init(key):
     del key
@@ -368,7 +373,7 @@ def entropic_estimator(by_secret, secret_of_guess, num_outcomes: int,
       each feedback part ``P_b`` it leaves unsolved, at least ``T(|P_b|)`` more guesses
       (:func:`counting_bound_total`), so no policy starting with ``g`` does better than
       ``-(n + Σ_b T(|P_b|)) / n`` — the one-step lookahead of the game's own counting bound,
-      for the price of one table lookup per histogram bin.
+      for a few elementwise clips per histogram bin (T in closed form).
 
   Returns:
     ``(params, key, states) -> Estimate(value f32[B], action_values f32[B, G],
@@ -390,7 +395,7 @@ def entropic_estimator(by_secret, secret_of_guess, num_outcomes: int,
   bound_levels = None
   if branching is not None:
     caps = counting_bound_levels(num_secrets, branching)
-    bound_levels = (caps.tolist(), np.concatenate([[0], np.cumsum(caps)[:-1]]).tolist())
+    bound_levels = (caps.tolist(), counting_bound_starts(caps).tolist())
 
   def trivial(mask):
     # n <= 1: every histogram has at most one bin (T(1) = 1), nothing to count.

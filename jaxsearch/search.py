@@ -331,10 +331,7 @@ def _node_rows(expansion: Expansion, config: SearchConfig, num_actions: int) -> 
     node_value = value
     slot_value = jnp.zeros_like(slot_action_value)
   wanted = expansion.legal & ~declared_useless
-  in_slots = jnp.zeros(wanted.shape, jnp.int32).at[
-      jnp.arange(batch_size)[:, None], slot_action].max(slot_legal.astype(jnp.int32)) > 0
-  left_out = wanted & ~in_slots
-  cut = jnp.any(left_out, axis=-1)
+  cut = jnp.sum(wanted, axis=-1) > jnp.sum(slot_legal, axis=-1)
   no_upper = jnp.float32(tree_lib.NO_UPPER)
   slot_upper = None
   if expansion.optimistic is None:
@@ -353,7 +350,10 @@ def _node_rows(expansion: Expansion, config: SearchConfig, num_actions: int) -> 
     best_action = jnp.max(jnp.where(wanted, action_bounds, -no_upper), axis=-1)
     upper = jnp.where(expansion.terminal | ~jnp.any(wanted, axis=-1), upper,
                       jnp.minimum(upper, best_action))
-    cut_upper = jnp.max(jnp.where(left_out, action_bounds, -no_upper), axis=-1)
+    # Which wanted actions have no slot (a scatter only this branch needs).
+    in_slots = jnp.zeros(wanted.shape, jnp.int32).at[
+        jnp.arange(batch_size)[:, None], slot_action].max(slot_legal.astype(jnp.int32)) > 0
+    cut_upper = jnp.max(jnp.where(wanted & ~in_slots, action_bounds, -no_upper), axis=-1)
     slot_upper = jnp.minimum(upper[:, None], gather(action_bounds))
   else:
     cut_upper = jnp.where(cut, no_upper, -no_upper)
