@@ -43,9 +43,10 @@ few colours, e.g. ``(0, 1)`` with ``P = C = 2``).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import math
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -147,6 +148,86 @@ def feedback_branching(by_secret, num_outcomes: int, solved_code: int) -> int:
   return len(_codes_present(by_secret, num_outcomes) - {int(solved_code)})
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class ExactBounds:
+  """The guessing game's admissible bounds in exact integers, on the host (numpy): what a
+  certificate of optimality is checked with (:func:`jaxsearch.solve.certify`), so that
+  "proven" never rests on float sums.
+
+  Totals are numbers of guesses summed over a node's ``n`` remaining secrets:
+
+  * :meth:`node_total` — ``T(n)``, the counting bound (see :func:`guessing_game`);
+  * :meth:`action_totals` — for every guess ``g``: ``n + Σ_b T(|P_b|)`` over the feedback
+    parts ``P_b`` it leaves unsolved (every secret pays for ``g``; each part then needs at
+    least its counting bound). No policy starting with ``g`` needs fewer in total.
+
+  Attributes:
+    table: ``u8[S, G]`` feedback table, secret-major.
+    solved_code: the all-correct code.
+    caps, starts: the counting bound's levels (:func:`counting_bound_levels`,
+      :func:`counting_bound_starts`).
+    redundant: ``state -> bool[G]`` guesses equivalent to another one at that state (a
+      symmetry), or ``None``: their totals equal their representatives', so a minimum over
+      the others is the minimum over all.
+  """
+
+  table: np.ndarray
+  solved_code: int
+  caps: np.ndarray
+  starts: np.ndarray
+  redundant: Optional[Callable[[State], np.ndarray]] = None
+
+  @classmethod
+  def build(cls, table, num_outcomes: int, solved_code: int,
+            branching: Optional[int] = None, redundant=None) -> "ExactBounds":
+    table = np.asarray(table, np.uint8)
+    if branching is None:
+      branching = feedback_branching(table, num_outcomes, solved_code)
+    caps = counting_bound_levels(table.shape[0], branching)
+    return cls(table=table, solved_code=int(solved_code), caps=caps,
+               starts=counting_bound_starts(caps), redundant=redundant)
+
+  def counting_total(self, sizes) -> np.ndarray:
+    """``int64[...]``: ``T(h)`` of every entry of ``sizes`` (integers)."""
+    sizes = np.asarray(sizes, np.int64)
+    total = np.zeros(sizes.shape, np.int64)
+    for level, (cap, start) in enumerate(zip(self.caps.tolist(), self.starts.tolist())):
+      total += (level + 1) * np.clip(sizes - start, 0, cap)
+    return total
+
+  def node_total(self, n: int) -> int:
+    """``T(n)``: no policy finds ``n`` secrets in fewer guesses in total."""
+    return int(self.counting_total(n))
+
+  def action_totals(self, secrets: np.ndarray, state=None) -> tuple[np.ndarray, np.ndarray]:
+    """``(totals int64[G], considered bool[G])`` at the node whose remaining secrets are
+    ``secrets`` (``int[n]``, ``n >= 1``).
+
+    ``considered`` is False for guesses that can never be optimal there: non-candidates
+    whose feedback is the same for every remaining secret (they cost a guess and teach
+    nothing, so ``opt = n + opt`` would follow) and, with ``state``, guesses the game's
+    symmetry makes redundant. Cost: one sort of the ``[n, G]`` rows.
+    """
+    rows = self.table[np.asarray(secrets, np.int64)]  # [n, G]
+    n = rows.shape[0]
+    ordered = np.sort(rows, axis=0)
+    first = np.ones(ordered.shape, bool)
+    first[1:] = ordered[1:] != ordered[:-1]  # a new feedback part starts here
+    last = np.ones(ordered.shape, bool)
+    last[:-1] = first[1:]
+    index = np.arange(n)[:, None]
+    start = np.maximum.accumulate(np.where(first, index, 0), axis=0)
+    part_sizes = index - start + 1  # at the last row of each part: the part's size
+    parts = np.where(last & (ordered != self.solved_code), self.counting_total(part_sizes), 0)
+    totals = n + parts.sum(axis=0)
+    one_part = first.sum(axis=0) == 1
+    candidate = (ordered == self.solved_code).any(axis=0)
+    considered = ~(one_part & ~candidate)
+    if self.redundant is not None and state is not None:
+      considered &= ~np.asarray(self.redundant(state), bool)
+    return totals, considered
+
+
 # ---------------------------------------------------------------------------------------------
 # The generic guessing game.
 #
@@ -168,7 +249,7 @@ def _codes_present(table, num_outcomes: int) -> set[int]:
 
 def guessing_game(name: str, by_secret, num_outcomes: int, solved_code: int,
                   value_range: tuple[float, float] = (-6.0, 0.0),
-                  max_length: Optional[int] = None) -> Game:
+                  max_length: Optional[int] = None, branching: Optional[int] = None) -> Game:
   """A "guess the secret" problem as a :class:`jaxsearch.game.Game` over :class:`State`.
 
   Args:
@@ -180,6 +261,10 @@ def guessing_game(name: str, by_secret, num_outcomes: int, solved_code: int,
     value_range: ``(lo, hi)`` scale of values for range-normalised selection rules
       (ALGORITHMS.md uses ``(-6, 0)`` for Wordle). Not a hard bound: bad policies do worse.
     max_length: the game's ``max_length`` (default ``None``: a policy may guess forever).
+    branching: ``F`` below (:func:`feedback_branching`); ``None`` reads it off the table,
+      which must then be concrete. Given, ``by_secret`` may be a tracer: build the game
+      inside a jitted function from a table passed as an argument, and the compiled program
+      takes the table as an input instead of embedding it as a constant.
 
   Returns:
     The game (``num_actions = G``). Its bounds, both 0 at terminal states and at
@@ -205,8 +290,10 @@ def guessing_game(name: str, by_secret, num_outcomes: int, solved_code: int,
   if not 0 <= solved_code < num_outcomes <= 256:
     raise ValueError(f"guessing_game {name!r}: need 0 <= solved_code ({solved_code}) < "
                      f"num_outcomes ({num_outcomes}) <= 256")
-  all_bits = np.asarray(mask_to_bits(np.ones((num_secrets,), bool)))
-  branching = feedback_branching(by_secret, num_outcomes, solved_code)
+  with jax.ensure_compile_time_eval():  # a constant even when called under a trace
+    all_bits = np.asarray(mask_to_bits(np.ones((num_secrets,), bool)))
+  if branching is None:
+    branching = feedback_branching(by_secret, num_outcomes, solved_code)
   caps = counting_bound_levels(num_secrets, branching)
   caps_before = counting_bound_starts(caps)
 
@@ -362,8 +449,11 @@ def entropic_estimator(by_secret, secret_of_guess, num_outcomes: int,
   the ``switch`` becomes a ``select`` that runs every variant (correct, slower).
 
   Args:
-    by_secret: ``u8[S, G]`` feedback table, secret-major (closed over as a constant: XLA
-      embeds it in each compiled program, ~2 s per compile for Wordle's 47 MB).
+    by_secret: ``u8[S, G]`` feedback table, secret-major. A concrete array is closed over as
+      a constant, which XLA embeds in each compiled program (~2 s per compile and several GB
+      of compile-time memory for Wordle's 47 MB); a tracer (the estimator built inside a
+      jitted function from a table passed as an argument, see :attr:`Mastermind.bind`) keeps
+      it an input of the program.
     secret_of_guess: ``int[G]``, the secret each guess is, or ``-1``.
     num_outcomes: ``O``.
     tiers: compaction sizes (those ``>= S`` are dropped; the whole table is always a tier).
@@ -617,6 +707,9 @@ class Mastermind:
       guess-major table.
     game: the :class:`jaxsearch.game.Game` (actions = guesses, outcomes = feedbacks).
     estimator: the batched entropic estimator (:func:`entropic_estimator`).
+    bind: ``table -> (game, estimator)``, the same pair over a given ``u8[N, N]`` table
+      (usually a tracer): call it inside a jitted function that takes ``by_secret`` as an
+      argument, so that the compiled program does not embed the table as a constant.
   """
 
   pegs: int
@@ -625,6 +718,19 @@ class Mastermind:
   by_secret: jax.Array
   game: Game
   estimator: Estimator
+  bind: Callable[[jax.Array], tuple[Game, Estimator]]
+  symmetry: Optional["Symmetry"] = None
+
+  @functools.cached_property
+  def exact_bounds(self) -> ExactBounds:
+    """The game's bounds in exact integers, for certificates (:class:`ExactBounds`); with
+    symmetry, redundant guesses are left out as the estimator leaves them out."""
+    redundant = None
+    if self.symmetry is not None:
+      check = jax.jit(self.symmetry.redundant)
+      redundant = lambda state: np.asarray(check(jnp.asarray(state.symmetries)))  # noqa: E731
+    return ExactBounds.build(self.by_secret, self.num_outcomes, self.solved_code,
+                             redundant=redundant)
 
   @property
   def feedback(self) -> jax.Array:
@@ -734,13 +840,20 @@ def make(pegs: int = 4, colours: int = 6, value_range: tuple[float, float] = (-6
   by_secret = feedback_table(pegs, colours)  # symmetric: also secret-major
   num_outcomes = len(feedback_keys(pegs))
   identity = np.arange(num_codes)
-  game = guessing_game(f"mastermind_p{pegs}_c{colours}", by_secret, num_outcomes,
-                       num_outcomes - 1, value_range=value_range, max_length=max_length)
-  est = entropic_estimator(by_secret, identity, num_outcomes, tiers=tiers,
-                           guess_chunk=guess_chunk,
-                           branching=feedback_branching(by_secret, num_outcomes,
-                                                        num_outcomes - 1))
-  if symmetry and math.factorial(colours) * math.factorial(pegs) <= MAX_GROUP:
-    game, est = _with_symmetry(game, est, Symmetry.build(pegs, colours))
+  branching = feedback_branching(by_secret, num_outcomes, num_outcomes - 1)
+  symmetries = (Symmetry.build(pegs, colours) if symmetry and
+                math.factorial(colours) * math.factorial(pegs) <= MAX_GROUP else None)
+
+  def bind(table):
+    game = guessing_game(f"mastermind_p{pegs}_c{colours}", table, num_outcomes,
+                         num_outcomes - 1, value_range=value_range, max_length=max_length,
+                         branching=branching)
+    est = entropic_estimator(table, identity, num_outcomes, tiers=tiers,
+                             guess_chunk=guess_chunk, branching=branching)
+    if symmetries is not None:
+      game, est = _with_symmetry(game, est, symmetries)
+    return game, est
+
+  game, est = bind(by_secret)
   return Mastermind(pegs=pegs, colours=colours, num_codes=num_codes, by_secret=by_secret,
-                    game=game, estimator=est)
+                    game=game, estimator=est, bind=bind, symmetry=symmetries)

@@ -43,7 +43,7 @@ import functools
 import os
 import re
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -221,6 +221,10 @@ class Wordle:
     game: the :class:`jaxsearch.game.Game` (``num_actions = G``, ``num_outcomes = 243``).
     estimator: the batched entropic estimator
       (:func:`games.mastermind.entropic_estimator`), ``action_values f32[B, G]``.
+    bind: ``table -> (game, estimator)``, the same pair over a given ``u8[S, G]`` table
+      (usually a tracer): call it inside a jitted function that takes ``by_secret`` as an
+      argument, so that the compiled program does not embed the 47 MB table as a constant
+      (which costs several GB of memory while compiling).
   """
 
   answers: tuple[str, ...]
@@ -229,6 +233,13 @@ class Wordle:
   secret_of_guess: np.ndarray
   game: Game
   estimator: Estimator
+  bind: Callable[[jax.Array], tuple[Game, Estimator]]
+
+  @functools.cached_property
+  def exact_bounds(self) -> _guessing.ExactBounds:
+    """The game's bounds in exact integers, for certificates
+    (:class:`games.mastermind.ExactBounds`)."""
+    return _guessing.ExactBounds.build(self.by_secret, NUM_PATTERNS, SOLVED)
 
   @functools.cached_property
   def feedback(self) -> jax.Array:
@@ -318,13 +329,18 @@ def make(answers: Sequence[str], guesses: Sequence[str],
   by_secret = feedback_table(guesses, answers, secret_major=True)
   if name is None:
     name = f"wordle_{len(answers)}_{len(guesses)}"
-  game = _guessing.guessing_game(name, by_secret, NUM_PATTERNS, SOLVED, value_range=value_range,
-                                 max_length=max_length)
-  est = _guessing.entropic_estimator(
-      by_secret, secret_of_guess, NUM_PATTERNS, tiers=tiers, guess_chunk=guess_chunk,
-      branching=_guessing.feedback_branching(by_secret, NUM_PATTERNS, SOLVED))
+  branching = _guessing.feedback_branching(by_secret, NUM_PATTERNS, SOLVED)
+
+  def bind(table):
+    game = _guessing.guessing_game(name, table, NUM_PATTERNS, SOLVED, value_range=value_range,
+                                   max_length=max_length, branching=branching)
+    est = _guessing.entropic_estimator(table, secret_of_guess, NUM_PATTERNS, tiers=tiers,
+                                       guess_chunk=guess_chunk, branching=branching)
+    return game, est
+
+  game, est = bind(by_secret)
   return Wordle(answers=tuple(answers), guesses=tuple(guesses), by_secret=by_secret,
-                secret_of_guess=secret_of_guess, game=game, estimator=est)
+                secret_of_guess=secret_of_guess, game=game, estimator=est, bind=bind)
 
 
 def load_default(lists: str = "nyt", **kwargs) -> Wordle:

@@ -294,6 +294,7 @@ def custom(game: Optional[Game] = None, estimator: Optional[Estimator] = None, *
            subtree_entropy: Optional[str] = None, entropy_policy: str = "pi_hat",
            entropy_pibar_c: float = 1.25, root_policy: str = "visits",
            pibar_target: bool = False, pibar_c: Optional[float] = 1.25,
+           max_chance: Optional[int] = None, expand_chunk: int = 256,
            devices=None) -> Search:
   """A search with any selection rule and either backup (see
   :class:`jaxsearch.search.SearchConfig` for every option).
@@ -317,7 +318,8 @@ def custom(game: Optional[Game] = None, estimator: Optional[Estimator] = None, *
       bound_slots=bound_slots, widening=widening,
       debias=debias, variance=variance, num_buckets=num_buckets,
       root_selection=root_selection, subtree_entropy=subtree_entropy,
-      entropy_policy=entropy_policy, entropy_pibar_c=entropy_pibar_c)
+      entropy_policy=entropy_policy, entropy_pibar_c=entropy_pibar_c, max_chance=max_chance,
+      expand_chunk=expand_chunk)
   return Search(model=model, config=config, temperature=temperature, root_policy=root_policy,
                 pibar_target=pibar_target, pibar_c=pibar_c, devices=devices)
 

@@ -95,6 +95,17 @@ class SearchConfig:
       ``π̂(a) = (1 + n(a)) / (|A| + N)`` or ``"pibar"`` (π̄, :func:`jaxsearch.selection.pibar_policy`
       with ``c = entropy_pibar_c``).
     entropy_pibar_c: π̄'s constant for ``entropy_policy="pibar"``.
+    max_chance: ``C``, chance records per tree (``None``: ``max_nodes``). The Bellman backup
+      creates one record per expanded slot holding all its possible outcomes' nodes, so a
+      tree of ``N`` nodes holds about ``N / (outcomes per expansion)`` records: with many
+      outcomes (Wordle's 243 feedbacks, 4.9 KB a record) a smaller ``C`` saves most of the
+      tree's memory. A tree whose records run out stops growing, as when its nodes do.
+      Running-mean backup: must be ``None`` (a record comes with every new node).
+    expand_chunk: Bellman backup: the outcome states of one expansion step (``B·O`` of them)
+      are stepped and evaluated ``expand_chunk`` at a time, and only the possible outcomes
+      of the trees that expand (``p > 0``), each chunk reduced to its ``K`` slots before
+      the next: the estimator's ``[·, A]`` outputs never exist for all ``B·O`` states at
+      once. Where ``B·O <= expand_chunk`` all are evaluated in one call, as before.
   """
 
   num_simulations: int
@@ -115,6 +126,8 @@ class SearchConfig:
   subtree_entropy: Optional[str] = None
   entropy_policy: str = "pi_hat"
   entropy_pibar_c: float = 1.25
+  max_chance: Optional[int] = None
+  expand_chunk: int = 256
 
   @property
   def bellman(self) -> bool:
@@ -164,6 +177,20 @@ class SearchConfig:
     if self.entropy_policy not in ENTROPY_POLICIES:
       raise ValueError(f"entropy_policy must be one of {ENTROPY_POLICIES}, "
                        f"got {self.entropy_policy!r}")
+    if self.max_chance is not None:
+      if not isinstance(self.max_chance, int) or not 1 <= self.max_chance <= self.max_nodes:
+        raise ValueError(f"max_chance must be an int in [1, max_nodes={self.max_nodes}] or "
+                         f"None, got {self.max_chance!r}")
+      if not self.bellman and self.max_chance != self.max_nodes:
+        raise ValueError("max_chance needs backup='bellman' (with the running-mean backup "
+                         "every new node comes with a chance record)")
+    if not isinstance(self.expand_chunk, int) or self.expand_chunk < 1:
+      raise ValueError(f"expand_chunk must be a positive int, got {self.expand_chunk!r}")
+
+  @property
+  def chance_capacity(self) -> int:
+    """``C``: ``max_chance``, or ``max_nodes`` by default."""
+    return self.max_nodes if self.max_chance is None else self.max_chance
 
 
 @struct.dataclass
@@ -841,9 +868,11 @@ def _expand_all_one(tree: Tree, path: Path, expansion: Expansion, rows: NodeRows
       chance_node=tree.chance_node.at[write_chance].set(parent, mode="drop"),
       chance_prob=tree.chance_prob.at[write_chance].set(probs, mode="drop"),
       chance_child=tree.chance_child.at[write_chance].set(children, mode="drop"),
-      chance_reward=tree.chance_reward.at[write_chance].set(expansion.reward, mode="drop"),
-      chance_discount=tree.chance_discount.at[write_chance].set(expansion.discount,
-                                                                mode="drop"),
+      # Impossible outcomes hold zeros, however (or whether) they were evaluated.
+      chance_reward=tree.chance_reward.at[write_chance].set(
+          jnp.where(possible, expansion.reward, 0.0), mode="drop"),
+      chance_discount=tree.chance_discount.at[write_chance].set(
+          jnp.where(possible, expansion.discount, 0.0), mode="drop"),
       num_nodes=tree.num_nodes + jnp.where(expand, jnp.sum(possible), 0).astype(jnp.int32),
       num_chance=tree.num_chance + expand.astype(jnp.int32),
       nonfinite_estimates=tree.nonfinite_estimates + jnp.where(
@@ -1033,21 +1062,18 @@ def _bellman_simulation(model: Model, config: SearchConfig, params, key, tree: T
   else:
     probs = _outcome_probs(model, params, parent_states, actions, batch_size)
   possible = probs > 0
-  # All possible outcomes get a node now; where they do not fit, the tree stops growing.
-  fits = tree.num_nodes + jnp.sum(possible, axis=-1) <= tree.max_nodes
+  # All possible outcomes get a node now; where they (or their chance record) do not fit, the
+  # tree stops growing.
+  fits = ((tree.num_nodes + jnp.sum(possible, axis=-1) <= tree.max_nodes)
+          & (tree.num_chance < tree.max_chance))
   full = path.expand & ~fits
   first_outcome = jnp.argmax(possible, axis=-1).astype(jnp.int32)
   outcomes = jnp.where(path.expand, first_outcome, path.outcomes[batch_ids, last])
   path = path.replace(length=jnp.where(full, last, path.length), expand=path.expand & fits,
                       new_chance=path.new_chance & fits,
                       outcomes=path.outcomes.at[batch_ids, last].set(outcomes))
-
-  def repeat(x):
-    return jnp.repeat(x, num_outcomes, axis=0)
-
-  expansion = model.step(params, key, jax.tree.map(repeat, parent_states), repeat(actions),
-                         jnp.tile(jnp.arange(num_outcomes, dtype=jnp.int32), batch_size))
-  rows = _node_rows(expansion, config, model.num_actions)
+  expansion, rows = _expand_outcomes(model, config, params, key, parent_states, actions,
+                                     possible & path.expand[:, None])
 
   def per_tree(x):
     return x.reshape((batch_size, num_outcomes) + x.shape[1:])
@@ -1056,6 +1082,60 @@ def _bellman_simulation(model: Model, config: SearchConfig, params, key, tree: T
       tree, path, jax.tree.map(per_tree, expansion), jax.tree.map(per_tree, rows), probs)
   levels = _bellman_levels(tree, path, edge_chances, config)
   return jax.vmap(_bellman_write_one)(tree, path, edge_chances, levels)
+
+
+def _expand_outcomes(model: Model, config: SearchConfig, params, key, parent_states, actions,
+                     wanted) -> tuple[Expansion, NodeRows]:
+  """Steps and evaluates every outcome of each tree's expanded action: ``(expansion, rows)``
+  with leading ``[B·O]`` (tree-major), of which only ``wanted`` (``bool[B, O]``) matter.
+
+  Where ``B·O <= config.expand_chunk``: one model call for all ``B·O`` states. Otherwise the
+  wanted ones are compacted to the front and done ``expand_chunk`` at a time in a loop that
+  runs only as many chunks as there are wanted states; each chunk is reduced to its node rows
+  (``K`` slots) before the next, so the estimator's ``[·, A]`` outputs exist for one chunk
+  only. The other entries keep zero rows and states (they are never written to the tree).
+  The returned ``expansion`` carries ``legal`` and ``estimate`` only on the one-call path
+  (``None`` otherwise): the tree reads its rows.
+  """
+  batch_size, num_outcomes = wanted.shape
+  total = batch_size * num_outcomes
+  all_outcomes = jnp.tile(jnp.arange(num_outcomes, dtype=jnp.int32), batch_size)
+  if total <= config.expand_chunk:
+    def repeat(x):
+      return jnp.repeat(x, num_outcomes, axis=0)
+
+    expansion = model.step(params, key, jax.tree.map(repeat, parent_states), repeat(actions),
+                           all_outcomes)
+    return expansion, _node_rows(expansion, config, model.num_actions)
+  chunk = config.expand_chunk
+  num_chunks = -(-total // chunk)
+  flat = wanted.reshape(-1)
+  count = jnp.sum(flat, dtype=jnp.int32)
+  # Wanted entries first, in order; the padding repeats entry 0 and is never written.
+  order = jnp.argsort(~flat, stable=True).astype(jnp.int32)
+  order = jnp.concatenate([order, jnp.zeros((num_chunks * chunk - total,), jnp.int32)])
+
+  def light(entries, chunk_key):
+    """Steps and evaluates flat entries ``i32[c]``; keeps what the tree stores."""
+    tree_ids = entries // num_outcomes
+    expansion = model.step(params, chunk_key,
+                           jax.tree.map(lambda x: x[tree_ids], parent_states),
+                           actions[tree_ids], entries % num_outcomes)
+    rows = _node_rows(expansion, config, model.num_actions)
+    return expansion.replace(legal=None, estimate=None), rows
+
+  shapes = jax.eval_shape(light, order[:chunk], key)
+  buffers = jax.tree.map(lambda x: jnp.zeros((total,) + x.shape[1:], x.dtype), shapes)
+
+  def body(index, buffers):
+    start = index * chunk
+    entries = jax.lax.dynamic_slice_in_dim(order, start, chunk)
+    targets = jnp.where(start + jnp.arange(chunk) < count, entries, total)  # total: dropped
+    # A key per chunk: a stochastic estimator's draws are not repeated from chunk to chunk.
+    return jax.tree.map(lambda buffer, x: buffer.at[targets].set(x, mode="drop"), buffers,
+                        light(entries, jax.random.fold_in(key, index)))
+
+  return jax.lax.fori_loop(0, (count + chunk - 1) // chunk, body, buffers)
 
 
 def _outcome_probs(model: Model, params, states, actions, batch_size: int) -> jax.Array:
@@ -1085,15 +1165,17 @@ def init_tree(model: Model, config: SearchConfig, params, key, root_input,
   num_buckets = config.num_buckets if config.bellman else 1
   fresh = tree_lib.allocate(batch_size, config.max_nodes, config.slots_for(num_actions),
                             model.num_outcomes, state_example, num_buckets, config.bellman,
-                            entropy=config.subtree_entropy is not None)
+                            entropy=config.subtree_entropy is not None,
+                            max_chance=config.chance_capacity)
   fresh = jax.vmap(_write_root)(fresh, expansion, _node_rows(expansion, config, num_actions))
   if tree is None:
     return fresh
   expected = (batch_size, config.max_nodes, config.slots_for(num_actions), model.num_outcomes,
-              num_buckets)
-  got = (tree.batch_size, tree.max_nodes, tree.num_slots, tree.num_outcomes, tree.num_buckets)
+              num_buckets, config.chance_capacity)
+  got = (tree.batch_size, tree.max_nodes, tree.num_slots, tree.num_outcomes, tree.num_buckets,
+         tree.max_chance)
   if got != expected:
-    raise ValueError(f"tree has (B, N, K, O, V) = {got}, this search needs {expected}")
+    raise ValueError(f"tree has (B, N, K, O, V, C) = {got}, this search needs {expected}")
   if tree.slot_bound.shape != fresh.slot_bound.shape:
     raise ValueError("the tree was made for the other backup (backup='mean' vs 'bellman')")
   if tree.node_entropy.shape != fresh.node_entropy.shape:

@@ -6,7 +6,10 @@ are private, so the public type never changes meaning between batched and unbatc
 
 Sizes (static, checked when a tree is allocated):
   B  batch size, N  decision-node capacity, K  action slots per node,
-  C  chance-record capacity (= N: a record is only ever created together with a node),
+  C  chance-record capacity: ``N`` by default (with the running-mean backup a record is only
+     ever created together with a node); the Bellman backup creates one record per expanded
+     slot, holding every possible outcome's node, so it may use far fewer
+     (``SearchConfig.max_chance``),
   O  chance outcomes per action (1 for deterministic games),
   V  visit-count buckets of the AVTS debias statistics (1 when unused).
 
@@ -143,6 +146,11 @@ class Tree:
   def num_buckets(self) -> int:
     return self.node_bias_mean.shape[2]
 
+  @property
+  def max_chance(self) -> int:
+    """``C``, the chance-record capacity."""
+    return self.chance_node.shape[1]
+
   def nbytes(self) -> int:
     """Bytes held by the tree's arrays."""
     return sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(self))
@@ -150,12 +158,13 @@ class Tree:
 
 def allocate(batch_size: int, max_nodes: int, num_slots: int, num_outcomes: int,
              state_example: Any, num_buckets: int = 1, bellman: bool = False,
-             entropy: bool = False) -> Tree:
+             entropy: bool = False, max_chance: int | None = None) -> Tree:
   """An empty batch of trees (``num_nodes == 0``).
 
   Args:
     batch_size, max_nodes, num_slots, num_outcomes, num_buckets: ``B, N, K, O, V`` (static
       Python ints >= 1).
+    max_chance: ``C``, chance records per tree (``None``: ``N``).
     state_example: one *unbatched* game state; fixes the per-node state structure.
     bellman: the tree serves the Bellman backup; otherwise the per-slot AVTS fields
       (``slot_solved``, ``slot_bound``, ``slot_upper``) are allocated with one slot only, to
@@ -164,10 +173,12 @@ def allocate(batch_size: int, max_nodes: int, num_slots: int, num_outcomes: int,
   """
   for name, size in (("batch_size", batch_size), ("max_nodes", max_nodes),
                      ("num_slots", num_slots), ("num_outcomes", num_outcomes),
-                     ("num_buckets", num_buckets)):
+                     ("num_buckets", num_buckets),
+                     ("max_chance", max_nodes if max_chance is None else max_chance)):
     if not isinstance(size, int) or size < 1:
       raise ValueError(f"{name} must be a positive Python int, got {size!r}")
   b, n, k, o = batch_size, max_nodes, num_slots, num_outcomes
+  c = n if max_chance is None else max_chance
   i32, f32 = jnp.int32, jnp.float32
   return Tree(
       node_visits=jnp.zeros((b, n), i32),
@@ -199,12 +210,12 @@ def allocate(batch_size: int, max_nodes: int, num_slots: int, num_outcomes: int,
       slot_bound=jnp.full((b, n, k if bellman else 1), NO_BOUND, f32),
       slot_upper=jnp.full((b, n, k if bellman else 1), NO_UPPER, f32),
       slot_chance=jnp.full((b, n, k), UNEXPANDED, i32),
-      chance_node=jnp.full((b, n), UNEXPANDED, i32),
-      chance_prob=jnp.zeros((b, n, o), f32),
-      chance_reward=jnp.zeros((b, n, o), f32),
-      chance_discount=jnp.zeros((b, n, o), f32),
-      chance_child=jnp.full((b, n, o), UNEXPANDED, i32),
-      chance_visits=jnp.zeros((b, n, o), i32),
+      chance_node=jnp.full((b, c), UNEXPANDED, i32),
+      chance_prob=jnp.zeros((b, c, o), f32),
+      chance_reward=jnp.zeros((b, c, o), f32),
+      chance_discount=jnp.zeros((b, c, o), f32),
+      chance_child=jnp.full((b, c, o), UNEXPANDED, i32),
+      chance_visits=jnp.zeros((b, c, o), i32),
       num_nodes=jnp.zeros((b,), i32),
       num_chance=jnp.zeros((b,), i32),
       nonfinite_estimates=jnp.zeros((b,), i32),
@@ -278,7 +289,8 @@ def _reroot_one(tree: Tree, new_root: jax.Array) -> Tree:
   fresh = allocate(1, n, tree.slot_visits.shape[1], tree.chance_prob.shape[1],
                    jax.tree.map(lambda x: x[0], tree.node_state), tree.node_bias_mean.shape[1],
                    bellman=tree.slot_bound.shape[1] == tree.slot_visits.shape[1],
-                   entropy=tree.node_entropy.shape[0] == n)
+                   entropy=tree.node_entropy.shape[0] == n,
+                   max_chance=tree.chance_node.shape[0])
   fresh = jax.tree.map(lambda x: x[0], fresh)
 
   def take(field, fresh_field, order, live):

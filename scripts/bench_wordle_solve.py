@@ -1,0 +1,77 @@
+"""Wordle solved from a fixed first word: total, proof, time and memory, as one JSON line.
+
+Runs ``jaxsearch solve wordle --first WORD --json --quiet [options]`` in a child process under
+``/usr/bin/time -v`` (peak resident memory of the whole run, compilation included) and prints
+
+    {"first": ..., "total_guesses": ..., "proven_optimal": ..., "upper_total": ...,
+     "seconds": ..., "wall_seconds": ..., "peak_rss_gb": ..., "nodes": ...,
+     "bytes_per_node": ..., "memory_estimate_gb": ..., "simulations": ..., "command": ...}
+
+    python scripts/bench_wordle_solve.py --first tarse -- --seconds 60
+    python scripts/bench_wordle_solve.py --first salet --lists orig -- --seconds 60
+
+Everything after ``--`` goes to ``jaxsearch solve wordle``. The compilation cache is off
+(``JAXSEARCH_CACHE_DIR=``) unless ``--warm``, so a run's figures include compiling.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+
+def peak_rss_bytes(time_report: str) -> int | None:
+  """``Maximum resident set size (kbytes)`` of a ``/usr/bin/time -v`` report, in bytes."""
+  match = re.search(r"Maximum resident set size \(kbytes\): (\d+)", time_report)
+  return int(match.group(1)) * 1024 if match else None
+
+
+def run(first: str, lists: str, extra: list[str], warm: bool) -> dict:
+  command = ["jaxsearch", "solve", "wordle", "--first", first, "--json", "--quiet"] + extra
+  if lists != "nyt":
+    from games import wordle
+    answers, guesses = wordle.default_paths(lists)
+    command += ["--answers", str(answers), "--guesses", str(guesses)]
+  timer = shutil.which("time") and os.path.exists("/usr/bin/time")
+  argv = (["/usr/bin/time", "-v"] if timer else []) + command
+  env = dict(os.environ)
+  if not warm:
+    env["JAXSEARCH_CACHE_DIR"] = ""
+  started = time.perf_counter()
+  done = subprocess.run(argv, capture_output=True, text=True, env=env)
+  wall = time.perf_counter() - started
+  if done.returncode != 0:
+    sys.stderr.write(done.stderr[-4000:])
+    raise SystemExit(f"the solve exited with status {done.returncode}")
+  found = json.loads(done.stdout.strip().splitlines()[-1])
+  peak = peak_rss_bytes(done.stderr)
+  return {"first": first, "lists": lists, "total_guesses": found["total_guesses"],
+          "proven_optimal": found["proven_optimal"], "upper_total": found["upper_total"],
+          "seconds": found["seconds"], "wall_seconds": round(wall, 1),
+          "peak_rss_gb": None if peak is None else round(peak / (1 << 30), 2),
+          "nodes": found["nodes"], "bytes_per_node": found.get("bytes_per_node"),
+          "memory_estimate_gb": found.get("memory_estimate_gb"),
+          "simulations": found["simulations"], "command": " ".join(command)}
+
+
+def main(argv=None) -> int:
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument("--first", default="tarse")
+  parser.add_argument("--lists", default="nyt", choices=["nyt", "orig"])
+  parser.add_argument("--warm", action="store_true", help="keep the compilation cache")
+  parser.add_argument("solve_args", nargs=argparse.REMAINDER,
+                      help="after --: options for jaxsearch solve wordle")
+  args = parser.parse_args(argv)
+  extra = [a for a in args.solve_args if a != "--"]
+  print(json.dumps(run(args.first, args.lists, extra, args.warm)))
+  return 0
+
+
+if __name__ == "__main__":
+  raise SystemExit(main())

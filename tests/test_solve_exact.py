@@ -1,0 +1,216 @@
+"""Exact certificates, bounded memory and the solver's compiled programs.
+
+* :class:`games.mastermind.ExactBounds` — the integer bounds a certificate is checked with —
+  are admissible against brute-force optima, and the guesses they leave out are never needed;
+* :func:`jaxsearch.solve.certify` accepts true claims and refuses false ones that a float
+  tolerance would have accepted;
+* a run whose memory estimate exceeds the budget is refused before it starts;
+* the search's chunked expansion and its smaller chance-record capacity give the same trees;
+* the solver's programs take the feedback table as an input instead of embedding it.
+"""
+
+import dataclasses
+import re
+from collections import defaultdict
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxsearch as js
+from games import mastermind as mm
+from games import wordle
+from jaxsearch import cli
+from jaxsearch import solve as solve_lib
+from test_mastermind import _optimal_total  # the exhaustive optimum, [G, S] table
+
+WORDS = ["cigar", "rebut", "sissy", "humph", "awake", "blush", "focal", "evade", "naval",
+         "serve", "heath", "dwarf", "model", "karma", "stink", "grade", "quiet", "bench"]
+EXTRA = ["tarse", "crane", "slate", "pious", "lymph"]
+
+
+def _split_total(table, solved, secrets, guess):
+  """Exact optimum of the policies that start with ``guess`` (``table`` is ``[G, S]``)."""
+  parts = defaultdict(list)
+  for s in secrets:
+    parts[int(table[guess, s])].append(int(s))
+  return len(secrets) + sum(_optimal_total(table, solved, part)
+                            for code, part in parts.items() if code != solved)
+
+
+def _check_admissible(exact, table, solved, secret_sets, symmetric_state=None):
+  tight = 0
+  for secrets in secret_sets:
+    optimum = _optimal_total(table, solved, list(secrets))
+    assert exact.node_total(len(secrets)) <= optimum
+    totals, considered = exact.action_totals(np.asarray(secrets), symmetric_state)
+    best = None
+    for guess in range(table.shape[0]):
+      cost = _split_total(table, solved, secrets, guess)
+      assert totals[guess] <= cost, (secrets, guess, totals[guess], cost)
+      tight += totals[guess] == cost
+      if considered[guess]:
+        best = cost if best is None else min(best, cost)
+    # The guesses left out are never needed: the optimum is reached among the others.
+    assert best == optimum
+  assert tight > 0  # the bound is attained somewhere: not trivially loose
+
+
+def test_exact_bounds_are_admissible_on_mastermind_by_brute_force():
+  m = mm.make(3, 3)
+  table = np.asarray(m.feedback)
+  rng = np.random.default_rng(3)
+  sets = [np.flatnonzero(rng.random(27) < p) for p in (0.15, 0.25, 0.35, 0.5)]
+  sets = [s for s in sets if len(s) >= 2] + [np.arange(27)]
+  _check_admissible(m.exact_bounds, table, m.solved_code, sets)
+
+
+def test_exact_bounds_are_admissible_on_wordle_by_brute_force():
+  w = wordle.make(WORDS, WORDS + EXTRA)
+  table = np.asarray(w.feedback)  # [G, S]
+  rng = np.random.default_rng(5)
+  sets = [np.sort(rng.choice(len(WORDS), size, replace=False)) for size in (3, 5, 8)]
+  _check_admissible(w.exact_bounds, table, wordle.SOLVED, sets + [np.arange(len(WORDS))])
+
+
+def test_symmetric_guesses_left_out_never_matter():
+  """With Mastermind's symmetry, the guesses the state marks redundant are left out of the
+  certificate; at the empty board of 2 × 3 only the two openings up to symmetry remain, and
+  the optimum is still reached among them."""
+  m = mm.make(2, 3, symmetry=True)
+  state = jax.tree.map(np.asarray, m.initial_state())
+  totals, considered = m.exact_bounds.action_totals(np.arange(9), state)
+  assert sorted(m.code_string(g) for g in np.flatnonzero(considered)) == ["11", "12"]
+  _check_admissible(m.exact_bounds, np.asarray(m.feedback), m.solved_code, [np.arange(9)],
+                    state)
+
+
+@pytest.fixture(scope="module")
+def solved_3x3():
+  puzzle = solve_lib.mastermind_puzzle(3, 3)
+  found, trees = solve_lib.solve(puzzle, seconds=120, chunk=32, max_nodes=4000,
+                                 num_slots=None)
+  return puzzle, found, jax.tree.map(np.asarray, trees)
+
+
+def test_certificate_accepts_the_optimum_and_refuses_more(solved_3x3):
+  puzzle, found, trees = solved_3x3
+  optimum = 73
+  assert abs(float(found["upper"][0]) - optimum) < 1e-3  # the float bounds met
+  assert solve_lib.certify(puzzle, trees, [0], optimum)
+  assert not solve_lib.certify(puzzle, trees, [0], optimum + 1)  # false: 73 is reachable
+
+
+def test_a_float_tolerance_would_have_proven_a_false_claim(solved_3x3):
+  """The claim "nothing beats 74" is false (73 is reachable). Make the root's float bound
+  read 73.995 — the kind of error float32 sums over many outcomes make — and the old
+  comparison with its 0.01 tolerance calls 74 proven; the exact certificate does not."""
+  puzzle, _, trees = solved_3x3
+  n = 27
+  tampered = trees.replace(node_upper=trees.node_upper.copy())
+  tampered.node_upper[0, 0] = -np.float32(73.995) / n
+  assert solve_lib.meets(74.0, float(-tampered.node_upper[0, 0] * n))
+  assert not solve_lib.certify(puzzle, tampered, [0], 74)
+  # Without the game's exact bounds nothing is certified, however the floats read.
+  assert not solve_lib.certify(dataclasses.replace(puzzle, exact=None), trees, [0], 73)
+
+
+def test_small_chunks_still_reach_every_depth():
+  """Depth is independent of the chunk: with one simulation per call the proof still needs
+  nodes four guesses deep, and gets them."""
+  puzzle = solve_lib.mastermind_puzzle(2, 3)
+  result = solve_lib.solve_puzzle(puzzle, seconds=120, chunk=1, max_simulations=64,
+                                  max_nodes=2000, num_slots=None)
+  assert result.proven_optimal and result.evaluation.total_guesses == 21
+
+
+def test_a_run_over_the_memory_budget_is_refused_with_the_estimate(capsys):
+  puzzle = solve_lib.mastermind_puzzle(2, 3)
+  with pytest.raises(solve_lib.MemoryBudgetError, match=r"50000 nodes × [0-9,]+ bytes.*--nodes"):
+    solve_lib.solve(puzzle, max_nodes=50_000, memory=1 << 20)
+  assert cli.main(["solve", "mastermind", "--pegs", "2", "--colours", "3", "--memory",
+                   "0.01", "--quiet"]) == 2
+  err = capsys.readouterr().err
+  assert "refused" in err and "GB" in err and "--nodes" in err and "Traceback" not in err
+
+
+def test_estimate_counts_the_allocated_trees():
+  puzzle = solve_lib.mastermind_puzzle(2, 3)
+  init, _ = solve_lib._program(puzzle, num_simulations=4, max_nodes=100, max_depth=8,
+                               num_slots=None, bound_slots=0, variance="avts", max_chance=50,
+                               devices=None)
+  roots = jax.tree.map(lambda x: jnp.asarray(x)[None], puzzle.initial_state)
+  key = jax.random.PRNGKey(0)
+  estimate = solve_lib.estimate_memory(puzzle, init, puzzle.tables, key, roots)
+  trees = init(puzzle.tables, key, roots)
+  assert estimate.trees == trees.nbytes() and estimate.nodes == 100
+  assert trees.max_chance == 50
+
+
+@pytest.fixture(scope="module")
+def small_avts():
+  m = mm.make(3, 3)
+  roots = jax.tree.map(lambda x: jnp.stack([x] * 3), m.initial_state())
+
+  def run(**kwargs):
+    search = js.policies.avts(m.game, m.estimator, num_simulations=12, max_nodes=400,
+                              num_slots=8, **kwargs)
+    return jax.jit(search)(None, jax.random.PRNGKey(0), roots).tree
+
+  return run
+
+
+def test_chunked_expansion_gives_the_same_trees(small_avts):
+  """``expand_chunk`` smaller than ``B·O`` (here 3 · 9): the possible outcomes are evaluated
+  a chunk at a time; the trees are bit-identical to one call for all."""
+  dense, chunked = small_avts(), small_avts(expand_chunk=5)
+  same = jax.tree.map(lambda a, b: np.array_equal(np.asarray(a), np.asarray(b)), dense, chunked)
+  assert all(jax.tree.leaves(same))
+  assert int(np.asarray(dense.num_nodes).min()) > 12  # several outcomes per expansion
+
+
+def test_fewer_chance_records_stop_growth_and_keep_the_tree_consistent(small_avts):
+  full = small_avts()
+  used = int(np.asarray(full.num_chance).max())
+  assert used > 4
+  few = small_avts(max_chance=4)
+  assert few.chance_prob.shape[1] == 4
+  assert np.all(np.asarray(few.num_chance) <= 4)
+  assert np.all(np.asarray(few.num_nodes) < np.asarray(full.num_nodes))
+  # Every record's children exist and point back to the record's node.
+  child = np.asarray(few.chance_child)
+  parent = np.asarray(few.node_parent)
+  owner = np.asarray(few.chance_node)
+  for b in range(3):
+    for c in range(int(few.num_chance[b])):
+      kids = child[b, c][child[b, c] >= 0]
+      assert np.all(kids < int(few.num_nodes[b])) and np.all(parent[b, kids] == owner[b, c])
+  # Reroot keeps the smaller capacity.
+  rerooted = js.reroot(few, jnp.asarray(np.asarray(few.slot_action[:, 0, 0])), 0)
+  assert rerooted.chance_prob.shape == few.chance_prob.shape
+  with pytest.raises(ValueError, match="max_chance needs backup='bellman'"):
+    js.search.SearchConfig(num_simulations=4, max_nodes=8, max_depth=4,
+                           selection=js.selection.puct(), max_chance=3)
+
+
+def test_solver_programs_take_the_table_as_an_input():
+  """A closed-over table is embedded in the compiled program as a constant (for Wordle's
+  47 MB, GBs of compile-time memory); the solver builds the game inside the traced function
+  from the table passed as an argument."""
+  puzzle = solve_lib.mastermind_puzzle(4, 4)  # table u8[256, 256]
+  init, step = solve_lib._program(puzzle, num_simulations=2, max_nodes=64, max_depth=8,
+                                  num_slots=8, bound_slots=0, variance="avts", max_chance=32,
+                                  devices=None)
+  roots = jax.tree.map(lambda x: jnp.asarray(x)[None], puzzle.initial_state)
+  key = jax.random.PRNGKey(0)
+  trees = jax.eval_shape(init, puzzle.tables, key, roots)
+  text = step.lower(puzzle.tables, key, roots, trees).as_text()
+  constants = re.findall(r"constant[^\n]*tensor<256x256xui8>", text)
+  assert not constants
+  assert "tensor<256x256xui8>" in text  # the table is there, as an input
+  # The closure version does embed it (what the solver avoids).
+  closed = jax.jit(js.policies.avts(puzzle.game, puzzle.estimator, num_simulations=2,
+                                    max_nodes=64, max_depth=8, num_slots=8).init_tree)
+  assert re.findall(r"constant[^\n]*tensor<256x256xui8>",
+                    closed.lower(None, key, roots).as_text())
