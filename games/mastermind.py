@@ -208,21 +208,13 @@ class ExactBounds:
     nothing, so ``opt = n + opt`` would follow) and, with ``state``, guesses the game's
     symmetry makes redundant. Cost: one sort of the ``[n, G]`` rows.
     """
-    rows = self.table[np.asarray(secrets, np.int64)]  # [n, G]
-    n = rows.shape[0]
-    ordered = np.sort(rows, axis=0)
-    first = np.ones(ordered.shape, bool)
-    first[1:] = ordered[1:] != ordered[:-1]  # a new feedback part starts here
-    last = np.ones(ordered.shape, bool)
-    last[:-1] = first[1:]
-    index = np.arange(n)[:, None]
-    start = np.maximum.accumulate(np.where(first, index, 0), axis=0)
-    part_sizes = index - start + 1  # at the last row of each part: the part's size
-    parts = np.where(last & (ordered != self.solved_code), self.counting_total(part_sizes), 0)
+    from jaxsearch.solve import feedback_parts
+    codes, sizes = feedback_parts(self.table[np.asarray(secrets, np.int64)])  # [n, G]
+    n = codes.shape[0]
+    parts = np.where(codes != self.solved_code, self.counting_total(sizes), 0)  # T(0) = 0
     totals = n + parts.sum(axis=0)
-    one_part = first.sum(axis=0) == 1
-    candidate = (ordered == self.solved_code).any(axis=0)
-    considered = ~(one_part & ~candidate)
+    candidate = (codes == self.solved_code).any(axis=0)
+    considered = ~((sizes == n).any(axis=0) & ~candidate)  # one part, and not a candidate
     if self.redundant is not None and state is not None:
       considered &= ~np.asarray(self.redundant(state), bool)
     return totals, considered

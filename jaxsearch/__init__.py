@@ -9,7 +9,7 @@ import importlib
 __version__ = "0.1.0"
 
 _SUBMODULES = ("compat", "estimators", "game", "model", "policies", "search", "selection",
-               "sharding", "tree", "validation")
+               "sharding", "tree", "validation", "viz")
 _NAMES = {"Estimate": "game", "Estimator": "game", "Game": "game", "StepResult": "game",
           "PolicyOutput": "policies", "Search": "policies", "Tree": "tree", "reroot": "tree"}
 

@@ -2,11 +2,13 @@
 
     jaxsearch --help
     jaxsearch play tictactoe [--simulations 2000] [--rule uct|puct] [--first human|search]
-    jaxsearch play connect_four [--simulations 1000] [--checkpoint DIR] ...
-    jaxsearch train tictactoe|connect_four [--minutes M] [--policy P] [--out DIR] [--resume]
+    jaxsearch play connect_four [--simulations 1000] [--checkpoint DIR] [--draw F] ...
+    jaxsearch play pgx:ENV_ID [...]        (any pgx environment, e.g. pgx:othello, pgx:2048)
+    jaxsearch train tictactoe|connect_four|pgx:ENV_ID [--minutes M] [--policy P] [--out DIR] [--resume]
         [--plot] [--json] [--seed S] [--steps N] [--set KEY=VALUE ...]
     jaxsearch bench [--quick] [--repeats N] [--only ...]
     jaxsearch solve mastermind [--pegs 4 --colours 6] [--seconds 60] [--export F] [--json] [--plot F]
+        [--draw F]
     jaxsearch solve wordle [--answers FILE --guesses FILE] [--first WORD] [...]
     jaxsearch evaluate F
 
@@ -50,7 +52,23 @@ _GAMES = {
     "connect_four": _GameSpec("connect_four", 1000, "column", "column {label} is full"),
 }
 
+_PGX = "pgx:"  # `play pgx:othello`: any pgx environment through games.pgx_env
+_PGX_SPEC = _GameSpec("pgx_env", 200, "move", "move {label} is not legal here")
+
 _BENCH_SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "bench_search.py"
+
+
+def _spec(game_name: str) -> _GameSpec:
+  return _PGX_SPEC if game_name.startswith(_PGX) else _GAMES[game_name]
+
+
+def _game_module(game_name: str):
+  """The game's module (``GAME``, ``render``); for ``pgx:ENV_ID`` the equivalent namespace of
+  :func:`games.pgx_env.module_for` (ImportError without pgx, ValueError for an unknown id)."""
+  if game_name.startswith(_PGX):
+    from games import pgx_env
+    return pgx_env.module_for(game_name)
+  return importlib.import_module(f"games.{_GAMES[game_name].module}")
 
 
 # ---- play --------------------------------------------------------------------------------------
@@ -99,7 +117,7 @@ def _jitted(game_name: str, rule: str, simulations: int):
 
   import jaxsearch as js
 
-  game = importlib.import_module(f"games.{_GAMES[game_name].module}").GAME
+  game = _game_module(game_name).GAME
   # Room for a reused subtree plus a full search's new nodes; a tree that still fills up
   # stops growing and keeps backing up values (SearchConfig needs max_nodes >= S + 1).
   max_nodes = 2 * simulations + 2
@@ -121,8 +139,12 @@ def _play(args: argparse.Namespace) -> int:
 
   import jaxsearch as js
 
-  spec = _GAMES[args.game]
-  module = importlib.import_module(f"games.{spec.module}")
+  spec = _spec(args.game)
+  try:
+    module = _game_module(args.game)
+  except ImportError as error:
+    print(f"jaxsearch play: {error}", file=sys.stderr)
+    return 2
   game = module.GAME
   simulations = args.simulations if args.simulations is not None else spec.default_simulations
   if simulations < 1:
@@ -146,8 +168,13 @@ def _play(args: argparse.Namespace) -> int:
   values = "network values" if args.checkpoint else "rollout values"
   print(f"{game.name}: you play {'first' if human_moves_first else 'second'} against "
         f"{opponent} with {simulations} simulations a move ({values}).")
-  ply = 0
+  if getattr(module, "num_players", 2) == 2 and hasattr(module, "current_player"):
+    first = int(module.current_player(state))  # pgx: X is player 0, who need not start
+    print(f"You play {'X' if (first == 0) == human_moves_first else 'O'}.")
   searched = False  # until the first search, the tree is empty and rerooting is pointless
+  # Who moves next follows the discounts: -1 hands the turn over, +1 keeps it (a backgammon
+  # turn, every move of a one-player game).
+  human_to_move = human_moves_first
   try:
     while True:
       print()
@@ -156,7 +183,6 @@ def _play(args: argparse.Namespace) -> int:
       if not legal.any():  # cannot happen after a non-terminal step; guards odd games
         print("Draw: no legal move left.")
         return 0
-      human_to_move = (ply % 2 == 0) == human_moves_first
       if human_to_move:
         action = _ask_move(legal.tolist(), spec)
         if action is None:
@@ -173,21 +199,34 @@ def _play(args: argparse.Namespace) -> int:
         print(f"search plays {action + 1} (value {float(out.root_value[0]):+.2f}, "
               f"{int(visits[action])}/{int(visits.sum())} visits)")
         tree = out.tree
+        if args.draw:
+          from jaxsearch import viz
+          viz.draw(out.tree, args.draw, max_depth=args.draw_depth,
+                   title=f"{game.name}: search before its move")
+      outcome = 0
+      if game.num_outcomes > 1:  # chance: draw the outcome the game takes
+        key, chance_key = jax.random.split(key)
+        probs = game.outcome_probs(state, jnp.int32(action))
+        outcome = int(jax.random.categorical(chance_key, jnp.log(probs)))
       # Keep the subtree under the move actually played; an unexpanded child gives an empty
       # row, which the next search restarts from the state it is given.
       if searched:
-        tree = reroot(tree, jnp.array([action], jnp.int32))
-      result = step(state, jnp.int32(action))
+        tree = reroot(tree, jnp.array([action], jnp.int32), jnp.array([outcome], jnp.int32))
+      result = step(state, jnp.int32(action), jnp.int32(outcome))
       state = result.state
-      ply += 1
       if bool(result.terminal):
         print()
         print(module.render(state))
-        if float(result.reward) > 0:
-          print("You win!" if human_to_move else "The search wins.")
+        reward = float(result.reward)  # to the player who made the last move
+        if reward == 0:
+          print("Draw." if getattr(module, "num_players", 2) == 2 else "Game over.")
+        elif getattr(module, "num_players", 2) == 1:
+          print(f"Game over; the last move scored {reward:g}.")
         else:
-          print("Draw.")
+          print("You win!" if (reward > 0) == human_to_move else "The search wins.")
         return 0
+      if float(result.discount) < 0:
+        human_to_move = not human_to_move
   except KeyboardInterrupt:
     print("\nInterrupted.")
     return 130
@@ -277,13 +316,13 @@ def _train(args: argparse.Namespace) -> int:
       overrides["devices"] = args.devices
     config = loop.preset(args.game, **overrides)
     loop.sharding.resolve_devices(config.devices or None)  # a clear error before building
-  except (TypeError, ValueError) as error:
+  except (TypeError, ValueError, ImportError) as error:
     print(f"jaxsearch train: {error}", file=sys.stderr)
     return 2
   minutes = args.minutes
   if minutes is None and args.steps is None:
     minutes = 4.5 if args.game == "tictactoe" else 30.0
-  out = Path(args.out or f"train_{args.game}")
+  out = Path(args.out or f"train_{args.game.replace(':', '_')}")
   if not args.resume and (out / "checkpoints").is_dir() and any((out / "checkpoints").iterdir()):
     print(f"jaxsearch train: {out} already holds checkpoints; pass --resume to continue that "
           f"run, or choose another --out", file=sys.stderr)
@@ -376,14 +415,18 @@ def _solve(args: argparse.Namespace) -> int:
   if bound_slots is None:
     bound_slots = 3 * slots // 4 if args.game == "mastermind" else 0
   args.slots, args.bound_slots = slots, bound_slots
+  if args.chunk is None:
+    # The time budget is checked between chunks: a Wordle chunk of one batch of trees is
+    # ~150 expansions per simulation, each scoring every guess for up to 243 feedbacks.
+    args.chunk = 32 if args.game == "mastermind" else 4
   num_slots = None if args.slots == 0 else args.slots
   if args.bound_slots < 0 or (num_slots is not None and args.bound_slots >= num_slots):
     print(f"jaxsearch solve: --bound-slots must be in [0, --slots), got {args.bound_slots} "
           f"with --slots {args.slots}", file=sys.stderr)
     return 2
   with Progress(TextColumn("[bold]{task.description}"), BarColumn(),
-                TextColumn("{task.fields[status]}"), TimeElapsedColumn(), console=console,
-                disable=args.quiet) as progress:
+                TextColumn("{task.fields[status]}"), TimeElapsedColumn(),
+                console=console, disable=args.quiet) as progress:
     task = progress.add_task(f"solving {title}", total=args.seconds, status="compiling…")
 
     def on_chunk(info):
@@ -396,23 +439,34 @@ def _solve(args: argparse.Namespace) -> int:
           + (" · extracting and evaluating the policy…" if ending else "")))
 
     openings = (puzzle.openings if args.openings and args.first is None else None)
-    result = solve_lib.solve_puzzle(
-        puzzle, first=args.first, openings=openings, seconds=args.seconds,
-        max_simulations=args.simulations,
-        chunk=args.chunk, max_nodes=args.nodes, num_slots=num_slots,
-        bound_slots=args.bound_slots, seed=args.seed,
-        on_chunk=on_chunk)
+    try:
+      result = solve_lib.solve_puzzle(
+          puzzle, first=args.first, openings=openings, seconds=args.seconds,
+          max_simulations=args.simulations,
+          chunk=args.chunk, max_nodes=args.nodes, num_slots=num_slots,
+          bound_slots=args.bound_slots, seed=args.seed,
+          memory=None if args.memory is None else args.memory * (1 << 30),
+          on_chunk=on_chunk)
+    except solve_lib.MemoryBudgetError as error:
+      progress.stop()
+      print(f"jaxsearch solve: refused: {error}", file=sys.stderr)
+      return 2
   summary = solve_lib.summary(puzzle, result)
   summary["seconds"] = round(time.perf_counter() - started, 2)
   if args.export:
     policy_file.save(args.export, puzzle.header, result.policy)
   if args.plot:
     solve_lib.plot_history(result, args.plot, title)
+  if args.draw:
+    _draw_solver_tree(result.trees, args.draw, args.draw_depth, puzzle, title)
   ev = result.evaluation
   verdict = ("proven optimal" + (f" given the first guess {args.first}" if args.first else "")
              if result.proven_optimal else (
       "not proven optimal" if result.upper_total is None else
       f"not proven: no policy does better than {result.upper_total:.1f}"))
+  if result.subproblems is not None and not result.proven_optimal:
+    proven, total = result.subproblems
+    verdict += f" ({proven} of {total} sub-problems after the first guess proven optimal)"
   print(f"{title}: {ev.total_guesses} guesses over {ev.secrets} secrets "
         f"(mean {ev.expected_guesses:.4f}, worst {ev.worst_case}), evaluated exactly; {verdict}."
         + (f" Policy written to {args.export}." if args.export else "")
@@ -420,6 +474,22 @@ def _solve(args: argparse.Namespace) -> int:
   if args.json:
     print(json.dumps(summary))
   return 0
+
+
+def _draw_solver_tree(trees, path: str, depth: int, puzzle, title: str) -> None:
+  """Draws tree 0 of the solver's batch, guesses and feedbacks named, to ``path``."""
+  from jaxsearch import viz
+  if trees is None:
+    print("jaxsearch solve: --draw: the solver returned no tree to draw", file=sys.stderr)
+    return
+  batch = len(trees.num_nodes)
+  names = list(puzzle.guess_names)
+  written = viz.draw(trees, path, 0, max_depth=depth, max_children=4, left_to_right=True,
+                     action_names=names,
+                     outcome_names=puzzle.outcome_name,
+                     title=f"{title}: search tree" + (f" 1 of {batch} (the first "
+                                                       f"sub-problem)" if batch > 1 else ""))
+  print(f"Tree drawn to {written}.")
 
 
 def _evaluate(args: argparse.Namespace) -> int:
@@ -448,6 +518,30 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 # ---- entry point -------------------------------------------------------------------------------
 
+def _positive_int(text: str) -> int:
+  """argparse type of the size options: a usage error naming the option, not a traceback later."""
+  try:
+    value = int(text)
+  except ValueError:
+    raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+  if value < 1:
+    raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+  return value
+
+
+def _game_name(names: Sequence[str]):
+  """argparse type of a game argument: one of ``names`` or ``pgx:ENV_ID`` (the id is checked
+  when the game is built, where pgx is imported)."""
+
+  def parse(text: str) -> str:
+    if text in names or (text.startswith(_PGX) and len(text) > len(_PGX)):
+      return text
+    raise argparse.ArgumentTypeError(
+        f"unknown game {text!r}: choose from {', '.join(names)}, or pgx:ENV_ID")
+
+  return parse
+
+
 def _parser() -> argparse.ArgumentParser:
   parser = argparse.ArgumentParser(
       prog="jaxsearch", description="Monte-Carlo tree search as pure, batched, jitted JAX.")
@@ -456,7 +550,9 @@ def _parser() -> argparse.ArgumentParser:
   play = commands.add_parser(
       "play", help="play a game against the search in the terminal",
       description="Play against the search (batch of 1, temperature 0, subtree reuse).")
-  play.add_argument("game", choices=sorted(_GAMES), help="the game")
+  play.add_argument("game", type=_game_name(sorted(_GAMES)),
+                    help=f"{', '.join(sorted(_GAMES))}, or pgx:ENV_ID (any pgx environment, "
+                         f"e.g. pgx:othello, pgx:2048; needs pgx)")
   play.add_argument("--simulations", type=int, default=None,
                     help="simulations per search move (default: 2000 tictactoe, "
                          "1000 connect_four)")
@@ -466,6 +562,11 @@ def _parser() -> argparse.ArgumentParser:
   play.add_argument("--first", choices=["human", "search"], default="human",
                     help="who moves first (default: human)")
   play.add_argument("--seed", type=int, default=0, help="PRNG seed (default: 0)")
+  play.add_argument("--draw", default=None, metavar="FILE",
+                    help="after each search move, draw its tree to FILE (.dot, .svg or .png; "
+                         "without Graphviz's `dot` program, FILE.dot is written instead)")
+  play.add_argument("--draw-depth", type=int, default=2, metavar="D",
+                    help="levels below the root to draw (default 2)")
   play.add_argument("--checkpoint", default=None, metavar="DIR",
                     help="play the network trained by `jaxsearch train` in DIR (its newest "
                          "checkpoint; PUCT with network values and prior, default "
@@ -476,12 +577,14 @@ def _parser() -> argparse.ArgumentParser:
       description="Trains a Flax network by self-play with the batched search (one search "
                   "per move for a batch of games), evaluates it against exact oracles, and "
                   "checkpoints it (orbax) so that --resume continues exactly.")
-  train.add_argument("game", choices=["tictactoe", "connect_four"])
+  train.add_argument("game", type=_game_name(("tictactoe", "connect_four")),
+                     help="tictactoe, connect_four, or pgx:ENV_ID (any pgx environment, e.g. "
+                          "pgx:othello; needs pgx)")
   train.add_argument("--minutes", type=float, default=None,
                      help="wall-clock budget, imports and compilation included; stops at a "
                           "step boundary, then checkpoints and evaluates (default: 4.5 "
                           "tictactoe, 30 connect_four, unless --steps)")
-  train.add_argument("--steps", type=int, default=None,
+  train.add_argument("--steps", type=_positive_int, default=None,
                      help="stop after this many steps in total (deterministic)")
   train.add_argument("--policy", choices=["alphazero", "avts", "gumbel"], default=None,
                      help="self-play search (default: the game's preset, alphazero = PUCT + "
@@ -523,12 +626,12 @@ def _parser() -> argparse.ArgumentParser:
                           "1123, 1234 for 4×6), the default")
   solve.add_argument("--seconds", type=float, default=60.0,
                      help="search time budget, checked between chunks (default 60)")
-  solve.add_argument("--simulations", type=int, default=None,
+  solve.add_argument("--simulations", type=_positive_int, default=None,
                      help="simulation budget per tree (default: none)")
-  solve.add_argument("--chunk", type=int, default=32,
+  solve.add_argument("--chunk", type=_positive_int, default=None,
                      help="simulations per jitted call (the progress and the time budget are "
-                          "checked between calls; default 32)")
-  solve.add_argument("--nodes", type=int, default=200_000,
+                          "checked between calls; default 32 for Mastermind, 4 for Wordle)")
+  solve.add_argument("--nodes", type=_positive_int, default=200_000,
                      help="node budget, shared out between the trees of a batch (default "
                           "200000)")
   solve.add_argument("--slots", type=int, default=None,
@@ -539,9 +642,17 @@ def _parser() -> argparse.ArgumentParser:
                           "bounds instead: a cut guess's bound floors its node's, so a proof "
                           "needs them (default: three quarters of --slots for Mastermind, 0 "
                           "for Wordle)")
+  solve.add_argument("--memory", type=float, default=None,
+                     help="memory budget in GB (default: the memory available); a run whose "
+                          "estimate exceeds it is refused before it starts, with the estimate")
   solve.add_argument("--seed", type=int, default=0)
   solve.add_argument("--export", default=None, help="write the policy as JSON to this file")
   solve.add_argument("--plot", default=None, help="write a PNG of the bounds to this file")
+  solve.add_argument("--draw", default=None, metavar="FILE",
+                     help="draw the search tree (the first of the batch) to FILE (.dot, .svg "
+                          "or .png; without Graphviz's `dot` program, FILE.dot is written)")
+  solve.add_argument("--draw-depth", type=int, default=1, metavar="D",
+                     help="guesses deep to draw (default 1)")
   solve.add_argument("--json", action="store_true", help="end with one JSON line")
   solve.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -590,20 +701,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   args, extra = parser.parse_known_args(argv)
   if args.command != "bench":
     _use_compile_cache()
-  if args.command == "bench":
-    return _bench(extra)
-  if extra:
+  if args.command != "bench" and extra:
     parser.error(f"unrecognized arguments: {' '.join(extra)}")
-  if args.command == "play":
-    return _play(args)
-  if args.command == "train":
-    return _train(args)
-  if args.command == "solve":
-    return _solve(args)
-  if args.command == "evaluate":
-    return _evaluate(args)
-  parser.error(f"unknown command {args.command!r}")  # unreachable: argparse checks choices
-  return 2
+  verbs = {"play": _play, "train": _train, "solve": _solve, "evaluate": _evaluate,
+           "bench": lambda _: _bench(extra)}
+  try:
+    return verbs[args.command](args)
+  except (ValueError, OSError) as error:
+    # Bad input found past the parser (a size the game or the search refuses, a file that
+    # cannot be read or written): one line naming the verb, exit status 2, no traceback.
+    # The verbs catch what they can word better themselves (e.g. the Wordle lists).
+    message = " ".join(str(error).split()) or type(error).__name__
+    print(f"jaxsearch {args.command}: {message}", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":

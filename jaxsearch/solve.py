@@ -182,6 +182,11 @@ class SolveResult:
     simulations, nodes, seconds: work done (nodes summed over the batch of trees).
     history: ``(simulations, seconds, bound_total, upper_total)`` after every chunk.
     memory: the run's memory estimate (:class:`MemoryEstimate`), or ``None``.
+    trees: the final batch of search trees (numpy arrays, leading ``[B]``; with openings,
+      every opening's sub-problems in order), e.g. to draw (:func:`jaxsearch.viz.draw`).
+    subproblems: with a fixed first guess (or openings), ``(proven, total)``: how many of
+      the chosen opening's feedback sub-problems are certified solved optimally by the
+      policy found (:func:`certify`); ``None`` otherwise.
   """
 
   policy: dict
@@ -194,6 +199,31 @@ class SolveResult:
   seconds: float
   history: list
   memory: Optional["MemoryEstimate"] = None
+  subproblems: Optional[tuple[int, int]] = None
+  trees: Any = None
+
+
+def feedback_parts(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+  """How every guess splits a set of secrets, from its feedback rows (numpy).
+
+  Args:
+    rows: ``u8[n, G]``, the feedback code of each guess (column) for each secret (row).
+  Returns:
+    ``(codes, sizes)``, both ``[n, G]``: the column's codes sorted, and at the last row of
+    each run of equal codes (one feedback part) the part's size, 0 on the other rows — so
+    ``sizes.sum(0) == n`` and the non-zero entries of a column are its part sizes. One sort
+    of ``n × G`` codes: cheap for the small sets of a deep tree, where a histogram over all
+    ``O`` codes of every guess would cost ``O × G``.
+  """
+  codes = np.sort(rows, axis=0)
+  n = codes.shape[0]
+  first = np.ones(codes.shape, bool)
+  first[1:] = codes[1:] != codes[:-1]
+  last = np.ones(codes.shape, bool)
+  last[:-1] = first[1:]
+  index = np.arange(n)[:, None]
+  start = np.maximum.accumulate(np.where(first, index, 0), axis=0)
+  return codes, np.where(last, index - start + 1, 0)
 
 
 def _remaining(bits: np.ndarray, num_secrets: int) -> np.ndarray:
@@ -226,29 +256,32 @@ class _TreeReader:
     self.num_nodes = int(np.asarray(tree.num_nodes)[row])
     self._best: dict[int, tuple[int, Any]] = {}
     self._greedy: dict[bytes, int] = {}
+    self._guess: dict[bytes, int] = {}
 
   def secrets_at(self, node: int) -> np.ndarray:
     return _remaining(self.bits[node], len(self.puzzle.secrets))
 
   def _greedy_guess(self, secrets: np.ndarray) -> int:
     """The estimator's best guess for ``secrets`` (the entropic q̂1, in numpy): what the
-    search would try first. With one or two candidates, the first candidate (optimal)."""
+    search would try first. With one or two candidates, the first candidate (optimal).
+    Memoised: the extraction asks for the same sets when it totals and when it exports."""
     if len(secrets) <= 2:
       return int(self.puzzle.guess_of_secret[secrets[0]])
+    key = secrets.tobytes()
+    if key in self._guess:
+      return self._guess[key]
     n = len(secrets)
-    rows = self.puzzle.table[secrets].astype(np.int64)  # [n, G]
-    num_guesses = rows.shape[1]
-    num_outcomes = self.puzzle.game.num_outcomes
-    counts = np.bincount((rows + num_outcomes * np.arange(num_guesses)).ravel(),
-                         minlength=num_outcomes * num_guesses).reshape(num_guesses,
-                                                                       num_outcomes)
-    p = counts / n
-    entropy = -np.sum(np.where(counts > 0, p * np.log2(np.maximum(p, 1e-30)), 0.0), axis=1)
+    _, sizes = feedback_parts(self.puzzle.table[secrets])  # [n, G], one size per part
+    p = sizes / n
+    entropy = -np.sum(np.where(sizes > 0, p * np.log2(np.where(sizes > 0, p, 1.0)), 0.0),
+                      axis=0)
+    num_guesses = sizes.shape[1]
     p_solve = np.zeros(num_guesses)
     p_solve[self.puzzle.guess_of_secret[secrets]] = 1.0 / n
     expected = np.where(entropy > 0, np.log2(n) / np.maximum(entropy, 1e-30) + 1.0, np.inf)
     cost = np.where(p_solve > 0, p_solve + (1 - p_solve) * expected, expected)
-    return int(np.argmin(cost))
+    self._guess[key] = guess = int(np.argmin(cost))
+    return guess
 
   def _split(self, secrets: np.ndarray, guess: int):
     """``(feedback, group)`` pairs of the secrets the guess does not solve."""
@@ -678,6 +711,7 @@ def solve_puzzle(puzzle: Puzzle, first: Optional[str] = None,
   num_secrets = len(puzzle.secrets)
   if first is not None:
     openings = [first]
+  subproblems = None
   if openings is None:
     found, trees = solve(puzzle, **kwargs)
     found["history"] = [(sims, secs, float(bound.sum()),
@@ -722,14 +756,18 @@ def solve_puzzle(puzzle: Puzzle, first: Optional[str] = None,
           best[0].total_guesses, num_secrets + found["upper"][
               offsets[index]:offsets[index + 1]].sum()):
         continue
-      subs = [extract_policy(puzzle, trees, row)
-              for row in range(offsets[index], offsets[index + 1])]
+      readers = [_TreeReader(trees, row, puzzle)
+                 for row in range(offsets[index], offsets[index + 1])]
       candidate = {"guess": guess, "children": {
-          puzzle.outcome_name(o): sub for o, sub in zip(outcomes, subs)}}
+          puzzle.outcome_name(o): reader.policy(0) for o, reader in zip(outcomes, readers)}}
       evaluated = evaluate(puzzle, candidate)
       if best is None or evaluated.total_guesses < best[0].total_guesses:
-        best = (evaluated, candidate)
-    evaluation, policy = best
+        best = (evaluated, candidate, index, [reader.best(0)[0] for reader in readers])
+    evaluation, policy, chosen, sub_totals = best
+    # Which of the chosen opening's sub-problems are solved optimally (exact certificates).
+    a, b = offsets[chosen], offsets[chosen + 1]
+    subproblems = (int(sum(certify(puzzle, trees, [row], total)
+                           for row, total in zip(range(a, b), sub_totals))), int(b - a))
     bound_total, upper_total = totals(found["bound"], found["upper"])
     # Optimal (given the openings) when no opening can do better than the policy found.
     proven = all(certify(puzzle, trees, range(a, b), evaluation.total_guesses, num_secrets)
@@ -741,7 +779,8 @@ def solve_puzzle(puzzle: Puzzle, first: Optional[str] = None,
                      upper_total=upper_total, proven_optimal=bool(proven),
                      simulations=found["simulations"], nodes=found["nodes"],
                      seconds=found["seconds"], history=found["history"],
-                     memory=found.get("memory"))
+                     memory=found.get("memory"), subproblems=subproblems,
+                     trees=jax.tree.map(np.asarray, trees))
 
 
 def plot_history(result: SolveResult, path, title: str) -> None:
@@ -775,6 +814,8 @@ def summary(puzzle: Puzzle, result: SolveResult) -> dict:
           "bound_total": round(result.bound_total, 3),
           "upper_total": None if result.upper_total is None else round(result.upper_total, 3),
           "simulations": result.simulations, "nodes": result.nodes,
+          "subproblems_proven": (None if result.subproblems is None else
+                                 list(result.subproblems)),
           "bytes_per_node": None if result.memory is None else round(result.memory.per_node),
           "memory_estimate_gb": (None if result.memory is None else
                                  round(result.memory.total / (1 << 30), 2)),
