@@ -415,6 +415,8 @@ def _solve(args: argparse.Namespace) -> int:
   if bound_slots is None:
     bound_slots = 3 * slots // 4 if args.game == "mastermind" else 0
   args.slots, args.bound_slots = slots, bound_slots
+  if args.nodes is None:
+    args.nodes = 200_000 if args.game == "mastermind" else 120_000
   if args.chunk is None:
     # The time budget is checked between chunks: a Wordle chunk of one batch of trees is
     # ~150 expansions per simulation, each scoring every guess for up to 243 feedbacks.
@@ -631,9 +633,10 @@ def _parser() -> argparse.ArgumentParser:
   solve.add_argument("--chunk", type=_positive_int, default=None,
                      help="simulations per jitted call (the progress and the time budget are "
                           "checked between calls; default 32 for Mastermind, 4 for Wordle)")
-  solve.add_argument("--nodes", type=_positive_int, default=200_000,
+  solve.add_argument("--nodes", type=_positive_int, default=None,
                      help="node budget, shared out between the trees of a batch (default "
-                          "200000)")
+                          "200000 for Mastermind, 120000 for Wordle: what a 5-minute run "
+                          "uses, within 3 GB)")
   solve.add_argument("--slots", type=int, default=None,
                      help="guesses kept per node, the top ones by the estimator (0 = all; "
                           "default 128 for Mastermind, 64 for Wordle)")

@@ -1,4 +1,4 @@
-"""Sample efficiency of selection rules on random MDPs (issue 3; seed 000's comparison).
+"""Sample efficiency of selection rules on random MDPs (seed 000's comparison).
 
 For each rule, one batched search runs over ``--mdps`` random Garnet MDPs (one tree each, one
 compile), one simulation at a time. After every simulation we note each tree's recommended
@@ -40,6 +40,10 @@ AVTS rule.
     python scripts/bench_sample_efficiency.py --quick      # a small smoke run
     python scripts/bench_sample_efficiency.py --horizon 2 --actions 512 --num-slots 100 \
         --only thompson_avts,puct_value_prior,laplace      # a regime closer to seed 000
+
+``--calibration`` runs Thompson-AVTS alone and prints how its Gaussian at the root matches
+its errors (median σ, median ``|q̂3 − Q*|``, their ratio, the gap between the two best Q*)
+after 50, 200 and 1000 simulations: why Thompson sampling explores as much as it does.
 
 ``--mastermind PxC`` replaces the Garnets by seed 000's own kind of problem: Mastermind with P
 pegs and C colours (the Wordle machinery of ``games.mastermind``: entropic optimistic
@@ -148,6 +152,60 @@ def trace(search, roots, key, steps: int, record=None):
     return history
 
   return run(key)
+
+
+def calibration(search, roots, key, steps: int, q_root, checkpoints=(50, 200, 1000)):
+  """How well Thompson-AVTS's Gaussian matches its errors at the root: after each of
+  ``checkpoints`` simulations (those ``<= steps``), over the visited root slots of all trees,
+  the medians of ``σ = sqrt(σ²(s, n))``, of the error ``|q̂3 − Q*|`` and of their ratio
+  ``|q̂3 − Q*| / σ`` (about 0.67 for a calibrated Gaussian), and of the gap between each
+  tree's two best ``Q*`` (what σ must resolve). ``q_root``: ``f[M, A]`` the roots' Q*.
+
+  Returns ``{checkpoint: {...}}``."""
+  from jaxsearch import debias
+
+  @jax.jit
+  def run(key):
+    init_key, loop_key = jax.random.split(key)
+    tree = search.init_tree(None, init_key, roots)
+
+    def step(tree, step_key):
+      return search(None, step_key, roots, tree).tree, None
+
+    outs = []
+    done = 0
+    keys = jax.random.split(loop_key, steps)
+    for point in sorted(c for c in checkpoints if c <= steps):
+      tree, _ = jax.lax.scan(step, tree, keys[done:point])
+      done = point
+      stats = debias.DebiasStats(count=tree.node_bias_count[:, 0],
+                                 bias_mean=tree.node_bias_mean[:, 0],
+                                 sq_sum=tree.node_bias_sq_sum[:, 0])
+      visits = tree.slot_visits[:, 0]
+      q3 = tree.slot_value[:, 0] + jax.vmap(debias.correction)(stats, visits)
+      sigma2 = jax.vmap(debias.variance)(stats, visits)
+      outs.append((tree.slot_action[:, 0], visits, q3, sigma2, tree.slot_solved[:, 0]))
+    return outs
+
+  q_root = np.asarray(q_root, np.float64)
+  top2 = np.sort(q_root, axis=1)[:, -2:]
+  report = {}
+  points = sorted(c for c in checkpoints if c <= steps)
+  for point, (actions, visits, q3, sigma2, solved) in zip(points, run(key)):
+    actions, visits = np.asarray(actions), np.asarray(visits)
+    use = (visits > 0) & ~np.asarray(solved)
+    err = np.abs(np.asarray(q3, np.float64) - np.take_along_axis(q_root, actions, axis=1))
+    sigma = np.sqrt(np.maximum(np.asarray(sigma2, np.float64), 0.0))
+    if not use.any():  # every visited root slot is solved: nothing left to calibrate
+      report[point] = {"visited_slots": 0.0}
+      continue
+    report[point] = {"sigma": round(float(np.median(sigma[use])), 4),
+                     "error": round(float(np.median(err[use])), 4),
+                     "error_over_sigma": round(float(np.median(err[use] / np.maximum(
+                         sigma[use], 1e-9))), 3),
+                     "gap_top2": round(float(np.median(top2[:, 1] - top2[:, 0])), 4),
+                     "visited_slots": round(float(use.sum(axis=1).mean()), 1)}
+  return report
 
 
 def settle_evaluations(actions, evaluations, optimal, budget: int):
@@ -342,6 +400,9 @@ def main(argv=None):
   parser.add_argument("--repeats", type=int, default=8,
                       help="--mastermind: independent trees per rule")
   parser.add_argument("--quick", action="store_true", help="small smoke run")
+  parser.add_argument("--calibration", action="store_true",
+                      help="Garnets: only Thompson-AVTS's calibration at the root (σ against "
+                           "|q̂3 − Q*|) after 50, 200 and 1000 simulations")
   args = parser.parse_args(argv)
   if args.mastermind:
     print(json.dumps(run_mastermind(args, parser)))
@@ -356,6 +417,12 @@ def main(argv=None):
   if args.num_slots is not None:
     avts_options["num_slots"] = args.num_slots
   searches = rules(family.game, estimator, max_nodes, avts_options)
+  if args.calibration:
+    print(json.dumps({"bench": "calibration", "variance": args.variance, "mdps": args.mdps,
+                      "rule": "thompson_avts", "root": calibration(
+                          searches["thompson_avts"], roots, jax.random.key(args.seed),
+                          args.budget // args.branching + 1, q_root)}))
+    return
   if args.only:
     unknown = set(args.only.split(",")) - set(searches)
     if unknown:

@@ -57,6 +57,7 @@ def run(first: str, lists: str, extra: list[str], warm: bool) -> dict:
           "peak_rss_gb": None if peak is None else round(peak / (1 << 30), 2),
           "nodes": found["nodes"], "bytes_per_node": found.get("bytes_per_node"),
           "memory_estimate_gb": found.get("memory_estimate_gb"),
+          "subproblems_proven": found.get("subproblems_proven"),
           "simulations": found["simulations"], "command": " ".join(command)}
 
 

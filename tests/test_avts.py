@@ -185,8 +185,8 @@ def _estimator(f):
 
 def _det_estimator(params, key, states):
   """DET's estimator. Member 0: NaN for action 1 and +inf for action 2 (misbehaviour);
-  member 1: -inf for action 1 (a deliberate mask); member 2: every action value and the value
-  NaN; members 3-5: clean."""
+  member 1: -inf for action 1 (a deliberate mask); member 2: every action value NaN, the
+  value finite (so that "q̂1 = the value" can be told from 0); members 3-5: clean."""
   clean = _estimator(DET)(params, key, states)
   q = clean.action_values
   m = states.mdp[:, None]
@@ -195,7 +195,7 @@ def _det_estimator(params, key, states):
   q = jnp.where((m == 0) & (action == 2), jnp.inf, q)
   q = jnp.where((m == 1) & (action == 1), -jnp.inf, q)
   q = jnp.where(m == 2, jnp.nan, q)
-  return Estimate(value=jnp.where(states.mdp == 2, jnp.nan, clean.value), action_values=q)
+  return Estimate(value=clean.value, action_values=q)
 
 
 def _simulations(f):
@@ -540,9 +540,13 @@ def test_nonfinite_action_values_are_masked_and_counted():
   visits = np.asarray(out.visit_counts)
   assert not np.any(visits[0, [1, 2]]) and not np.any(visits[1, 1])
   assert np.all(visits[0, [0, 3]] > 0) and np.all(visits[1, [0, 2, 3]] > 0)
-  # Member 2 has no usable q̂1 at all: every action stays searchable, with q̂1 = 0.
+  # Member 2 has no usable q̂1 at all: every action stays searchable, with q̂1 = the node's
+  # value (the estimator's own, finite and non-zero here: not a fallback to 0).
   np.testing.assert_array_equal(tree.slot_legal[2][live[2]], True)
-  np.testing.assert_array_equal(tree.slot_action_value[2][live[2]], 0.0)
+  raw = tree.node_raw_value[2][live[2]]
+  assert np.all(raw != 0.0)
+  np.testing.assert_array_equal(tree.slot_action_value[2][live[2]],
+                                np.broadcast_to(raw[:, None], (len(raw), DET.num_actions)))
   assert np.all(visits[2] > 0)
 
 
@@ -563,6 +567,12 @@ def test_bad_options_raise():
     js.policies.avts(DET.game, _estimator(DET), num_simulations=4, num_slots=0)
   with pytest.raises(ValueError, match="variance"):
     js.policies.avts(DET.game, _estimator(DET), num_simulations=4, variance="bogus")
+  # docs/bad_input.md: an unknown outcome rule or backup names the option and the choices.
+  with pytest.raises(ValueError, match="outcome_rule.*'bogus'|'bogus'.*outcome_rule"):
+    js.policies.avts(DET.game, _estimator(DET), num_simulations=4, outcome_rule="bogus")
+  with pytest.raises(ValueError, match="backup.*'bogus'|'bogus'.*backup"):
+    js.policies.custom(DET.game, _estimator(DET), selection=js.selection.laplace(),
+                       num_simulations=4, backup="bogus")
 
 
 def test_fewer_slots_than_actions_keeps_the_top_k_by_q1():
@@ -846,3 +856,4 @@ def test_bellman_level_squares_the_change_of_q3_when_the_visit_solves_the_slot()
   level = _level(True, _level_config())
   assert bool(level.slot_solved)
   np.testing.assert_allclose(np.asarray(level.stats.sq_sum), [0.01, 0, 0, 0], atol=1e-6)
+

@@ -64,3 +64,15 @@ def test_mastermind_mode_reaches_the_known_optimum(capsys):
     assert line["rules"][rule]["solved"] == 1.0
     assert line["rules"][rule]["final_total"] == [8.0, 8.0]
   assert line["ratio_puct_over_avts_bound"] is not None
+
+
+@pytest.mark.slow
+def test_calibration_reports_sigma_and_errors_at_the_root():
+  family = garnet.make_family(4, 4, 3, 2, 2, seed=0)
+  estimator = garnet.estimator(family, bias_per_step=0.5, noise=0.1)
+  search = js.policies.avts(family.game, estimator, num_simulations=1, max_nodes=200)
+  report = bench.calibration(search, family.roots(), jax.random.key(0), 60,
+                             family.q_star[:, 0, 0], checkpoints=(10, 50, 500))
+  assert sorted(report) == [10, 50]  # checkpoints beyond the steps are left out
+  figures = report[10]  # early on, some visited root slot is still unsolved
+  assert figures["sigma"] >= 0 and figures["error"] >= 0 and figures["visited_slots"] >= 1

@@ -127,3 +127,120 @@ def test_compile_cache_dir_follows_the_environment(monkeypatch, tmp_path):
   monkeypatch.delenv("JAXSEARCH_CACHE_DIR")
   monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
   assert cli.compile_cache_dir() == str(tmp_path / "jaxsearch" / "xla")
+
+
+# ---- bad input on every verb: one line on stderr, a non-zero status, no traceback ----------
+
+def _one_line_error(capsys, status, expected_status, *needles):
+  """The verb's error is exactly one non-empty stderr line holding every needle."""
+  err = capsys.readouterr().err
+  assert status == expected_status, err
+  lines = [line for line in err.splitlines() if line.strip()]
+  assert len(lines) == 1, err
+  assert "Traceback" not in err
+  for needle in needles:
+    assert needle in lines[0], err
+  return lines[0]
+
+
+@pytest.mark.parametrize("argv, needles", [
+    # Sizes the game refuses: a ValueError from games.mastermind.make, before any compile.
+    (["solve", "mastermind", "--pegs", "9", "--colours", "12"], ["jaxsearch solve", "colours"]),
+    (["solve", "mastermind", "--pegs", "0", "--colours", "3"], ["jaxsearch solve", "pegs"]),
+    (["solve", "mastermind", "--pegs", "2", "--colours", "2", "--bound-slots", "9", "--slots",
+      "4", "--quiet"], ["jaxsearch solve", "--bound-slots"]),
+    (["play", "tictactoe", "--simulations", "0"], ["--simulations"]),
+    (["train", "tictactoe", "--set", "simulations=0", "--quiet"], ["jaxsearch train",
+                                                                  "simulations"]),
+    (["train", "tictactoe", "--set", "bogus=1", "--quiet"], ["jaxsearch train", "bogus"]),
+])
+def test_bad_input_is_one_line_and_status_2(capsys, argv, needles):
+  _one_line_error(capsys, cli.main(argv), 2, *needles)
+
+
+def test_bad_play_checkpoint_and_train_out(capsys, tmp_path):
+  _one_line_error(capsys, cli.main(["play", "connect_four", "--checkpoint",
+                                    str(tmp_path / "none")]), 2, "jaxsearch play", "--checkpoint")
+  (tmp_path / "run" / "checkpoints" / "1").mkdir(parents=True)
+  _one_line_error(capsys, cli.main(["train", "tictactoe", "--out", str(tmp_path / "run"),
+                                    "--quiet"]), 2, "jaxsearch train", "--resume")
+
+
+@pytest.mark.parametrize("argv", [
+    ["solve", "mastermind", "--chunk", "0"], ["solve", "mastermind", "--nodes", "-5"],
+    ["solve", "mastermind", "--simulations", "x"], ["solve", "mastermind", "--pegs", "2.5"],
+    ["train", "tictactoe", "--steps", "-2"], ["train", "tictactoe", "--steps", "1.5"],
+    ["play", "tictactoe", "--simulations", "many"], ["bench", "--only", "chess"],
+    ["bench", "--repeats", "two"], ["evaluate"],
+])
+def test_non_positive_or_non_int_sizes_are_usage_errors(capsys, argv):
+  """argparse's usage error (usage line + one error line naming the option), status 2;
+  ``--steps -2`` used to train 0 steps and evaluate as if nothing were wrong."""
+  with pytest.raises(SystemExit) as exc:
+    cli.main(argv)
+  assert exc.value.code == 2
+  err = capsys.readouterr().err
+  assert "Traceback" not in err
+  assert "error: argument" in err.splitlines()[-1] or "required" in err.splitlines()[-1], err
+
+
+def test_solve_wordle_with_a_bad_wordle_data_exits_2(monkeypatch, capsys, tmp_path):
+  """docs/bad_input.md: a ``$WORDLE_DATA`` without the lists is exit status 2 and one line
+  saying where to get them (and malformed lists too)."""
+  monkeypatch.setenv("WORDLE_DATA", str(tmp_path / "nowhere"))
+  _one_line_error(capsys, cli.main(["solve", "wordle", "--quiet"]), 2, "jaxsearch solve wordle",
+                  "WORDLE_DATA")
+  (tmp_path / "a.txt").write_text("Cigar\n")
+  _one_line_error(capsys, cli.main(["solve", "wordle", "--answers", str(tmp_path / "a.txt"),
+                                    "--guesses", str(tmp_path / "a.txt"), "--quiet"]), 2,
+                  "jaxsearch solve wordle")
+
+
+def test_evaluate_exit_codes(capsys, tmp_path):
+  """docs/bad_input.md's ``evaluate`` rows at the command line: a missing file or a folder
+  (status 2); an invalid guess, a guess repeated until it loops past every secret, a missing
+  secret, a malformed file (status 1, the reason and the path on one line)."""
+  def write(name, policy, pegs=2):
+    path = tmp_path / name
+    path.write_text(json.dumps({"format": "jaxsearch-policy/1", "game": "mastermind",
+                                "pegs": pegs, "colours": 2, "policy": policy}))
+    return str(path)
+
+  good = {"guess": "11", "children": {
+      "b1w0": {"guess": "12", "children": {"b0w2": {"guess": "21", "children": {}}}},
+      "b0w0": {"guess": "22"}}}
+  assert cli.main(["evaluate", write("good.json", good), "--json"]) == 0
+  assert json.loads(capsys.readouterr().out.splitlines()[-1])["total_guesses"] == 8
+  _one_line_error(capsys, cli.main(["evaluate", str(tmp_path / "missing.json")]), 2,
+                  "jaxsearch evaluate", "missing.json")
+  _one_line_error(capsys, cli.main(["evaluate", str(tmp_path)]), 2, "jaxsearch evaluate")
+  invalid = json.loads(json.dumps(good))
+  invalid["children"]["b1w0"]["guess"] = "13"
+  _one_line_error(capsys, cli.main(["evaluate", write("invalid.json", invalid)]), 1,
+                  "'13'", "('11', 'b1w0')")
+  # 22 is only ever reached by guessing 11 again and again: the walk stops, naming the path.
+  chain = {"guess": "22"}
+  for _ in range(6):
+    chain = {"guess": "11", "children": {"b0w0": chain, "b1w0": good["children"]["b1w0"]}}
+  _one_line_error(capsys, cli.main(["evaluate", write("loop.json", chain)]), 1, "'22'",
+                  "('11', 'b0w0')")
+  missing = json.loads(json.dumps(good))
+  del missing["children"]["b0w0"]
+  _one_line_error(capsys, cli.main(["evaluate", write("missing_secret.json", missing)]), 1,
+                  "'22'", "('11', 'b0w0')")
+  (tmp_path / "garbage.json").write_text("not json")
+  _one_line_error(capsys, cli.main(["evaluate", str(tmp_path / "garbage.json")]), 1,
+                  "not a JSON policy file")
+
+
+def test_the_installed_command_prints_no_traceback():
+  """The example from a new user's first try, through the real entry point (a subprocess):
+  one stderr line, status 2."""
+  import subprocess
+  import sys
+  done = subprocess.run([sys.executable, "-m", "jaxsearch.cli", "solve", "mastermind",
+                         "--pegs", "9", "--colours", "12"], capture_output=True, text=True,
+                        timeout=120)
+  assert done.returncode == 2, done.stderr
+  assert done.stderr.strip().splitlines() == [
+      "jaxsearch solve: mastermind.make: colours must be an integer in [1, 9], got 12"]

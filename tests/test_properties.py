@@ -26,8 +26,9 @@ Invariants checked after every simulation (``_check_case``):
 * progressive widening: only active slots are visited or expanded, every active slot but the
   newest has been visited, and while candidates remain exactly one active slot is unvisited.
 
-The default suite runs 8 cases of two configurations; ``pytest -m slow`` runs 1,200
-cases over all of them.
+The default suite runs 8 cases of two configurations — AVTS with the ``gap`` outcome rule and a
+top-K cut (what every proof runs) and PUCT with sampled outcomes, both with trees that fill up
+— plus the reroot of AVTS trees; ``pytest -m slow`` runs 1,200 cases over all of them.
 """
 
 import dataclasses
@@ -71,6 +72,9 @@ CONFIGS = {
                                         nodes=17),
     "mean-puct-sampled": Config("mean", "puct", outcomes=2, outcome_rule="sample", batch=3,
                                 nodes=9),
+    # What every proof runs: the `gap` outcome rule and a top-K cut (3 of 4 actions).
+    "bellman-thompson-gap-top3": Config("bellman", "thompson", widening=True, outcomes=2,
+                                        slots=3, outcome_rule="gap", nodes=17),
     "bellman-thompson-roomy": Config("bellman", "thompson", widening=True, outcomes=2),
     "mean-puct-roomy": Config("mean", "puct", outcomes=3, outcome_rule="sample", batch=3),
     "bellman-hoeffding-full": Config("bellman", "hoeffding", outcomes=3, states=6, nodes=14,
@@ -85,7 +89,7 @@ CONFIGS = {
     "bellman-puct-widening": Config("bellman", "puct", outcomes=2, horizon=2, widening=True,
                                     simulations=16),
 }
-DEFAULT = ("bellman-thompson-widening", "mean-puct-sampled")
+DEFAULT = ("bellman-thompson-gap-top3", "mean-puct-sampled")
 
 
 @functools.lru_cache(maxsize=None)
@@ -128,8 +132,9 @@ def _rule(name, game):
 
 @functools.lru_cache(maxsize=None)
 def _runner(name):
-  """``(family, jitted run)``: ``run(params, key, roots) -> trees [T + 1, B, ...]`` (before
-  the first and after every simulation)."""
+  """``(family, run)``: ``run(params, key, roots, tree=None) -> trees [T + 1, B, ...]``
+  (before the first and after every simulation), from fresh trees or from ``tree`` (a
+  reused, e.g. rerooted, one: the same compiled program)."""
   cfg = CONFIGS[name]
   f = _family(cfg.states, cfg.actions, cfg.outcomes, cfg.horizon)
   per_simulation = cfg.outcomes if cfg.backup == "bellman" else 1
@@ -139,18 +144,23 @@ def _runner(name):
       max_nodes=nodes, backup=cfg.backup, widening=cfg.widening, debias=cfg.debias,
       num_slots=cfg.slots, outcome_rule=cfg.outcome_rule, num_buckets=4)
 
-  def run(params, key, roots):
-    init_key, loop_key = jax.random.split(key)
-    tree = search.init_tree(params, init_key, roots)
-
+  def scan(params, key, roots, tree):
     def body(tree, sim_key):
       tree = search(params, sim_key, roots, tree).tree
       return tree, tree
 
-    _, trees = jax.lax.scan(body, tree, jax.random.split(loop_key, cfg.simulations))
+    _, trees = jax.lax.scan(body, tree, jax.random.split(key, cfg.simulations))
     return jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]), tree, trees)
 
-  return f, jax.jit(run)
+  init, scan = jax.jit(search.init_tree), jax.jit(scan)
+
+  def run(params, key, roots, tree=None):
+    init_key, loop_key = jax.random.split(key)
+    if tree is None:
+      tree = init(params, init_key, roots)
+    return scan(params, loop_key, roots, tree)
+
+  return f, run
 
 
 @st.composite
@@ -180,8 +190,12 @@ def _check_case(case):
   _check_trees(cfg, f, trees)
 
 
-def _check_trees(cfg, f, trees):
+def _check_trees(cfg, f, trees, filled=False):
+  """Every invariant of the module docstring, on ``trees [T + 1, B, ...]``: the trees before
+  and after each of ``T`` simulations (from fresh or reused trees). ``filled`` (``bool[B]``):
+  the trees were full before (a rerooted tree keeps the extra visits of its full past)."""
   bellman = cfg.backup == "bellman"
+  filled = np.asarray(filled, bool)
   steps, batch, capacity = trees.node_visits.shape
   num_slots = trees.slot_visits.shape[-1]
   rows = np.arange(batch)[:, None]
@@ -213,10 +227,27 @@ def _check_trees(cfg, f, trees):
     # Visits: creation + one per simulation through a slot (+ stops at the node).
     child_sum = slot_visits.sum(-1)
     assert np.all(tree.node_visits[alloc] >= 1 + child_sum[alloc]), where
-    never_full = (trees.num_nodes[t] + (cfg.outcomes if bellman else 1) <= capacity)
+    never_full = (trees.num_nodes[t] + (cfg.outcomes if bellman else 1) <= capacity) & ~filled
     exact = live & never_full[:, None] & ~tree.node_solved
     np.testing.assert_array_equal(tree.node_visits[exact], 1 + child_sum[exact], where)
-    np.testing.assert_array_equal(tree.node_visits[:, 0], 1 + t, where)
+    np.testing.assert_array_equal(tree.node_visits[:, 0], trees.node_visits[0, :, 0] + t, where)
+    if previous is not None and not bellman:
+      # Running-mean backup: a simulation that does not expand (a full tree; or a terminal
+      # leaf) re-backs the deepest node of its path, whose visits then exceed 1 + its
+      # slots' visits by one more; otherwise no node's excess changes.
+      excess = np.where(alloc, tree.node_visits - 1 - child_sum, 0)
+      before = np.where(np.arange(capacity)[None] < previous.num_nodes[:, None],
+                        previous.node_visits - 1 - previous.slot_visits.sum(-1), 0)
+      grown = excess - before
+      expanded = num_nodes - previous.num_nodes
+      assert np.all((grown >= 0) & (grown <= 1)), where
+      np.testing.assert_array_equal(grown.sum(-1), 1 - expanded, where)
+      on_path = (tree.node_visits - np.where(alloc, previous.node_visits, 0)) > 0
+      for b, node in zip(*np.nonzero(grown)):
+        deepest = tree.node_depth[b][on_path[b] & alloc[b]].max()
+        assert tree.node_depth[b, node] == deepest, where
+        if not terminal[b, node]:  # the full-tree case: it had an unexpanded slot to take
+          assert num_nodes[b] + 1 > capacity, where
     # Chance records: probabilities of the game, summing to 1; visit counts.
     chance = tree.slot_chance
     expanded = alloc[..., None] & (chance >= 0)
@@ -327,6 +358,25 @@ def test_the_invariant_checks_can_fail():
   for corrupt in corruptions:
     with pytest.raises(AssertionError):
       _check_trees(cfg, f, corrupt(trees))
+  # The running-mean case: a full tree whose re-backed node gains no visit (the missing "+1"
+  # of the full-tree re-back) fails too.
+  name = DEFAULT[1]
+  cfg = CONFIGS[name]
+  f, run = _runner(name)
+  roots = garnet.State(state=jnp.zeros((cfg.batch,), jnp.int32),
+                       time=jnp.zeros((cfg.batch,), jnp.int32),
+                       mdp=jnp.arange(cfg.batch, dtype=jnp.int32))
+  trees = _np(run((jnp.float32(0.3), jnp.float32(0.3)), jax.random.PRNGKey(0), roots))
+  _check_trees(cfg, f, trees)
+  full = np.nonzero(trees.num_nodes[:, 0] == trees.node_visits.shape[-1])[0]
+  assert len(full) >= 2  # the tree fills up, then re-backs
+  t = full[-1]
+  excess = trees.node_visits[t, 0] - 1 - trees.slot_visits[t, 0].sum(-1)
+  node = int(np.argmax(excess))
+  assert excess[node] > 0 and node > 0
+  corrupted = trees.replace(node_visits=_bump(trees.node_visits, (slice(t, None), 0, node), -1))
+  with pytest.raises(AssertionError):
+    _check_trees(cfg, f, corrupted)
 
 
 def _bump(array, index, amount):
@@ -336,3 +386,127 @@ def _bump(array, index, amount):
   else:
     array[index] += amount
   return array
+
+
+def _kept_subtree(tree, b, child):
+  """Old node and chance-record indices of ``child``'s subtree in row ``b``, in index order
+  (found by walking the parent links: an oracle independent of ``reroot``'s binary lifting)."""
+  nodes = []
+  for node in range(int(tree.num_nodes[b])):
+    walk = node
+    while walk > child:
+      walk = int(tree.node_parent[b, walk])
+    if walk == child:
+      nodes.append(node)
+  chances = [c for c in range(int(tree.num_chance[b])) if int(tree.chance_node[b, c]) in nodes]
+  return np.array(nodes, int), np.array(chances, int)
+
+
+def _assert_rerooted(old, new, child):
+  """``new`` holds exactly ``child``'s subtree of ``old``, every field moved with its node or
+  chance record and every index re-mapped; the rest is cleared."""
+  fresh = jax.tree.map(np.asarray, js.tree.allocate(
+      1, old.node_visits.shape[1], old.slot_visits.shape[2], old.chance_prob.shape[2],
+      jax.tree.map(lambda x: x[0, 0], old.node_state), old.node_bias_mean.shape[2],
+      bellman=True))
+  index_fields = {"node_parent", "node_depth", "slot_chance", "chance_node", "chance_child"}
+  for b in range(old.node_visits.shape[0]):
+    nodes, chances = _kept_subtree(old, b, int(child[b]))
+    assert new.num_nodes[b] == len(nodes) and new.num_chance[b] == len(chances)
+    node_map = np.full(old.node_visits.shape[1] + 1, -1)
+    node_map[nodes] = np.arange(len(nodes))
+    chance_map = np.full(old.chance_prob.shape[1] + 1, -1)
+    chance_map[chances] = np.arange(len(chances))
+    for path, leaf in jax.tree_util.tree_leaves_with_path(new):
+      name = jax.tree_util.keystr(path).lstrip(".").split(".")[0]
+      if not name.startswith(("node_", "slot_", "chance_")) or name in index_fields:
+        continue
+      old_leaf = old
+      fresh_leaf = fresh
+      for key in path:
+        old_leaf, fresh_leaf = getattr(old_leaf, key.name), getattr(fresh_leaf, key.name)
+      kept = chances if name.startswith("chance_") else nodes
+      if old_leaf.shape[1] == 1 and old.node_visits.shape[1] > 1:
+        continue  # a field the search does not keep (allocated [B, 1])
+      np.testing.assert_array_equal(leaf[b, :len(kept)], old_leaf[b, kept], name)
+      np.testing.assert_array_equal(leaf[b, len(kept):],
+                                    np.broadcast_to(fresh_leaf[0, len(kept):],
+                                                    leaf[b, len(kept):].shape), name)
+    k = len(nodes)
+    np.testing.assert_array_equal(new.node_parent[b, :k],
+                                  np.r_[-1, node_map[old.node_parent[b, nodes[1:]]]])
+    np.testing.assert_array_equal(new.node_depth[b, :k],
+                                  old.node_depth[b, nodes] - old.node_depth[b, child[b]])
+    np.testing.assert_array_equal(new.slot_chance[b, :k], chance_map[old.slot_chance[b, nodes]])
+    np.testing.assert_array_equal(new.chance_node[b, :len(chances)],
+                                  node_map[old.chance_node[b, chances]])
+    np.testing.assert_array_equal(new.chance_child[b, :len(chances)],
+                                  node_map[old.chance_child[b, chances]])
+    assert np.all(new.node_parent[b, k:] == -1) and np.all(new.slot_chance[b, k:] == -1)
+
+
+@pytest.mark.parametrize("name", [DEFAULT[0]])
+def test_reroot_of_avts_trees_keeps_every_invariant(name):
+  """Subtree reuse on AVTS trees (O = 2, the gap rule and a top-3 cut, trees that fill up):
+  rerooting into the most visited root action's outcome 1 keeps exactly that subtree — its
+  bounds, debias statistics, cut bounds, active-slot counts and chance records, re-indexed —
+  and every invariant of this module holds on the rerooted trees and after continuing the
+  search from them (visits, probabilities, bounds monotone and bracketing V*, widening)."""
+  cfg = CONFIGS[name]
+  assert cfg.backup == "bellman" and cfg.outcomes == 2
+  f, run = _runner(name)
+  roots = garnet.State(state=jnp.asarray([0, 1, 2, 3][:cfg.batch], jnp.int32),
+                       time=jnp.zeros((cfg.batch,), jnp.int32),
+                       mdp=jnp.arange(cfg.batch, dtype=jnp.int32) + 5)
+  params = (jnp.float32(0.4), jnp.float32(0.3))
+  trees = _np(run(params, jax.random.PRNGKey(3), roots))
+  _check_trees(cfg, f, trees)
+  last = jax.tree.map(lambda x: x[-1], trees)
+  # The most visited root slot is expanded (Bellman: all its outcomes have their node).
+  slot = last.slot_visits[:, 0].argmax(-1)
+  rows = np.arange(cfg.batch)
+  action = last.slot_action[rows, 0, slot]
+  chance = last.slot_chance[rows, 0, slot]
+  assert np.all(chance >= 0)
+  outcome = np.ones(cfg.batch, np.int32)
+  child = last.chance_child[rows, chance, outcome]
+  assert np.all(child > 0)
+  new = _np(jax.jit(js.reroot)(jax.device_get(last), jnp.asarray(action), jnp.asarray(outcome)))
+  _assert_rerooted(last, new, child)
+  # The statistics the reroot must carry are there to carry.
+  assert new.node_bias_count.sum() > 0 and np.any(new.node_num_active[:, 0] > 1)
+  assert np.any(new.node_cut_upper[new.node_cut_upper > -1e30]) or cfg.slots is None
+  next_roots = jax.vmap(f.game.step)(roots, jnp.asarray(action), jnp.asarray(outcome)).state
+  for field in ("state", "time", "mdp"):
+    np.testing.assert_array_equal(getattr(new.node_state, field)[:, 0],
+                                  np.asarray(getattr(next_roots, field)))
+  # The search goes on from the rerooted trees: one program with the fresh-tree run.
+  more = _np(run(params, jax.random.PRNGKey(4), next_roots, jax.device_put(new)))
+  jax.tree.map(np.testing.assert_array_equal, jax.tree.map(lambda x: x[0], more), new)
+  _check_trees(cfg, f, more, filled=last.num_nodes + cfg.outcomes > last.node_visits.shape[1])
+  assert np.all(more.num_nodes[-1] >= new.num_nodes)
+
+
+def test_avts_rows_do_not_depend_on_the_batch():
+  """Thompson-AVTS with the proof's outcome rule and cut (the default configuration above) on
+  B = 4 roots and on B = 16 roots whose first four are the same: after every simulation,
+  those four trees are bit-identical (per-root keys are ``fold_in(key, index)``; no
+  statistic mixes rows). Same program as the property cases, traced at B = 16 once more."""
+  name = DEFAULT[0]
+  cfg = CONFIGS[name]
+  assert cfg.batch == 4 and cfg.rule == "thompson"
+  f, run = _runner(name)
+  b16 = np.arange(16)
+  roots = garnet.State(state=jnp.asarray((3 * b16) % cfg.states, jnp.int32),
+                       time=jnp.asarray(b16 % 2, jnp.int32),
+                       mdp=jnp.asarray((7 * b16) % MEMBERS, jnp.int32))
+  params = (jnp.float32(0.5), jnp.float32(0.4))
+  wide = _np(run(params, jax.random.PRNGKey(9), roots))
+  narrow = _np(run(params, jax.random.PRNGKey(9), jax.tree.map(lambda x: x[:4], roots)))
+  _check_trees(cfg, f, narrow)
+  for (path, x), y in zip(jax.tree_util.tree_leaves_with_path(narrow), jax.tree.leaves(wide),
+                          strict=True):
+    np.testing.assert_array_equal(x, y[:, :4], err_msg=jax.tree_util.keystr(path))
+  # Not vacuous: Thompson draws and debias statistics were used, and the rows differ.
+  assert narrow.node_bias_count[-1].sum() > 0 and np.all(narrow.num_nodes[-1] > 5)
+  assert not np.array_equal(narrow.node_visits[-1, 0], narrow.node_visits[-1, 1])

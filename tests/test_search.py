@@ -1,6 +1,7 @@
 """The engine: jit/vmap, determinism, batch independence, reuse, chance nodes, bad input."""
 
 import functools
+import re
 
 import jax
 import jax.numpy as jnp
@@ -232,17 +233,86 @@ def test_bad_sizes_and_shapes_raise_clear_errors():
     js.reroot(tree, jnp.zeros((3,), jnp.int32))
 
 
+def test_reused_tree_of_other_sizes_raises_with_both_shapes():
+  """docs/bad_input.md: a reused tree whose B, N, K, O or V differs from the search's, or made
+  for the other backup, or holding another state structure, is refused at trace time (under
+  ``jax.eval_shape``: nothing runs) with both shapes in the message."""
+  from games import garnet
+  key = jax.random.PRNGKey(0)
+  small = garnet.make_family(2, 5, 4, 2, 3, seed=1)  # O = 2
+  wide = garnet.make_family(2, 5, 4, 3, 3, seed=1)  # O = 3, same states and actions
+  estimator = garnet.estimator(small, bias=0.1, noise=0.1, seed=1)
+  roots = jax.tree.map(lambda x: jnp.concatenate([x, x]), small.roots())  # B = 4
+
+  def avts(game=small.game, **options):
+    return js.policies.avts(game, estimator, **{"num_simulations": 4, "max_nodes": 16,
+                                                 "num_buckets": 4, **options})
+
+  def tree_of(search, tree_roots=roots):
+    return jax.eval_shape(search.init_tree, None, key, tree_roots)
+
+  def reuse(search, tree):
+    """What ``search(params, key, roots, tree)`` does first (``search.run`` starts with it);
+    traced alone, to skip tracing the simulation loop ten times."""
+    return jax.eval_shape(lambda t: js.search.init_tree(search.model, search.config, None, key,
+                                                        roots, t), tree)
+
+  base = avts()
+  assert jax.eval_shape(base, None, key, roots, tree_of(base)).tree.num_nodes.shape == (4,)
+  with pytest.raises(ValueError, match=r"this search needs \(4, 16, 4, 2, 4"):  # the whole path
+    jax.eval_shape(base, None, key, roots, tree_of(avts(max_nodes=20)))
+  cases = [
+      (tree_of(base, jax.tree.map(lambda x: x[:3], roots)), "(3, 16, 4, 2, 4"),  # B
+      (tree_of(avts(max_nodes=20)), "(4, 20, 4, 2, 4"),  # N
+      (tree_of(avts(num_slots=2)), "(4, 16, 2, 2, 4"),  # K
+      (tree_of(avts(game=wide.game)), "(4, 16, 4, 3, 4"),  # O
+      (tree_of(avts(num_buckets=8)), "(4, 16, 4, 2, 8"),  # V
+  ]
+  for tree, got in cases:
+    with pytest.raises(ValueError, match=r"tree has \(B, N, K, O, V.*\) = " + re.escape(got)
+                       + r".*this search needs \(4, 16, 4, 2, 4"):
+      reuse(base, tree)
+  # The running-mean backup's tree (per-slot bounds of one slot; V = 1) in a Bellman search
+  # of V = 1: every size agrees, the layout does not.
+  mean = js.policies.custom(small.game, estimator, selection=js.selection.uct(),
+                            num_simulations=4, max_nodes=16, backup="mean")
+  with pytest.raises(ValueError, match="other backup"):
+    reuse(avts(num_buckets=1), tree_of(mean))
+  # A state of another structure (the Garnet state inside a tuple), sizes all equal.
+  boxed = Game(name="boxed", num_actions=small.game.num_actions,
+               init=lambda k: (small.game.init(k),),
+               legal_actions=lambda s: small.game.legal_actions(s[0]),
+               step=lambda s, a, o: (lambda r: r.replace(state=(r.state,)))(
+                   small.game.step(s[0], a, o)),
+               num_outcomes=2, outcome_probs=lambda s, a: small.game.outcome_probs(s[0], a),
+               max_length=small.game.max_length, value_range=small.game.value_range)
+  boxed_search = js.policies.avts(boxed, lambda p, k, s: estimator(p, k, s[0]),
+                                  num_simulations=4, max_nodes=16, num_buckets=4)
+  with pytest.raises(ValueError, match="node_state does not match"):
+    reuse(base, tree_of(boxed_search, (roots,)))
+
+
 def test_full_tree_stops_growing_without_corruption():
-  """A reused tree can fill up: simulations then re-back existing leaves, counts stay sane."""
-  search = js.policies.puct(GAME, js.estimators.rollout(GAME, 1), num_simulations=20,
-                            max_nodes=21)
-  jitted = jax.jit(search)
-  roots = _positions([[]])
+  """A reused tree can fill up: simulations then re-back existing leaves, counts stay sane.
+  The file's PUCT search (room for 2 S + 1 = 97 nodes) reused twice on the same roots: 144
+  simulations; where the tree filled (96 expansions), 48 simulations stopped without
+  expanding (a terminal leaf or the full tree), each adding one visit to where it stopped
+  beyond 1 + its slots' (late positions, small trees: 144 - expansions)."""
+  _, jitted = _puct()
+  roots = _roots()
   out = jitted(None, jax.random.PRNGKey(0), roots)
-  again = jitted(None, jax.random.PRNGKey(1), roots, out.tree)  # same root, 20 more sims
-  assert int(again.tree.num_nodes[0]) == 21
-  assert int(again.tree.node_visits[0, 0]) == 41
-  assert int(again.visit_counts.sum()) == 40
+  for key in (1, 2):  # same roots, 48 more simulations each
+    out = jitted(None, jax.random.PRNGKey(key), roots, out.tree)
+  tree = jax.tree.map(np.asarray, out.tree)
+  capacity = 2 * NUM_SIMULATIONS + 1
+  np.testing.assert_array_equal(tree.num_nodes[:2], capacity)  # the two early positions fill
+  assert np.all(tree.num_nodes <= capacity)
+  np.testing.assert_array_equal(tree.node_visits[:, 0], 1 + 3 * NUM_SIMULATIONS)
+  np.testing.assert_array_equal(np.asarray(out.visit_counts).sum(-1), 3 * NUM_SIMULATIONS)
+  allocated = np.arange(capacity)[None] < tree.num_nodes[:, None]
+  excess = np.where(allocated, tree.node_visits - 1 - tree.slot_visits.sum(-1), 0)
+  assert np.all(excess >= 0)
+  np.testing.assert_array_equal(excess.sum(-1), 3 * NUM_SIMULATIONS - (tree.num_nodes - 1))
 
 
 def _coin_game():

@@ -2,7 +2,9 @@
 
 The oracles are ALGORITHMS.md §6's exact totals (found there by exhaustive search, and
 re-derived by brute force in ``tests/test_mastermind.py``). Small instances only in the default
-suite; ``-m slow`` certifies (3, 2), (2, 4), (3, 3), (4, 3) and (3, 4).
+suite (2×3 three ways, 2×4 through a top-2 cut and through the command line's default bound
+slots); ``-m slow`` certifies (2, 2), (3, 2), (2, 4), (3, 3), (4, 3) and (3, 4) and runs the
+README's headline command (4×6: 5625, proven).
 """
 
 import dataclasses
@@ -20,10 +22,19 @@ from jaxsearch import solve as solve_lib
 OPTIMA = {(2, 2): 8, (2, 3): 21, (3, 2): 18, (2, 4): 45, (3, 3): 73, (4, 3): 246, (3, 4): 206}
 
 
+def _walk_total(policy, pegs, colours):
+  """The exported policy played against every secret with Mastermind's own rule, scored here
+  in plain Python: shares no code with the solver, its extraction or ``policy_file``'s
+  evaluator (whose figure ``result.evaluation`` is)."""
+  from test_policy_file import codes, mm_score, walk_total
+  return walk_total(policy, codes(pegs, colours), mm_score)
+
+
 def _check_certified(pegs, colours, result):
   optimum = OPTIMA[(pegs, colours)]
   assert result.proven_optimal
   assert result.evaluation.total_guesses == optimum
+  assert _walk_total(result.policy, pegs, colours) == optimum
   # The evaluated policy is never worse than the achievable bound; proven: both are optimal.
   assert result.evaluation.total_guesses <= result.bound_total + 1e-3
   assert abs(result.bound_total - optimum) < 1e-3
@@ -57,6 +68,7 @@ def test_fixed_first_guess_solves_every_feedback_as_one_batch():
   result = solve_lib.solve_puzzle(puzzle, first="12", seconds=120, chunk=32, max_nodes=2000,
                                   num_slots=None)
   assert result.policy["guess"] == "12"
+  assert _walk_total(result.policy, 2, 3) == 21
   # Every non-solving feedback of "12" on the 9 codes has its own sub-policy.
   feedbacks = {puzzle.score("12", code) for code in puzzle.secrets} - {"b2w0"}
   assert set(result.policy["children"]) == feedbacks
@@ -82,8 +94,9 @@ def test_cut_search_proves_with_action_bounds_and_not_without():
   at the game's counting bound and no proof is claimed (on 2×4 that bound, 42, is below the
   optimum 45). Either way the reported figure is the exact evaluation of the exported policy."""
   puzzle = solve_lib.mastermind_puzzle(2, 4)
+  # bind=None: the search uses this estimator as it is (not one rebuilt over the tables).
   without = dataclasses.replace(puzzle, estimator=lambda params, key, states: puzzle.estimator(
-      params, key, states).replace(action_bounds=None))
+      params, key, states).replace(action_bounds=None), bind=None, tables=None)
   options = dict(seconds=60, max_simulations=64, chunk=32, max_nodes=2000, num_slots=2)
   proven = solve_lib.solve_puzzle(puzzle, **options)
   _check_certified(2, 4, proven)
@@ -92,25 +105,30 @@ def test_cut_search_proves_with_action_bounds_and_not_without():
   assert result.upper_total < OPTIMA[(2, 4)] - 0.5
   assert result.evaluation.total_guesses >= OPTIMA[(2, 4)]
   assert result.evaluation.total_guesses <= result.bound_total + 1e-3
-  assert result.evaluation.total_guesses == solve_lib.evaluate(puzzle, result.policy
-                                                               ).total_guesses
+  # The reported figure is the exported policy's, re-walked secret by secret.
+  assert result.evaluation.total_guesses == _walk_total(result.policy, 2, 4)
 
 
 def test_cli_solve_exports_and_evaluate_reads_it(tmp_path, capsys):
-  policy = tmp_path / "mm22.json"
-  plot = tmp_path / "mm22.png"
-  status = cli.main(["solve", "mastermind", "--pegs", "2", "--colours", "2", "--slots", "0",
-                     "--chunk", "16", "--nodes", "500", "--export", str(policy),
+  """The command's default layout on a small instance: ``--slots 4`` keeps 4 guesses a node,
+  3 of them (the default three quarters) for the best bounds among the guesses q̂1 left out
+  — the 4×6 default's proof mechanism — and 2×4 is certified through it (45), by the
+  openings up to symmetry as the default command does."""
+  policy = tmp_path / "mm24.json"
+  plot = tmp_path / "mm24.png"
+  status = cli.main(["solve", "mastermind", "--pegs", "2", "--colours", "4", "--slots", "4",
+                     "--chunk", "16", "--nodes", "4000", "--export", str(policy),
                      "--plot", str(plot), "--json", "--quiet"])
   assert status == 0
   lines = capsys.readouterr().out.strip().splitlines()
   summary = json.loads(lines[-1])
-  assert summary["game"] == "mastermind" and summary["secrets"] == 4
-  assert summary["total_guesses"] == 8 and summary["proven_optimal"] is True
-  assert summary["expected_guesses"] == 2.0 and summary["seconds"] > 0
+  assert summary["game"] == "mastermind" and summary["secrets"] == 16
+  assert summary["total_guesses"] == 45 and summary["proven_optimal"] is True
+  assert summary["expected_guesses"] == 45 / 16 and summary["seconds"] > 0
   assert plot.stat().st_size > 1000
+  assert _walk_total(policy_file.load(policy)[1], 2, 4) == 45
   assert cli.main(["evaluate", str(policy), "--json"]) == 0
-  assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["total_guesses"] == 8
+  assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["total_guesses"] == 45
 
   # A policy that misses a secret is rejected with the failing path.
   header, node = policy_file.load(policy)
@@ -132,8 +150,8 @@ def test_cli_solve_rejects_bad_input(capsys, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("pegs, colours, openings", [(3, 2, False), (2, 4, False), (3, 3, False),
-                                                     (4, 3, True), (3, 4, True)])
+@pytest.mark.parametrize("pegs, colours, openings", [(2, 2, False), (3, 2, False), (2, 4, False),
+                                                     (3, 3, False), (4, 3, True), (3, 4, True)])
 def test_mastermind_instances_are_certified(pegs, colours, openings):
   """All of ALGORITHMS.md §6's small instances, certified. 4×3 and 3×4 need the openings up to
   symmetry: from one tree the optimistic bound stalls at 234 and 200 within 60k nodes."""
@@ -163,6 +181,8 @@ def test_small_wordle_reaches_the_brute_force_optimum(tmp_path):
   result = solve_lib.solve_puzzle(puzzle, seconds=120, chunk=32, max_nodes=3000,
                                   num_slots=None)
   assert result.evaluation.total_guesses == optimum
+  from test_policy_file import walk_total, wordle_score
+  assert walk_total(result.policy, answers, wordle_score) == optimum
   assert result.proven_optimal
 
 
@@ -230,7 +250,8 @@ def test_nonfinite_action_bounds_count_and_fall_back_to_the_node_bound():
     bad = jnp.where(jnp.arange(bounds.shape[-1]) % 2 == 0, jnp.nan, jnp.inf)
     return estimate.replace(action_bounds=jnp.where(jnp.isfinite(bounds), bad, bounds))
 
-  found, trees = solve_lib.solve(dataclasses.replace(puzzle, estimator=broken), seconds=60,
+  found, trees = solve_lib.solve(dataclasses.replace(puzzle, estimator=broken, bind=None,
+                                                     tables=None), seconds=60,
                                  max_simulations=64, chunk=32, max_nodes=2000, num_slots=2)
   assert int(np.asarray(trees.nonfinite_estimates)[0]) > 0
   assert np.all(np.isfinite(np.asarray(trees.node_upper)))
@@ -263,3 +284,47 @@ def test_bound_slots_hold_the_best_bounds_q1_left_out():
     with pytest.raises(ValueError, match="bound_slots"):
       js.search.SearchConfig(num_simulations=1, max_nodes=2, max_depth=1, num_slots=4,
                              bound_slots=bad, selection=js.selection.uct())
+
+
+@pytest.mark.slow
+def test_the_default_command_proves_5625(capsys):
+  """The README's headline, exactly as a user types it: ``jaxsearch solve mastermind --json``
+  (128 slots, 96 of them bound slots, the five openings up to symmetry, 60 s) finds 5625 and
+  proves it; the exported figure is re-walked secret by secret. About a minute on 2 cores
+  and 4 GB; a slower machine may run out of its 60 s before the proof closes."""
+  status = cli.main(["solve", "mastermind", "--json", "--quiet", "--export", "/dev/null"])
+  assert status == 0
+  summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+  assert summary["secrets"] == 1296
+  assert summary["total_guesses"] == 5625 and summary["proven_optimal"] is True
+  assert summary["worst_case"] == 6
+  assert abs(summary["bound_total"] - 5625) < 1e-3 and abs(summary["upper_total"] - 5625) < 1e-3
+
+
+def test_solver_rows_do_not_depend_on_the_batch():
+  """``solve`` on B = 4 sub-problems and on B = 16 whose first four are the same (3×3, the
+  states after every feedback of the first guesses): the four trees and their bounds are
+  identical (per-root keys, no statistic mixing rows; ``combine`` never proves, so both
+  runs take the same chunks)."""
+  puzzle = solve_lib.mastermind_puzzle(3, 3)
+  game, start = puzzle.game, puzzle.initial_state
+  states = []
+  for action in range(len(puzzle.guess_names)):
+    probs = np.asarray(game.outcome_probs(start, jnp.int32(action)))
+    states += [game.step(start, jnp.int32(action), jnp.int32(o)).state
+               for o in np.flatnonzero(probs > 0) if o != puzzle.solved_outcome]
+  assert len(states) >= 16
+  roots = jax.tree.map(lambda *xs: jnp.stack(xs), *states[:16])
+  options = dict(seconds=600, max_simulations=32, chunk=16, max_nodes=256, num_slots=8,
+                 bound_slots=4, extract=False, combine=lambda bound, upper: (0.0, None))
+  wide, wide_trees = solve_lib.solve(puzzle, roots, **options)
+  narrow, narrow_trees = solve_lib.solve(puzzle, jax.tree.map(lambda x: x[:4], roots),
+                                         **options)
+  assert wide["simulations"] == narrow["simulations"] == 32
+  np.testing.assert_array_equal(narrow["bound"], wide["bound"][:4])
+  np.testing.assert_array_equal(narrow["upper"], wide["upper"][:4])
+  for (path, x), y in zip(jax.tree_util.tree_leaves_with_path(narrow_trees),
+                          jax.tree.leaves(wide_trees), strict=True):
+    np.testing.assert_array_equal(np.asarray(x), np.asarray(y)[:4],
+                                  err_msg=jax.tree_util.keystr(path))
+  assert np.all(np.asarray(narrow_trees.num_nodes) > 1)

@@ -317,20 +317,23 @@ def _deterministic(rows):
   return [{k: v for k, v in r.items() if k not in ("time", "positions_per_s")} for r in rows]
 
 
-def test_sigkill_and_resume_match_an_uninterrupted_run(tmp_path, compile_cache, trainer,
-                                                      monkeypatch, capsys):
-  steps = "12"
+def _kill_and_resume(tmp_path, cache, trainer, argv, steps=12):
+  """Runs ``trainer`` for ``steps`` in this process, and the same run through the CLI
+  (``argv(out, *extra)``) killed with SIGKILL after its first checkpoint (step 4), then
+  resumed: metrics and the final state (parameters, optimiser, replay, self-play games and
+  their trees, key) must be equal, bit for bit. Returns the killed run's directory."""
   straight, killed = tmp_path / "straight", tmp_path / "killed"
   # The uninterrupted run, in this process (same configuration as the CLI's, compiled once).
   trainer.out_dir = straight
   try:
-    summary = trainer.run(steps=12, progress=False)
+    summary = trainer.run(steps=steps, progress=False)
   finally:
     trainer.out_dir = None
-  assert summary["steps"] == 12 and summary["positions"] == 12 * TINY["batch_size"]
+  assert summary["steps"] == steps
+  assert summary["positions"] == steps * trainer.config.batch_size
   # The same run, slowed down, killed with SIGKILL after its first checkpoint (step 4).
-  proc = subprocess.Popen(_cli(killed, "--steps", steps),
-                          env=_env(compile_cache, **{loop.SLEEP_ENV: "0.5"}),
+  proc = subprocess.Popen(argv(killed, "--steps", str(steps)),
+                          env=_env(cache, **{loop.SLEEP_ENV: "0.5"}),
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=REPO)
   metrics = killed / "metrics.jsonl"
   deadline = time.time() + 240
@@ -349,14 +352,14 @@ def test_sigkill_and_resume_match_an_uninterrupted_run(tmp_path, compile_cache, 
     proc.wait()
   assert proc.returncode == -signal.SIGKILL
   before = loop.read_metrics(metrics)
-  assert 5 <= before[-1]["step"] < 12  # killed mid-run, after the checkpoint
-  resumed = subprocess.run(_cli(killed, "--steps", steps, "--resume"), env=_env(compile_cache),
+  assert 5 <= before[-1]["step"] < steps  # killed mid-run, after the checkpoint
+  resumed = subprocess.run(argv(killed, "--steps", str(steps), "--resume"), env=_env(cache),
                            capture_output=True, text=True, timeout=300, cwd=REPO)
   assert resumed.returncode == 0, resumed.stderr[-2000:]
-  assert json.loads(resumed.stdout.strip().splitlines()[-1])["steps"] == 12
+  assert json.loads(resumed.stdout.strip().splitlines()[-1])["steps"] == steps
   a = _deterministic(loop.read_metrics(straight / "metrics.jsonl"))
   b = _deterministic(loop.read_metrics(metrics))
-  assert [r["step"] for r in b] == list(range(1, 13))
+  assert [r["step"] for r in b] == list(range(1, steps + 1))
   assert a == b
   # Final parameters and the whole state, bit for bit.
   final = {}
@@ -364,9 +367,15 @@ def test_sigkill_and_resume_match_an_uninterrupted_run(tmp_path, compile_cache, 
     ckpt = checkpoint_lib.Checkpointer(out, trainer.config.to_dict(), loop.MAY_CHANGE)
     final[name], step = ckpt.restore(jax.eval_shape(trainer.init_state))
     ckpt.close()
-    assert step == 12
+    assert step == steps
   for x, y in zip(jax.tree.leaves(final["straight"]), jax.tree.leaves(final["killed"])):
     np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+  return killed
+
+
+def test_sigkill_and_resume_match_an_uninterrupted_run(tmp_path, compile_cache, trainer,
+                                                      monkeypatch, capsys):
+  killed = _kill_and_resume(tmp_path, compile_cache, trainer, _cli)
   # Resuming with another network size fails, naming the setting; nothing is overwritten.
   # (In this process: the CLI's main, without paying for another interpreter and imports.)
   from jaxsearch import cli
@@ -484,3 +493,79 @@ def test_other_policies_train(policy):
     assert all(np.all(np.isfinite(np.asarray(x))) for x in jax.tree.leaves(ts.params))
   else:
     assert data.action_values is None
+
+
+_SAVE_SCRIPT = r"""
+import sys
+import numpy as np
+from jaxsearch.train import checkpoint
+ckpt = checkpoint.Checkpointer(sys.argv[1], {"run": 1})
+ckpt.save(1, {"x": np.arange(10, dtype=np.float32)})
+print("saving", flush=True)
+# Big enough that writing it takes well over the parent's wait before the kill.
+ckpt.save(2, {"x": np.random.default_rng(0).standard_normal(10, dtype=np.float32),
+              "big": np.ones((160, 1024, 1024), np.float32)})
+print("saved", flush=True)
+"""
+
+
+def test_sigkill_during_a_checkpoint_save_keeps_the_previous_one(tmp_path):
+  """A run killed while orbax writes a checkpoint (SIGKILL, mid-file): the half-written step
+  is not a checkpoint, the previous one restores intact, and the next save succeeds."""
+  proc = subprocess.Popen([sys.executable, "-c", _SAVE_SCRIPT, str(tmp_path)],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+  try:
+    assert proc.stdout.readline().strip() == "saving", proc.stderr.read()[-2000:]
+    ckpt_dir = tmp_path / "checkpoints"
+    deadline = time.time() + 60
+    # Wait until step 2's temporary directory holds some bytes, then kill mid-write.
+    while time.time() < deadline and not any(
+        p.is_file() and p.stat().st_size > 0 for d in ckpt_dir.iterdir() if d.name != "1"
+        for p in d.rglob("*")):
+      time.sleep(0.01)
+    assert proc.poll() is None, "the save finished before the kill: make it bigger"
+  finally:
+    proc.send_signal(signal.SIGKILL)
+    out, _ = proc.communicate()
+  assert proc.returncode == -signal.SIGKILL and "saved" not in out
+  leftovers = sorted(d.name for d in (tmp_path / "checkpoints").iterdir())
+  assert leftovers != ["1"], leftovers  # the kill did leave a partial step behind
+  ckpt = checkpoint_lib.Checkpointer(tmp_path, {"run": 1})
+  assert ckpt.latest_step() == 1
+  state, step = ckpt.restore({"x": jax.ShapeDtypeStruct((10,), jnp.float32)})
+  assert step == 1
+  np.testing.assert_array_equal(state["x"], np.arange(10, dtype=np.float32))
+  ckpt.save(2, {"x": np.full(10, 2.0, np.float32)})
+  assert ckpt.latest_step() == 2
+  np.testing.assert_array_equal(
+      ckpt.restore({"x": jax.ShapeDtypeStruct((10,), jnp.float32)})[0]["x"], 2.0)
+  ckpt.close()
+
+
+# The Connect Four preset as shipped — Gumbel self-play, a ResNet with a ones plane, value
+# targets mixing outcome and search value — at tiny sizes.
+C4_TINY = dict(batch_size=4, simulations=4, channels=4, blocks=1, head_hidden=8,
+               replay_capacity=256, min_replay=8, train_batch=8, warmup_steps=2, eval_every=-1,
+               checkpoint_every=4, temperature_moves=2, random_opening=2)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("game, overrides", [
+    ("connect_four", C4_TINY), ("tictactoe", dict(TINY, policy="avts"))],
+    ids=["connect_four-gumbel-resnet-mix", "tictactoe-avts"])
+def test_sigkill_and_resume_of_the_other_presets(tmp_path, compile_cache, game, overrides):
+  """Exact resume after SIGKILL for the Connect Four preset (its Gumbel search keeps no
+  subtree; the mixed value target reads the search's values) and for AVTS self-play (trees
+  with bounds and debias statistics carried between moves, action-value targets)."""
+  config = loop.preset(game, **overrides)
+  if game == "connect_four":
+    assert (config.policy, config.network, config.value_target) == ("gumbel", "resnet", "mix")
+  trainer = loop.Trainer(config, evaluator=False)
+  sets = [f"--set={k}={json.dumps(list(v) if isinstance(v, tuple) else v)}"
+          for k, v in overrides.items()]
+
+  def argv(out, *extra):
+    return [sys.executable, "-m", "jaxsearch.cli", "train", game, "--out", str(out), "--quiet",
+            "--json", *sets, *extra]
+
+  _kill_and_resume(tmp_path, compile_cache, trainer, argv)

@@ -34,6 +34,7 @@ from jaxsearch.train import checkpoint as checkpoint_lib
 from jaxsearch.train import losses, networks, replay, selfplay
 
 GAMES = ("tictactoe", "connect_four")
+PGX_PREFIX = "pgx:"  # "pgx:ENV_ID" trains on a pgx environment (games.pgx_env)
 POLICIES = ("alphazero", "avts", "gumbel")
 # Configuration fields a resumed run may change (they do not change what a step computes;
 # ``devices`` changes the updates only by float summation order).
@@ -51,7 +52,8 @@ class TrainConfig:
   """Everything that defines a training run (see :func:`preset` for the per-game defaults).
 
   Attributes:
-    game: ``"tictactoe"`` or ``"connect_four"``.
+    game: ``"tictactoe"``, ``"connect_four"`` or ``"pgx:ENV_ID"``, any pgx environment
+      (:mod:`games.pgx_env`; its observation is the network input).
     policy: ``"alphazero"`` (PUCT + root Dirichlet noise), ``"avts"`` (needs the action-value
       head, added automatically; its targets are the search's root q̂3) or ``"gumbel"``
       (Gumbel MuZero: the Gumbel draw explores, the improved policy is the policy target;
@@ -142,8 +144,8 @@ class TrainConfig:
   devices: int = 0
 
   def __post_init__(self):
-    if self.game not in GAMES:
-      raise ValueError(f"game must be one of {GAMES}, got {self.game!r}")
+    if self.game not in GAMES and not str(self.game).startswith(PGX_PREFIX):
+      raise ValueError(f"game must be one of {GAMES} or 'pgx:ENV_ID', got {self.game!r}")
     if self.policy not in POLICIES:
       raise ValueError(f"policy must be one of {POLICIES}, got {self.policy!r}")
     for name in ("batch_size", "simulations", "moves_per_step", "replay_capacity",
@@ -198,15 +200,37 @@ def preset(game: str, **overrides) -> TrainConfig:
                 train_batch=256, updates_per_step=2, learning_rate=2e-3, decay_steps=20000,
                 checkpoint_every=500, eval_every=1000, eval_simulations=128, eval_games=100,
                 eval_uct_simulations=200)
+  elif str(game).startswith(PGX_PREFIX):
+    base = _pgx_preset(game)
   else:
-    raise ValueError(f"no preset for game {game!r}; expected one of {GAMES}")
+    raise ValueError(f"no preset for game {game!r}; expected one of {GAMES} or 'pgx:ENV_ID'")
   base.update(overrides)
   return TrainConfig(**base)
 
 
+def _pgx_preset(game: str) -> dict:
+  """Defaults for any pgx game: Gumbel MuZero self-play (as pgx's own AlphaZero example), a
+  small ResNet over ``[H, W, C]`` observations (an MLP over others), evaluation against a
+  random player (and, at the end, UCT with random rollouts)."""
+  from games import pgx_env
+  module = pgx_env.module_for(game)
+  obs = jax.eval_shape(module.observe, module.GAME.init(jax.random.PRNGKey(0)))
+  network = (dict(network="resnet", channels=16, blocks=2, head_hidden=32, ones_plane=True)
+             if len(obs.shape) == 3 else dict(network="mlp", hidden=(128, 128)))
+  return dict(game=game, policy="gumbel", value_target="mix", **network, batch_size=64,
+              simulations=32, temperature_moves=4, random_opening=4, dirichlet_alpha=0.3,
+              replay_capacity=50000, min_replay=1024, train_batch=256, updates_per_step=2,
+              learning_rate=2e-3, decay_steps=20000, checkpoint_every=500, eval_every=50,
+              eval_simulations=32, eval_games=64, eval_uct_simulations=100)
+
+
 def game_module(name: str):
-  """The module under ``games`` of a training game (``GAME``, ``observe``, ``render``)."""
+  """The module under ``games`` of a training game (``GAME``, ``observe``, ``render``); for
+  ``"pgx:ENV_ID"`` the same three built by :func:`games.pgx_env.module_for`."""
   import importlib
+  if str(name).startswith(PGX_PREFIX):
+    from games import pgx_env
+    return pgx_env.module_for(name)
   return importlib.import_module(f"games.{name}")
 
 
@@ -537,11 +561,18 @@ def default_evaluator(trainer: Trainer) -> Optional[Evaluator]:
   * Connect Four: ``search_error`` and ``net_error`` on Test_L3_R1 and Test_L2_R2,
     ``search_vs_random`` (score rate) and, in the final evaluation with
     ``eval_uct_simulations``, ``search_vs_uct``.
+  * pgx games (two players): ``search_vs_random`` and ``net_vs_random`` (score rates: win 1,
+    draw 1/2, over ``eval_games`` games, half with each side first) and, in the final
+    evaluation with ``eval_uct_simulations``, ``search_vs_uct``; one player: the mean game
+    returns ``search_return``, ``net_return`` and ``random_return``.
   """
   from jaxsearch.train import evaluate as ev
   config = trainer.config
   search = trainer.eval_search
   logits = trainer.logits  # one object: the compiled evaluation is reused across calls
+
+  if str(config.game).startswith(PGX_PREFIX):
+    return _pgx_evaluator(trainer)
 
   if config.game == "tictactoe":
 
@@ -587,6 +618,43 @@ def default_evaluator(trainer: Trainer) -> Optional[Evaluator]:
     return result
 
   return evaluate_c4
+
+
+def _pgx_evaluator(trainer: Trainer) -> Evaluator:
+  """:func:`default_evaluator` of a pgx game (see there)."""
+  from jaxsearch.train import evaluate as ev
+  config, game = trainer.config, trainer.game
+  search, logits = trainer.eval_search, trainer.logits
+  random_agent = ev.random_player(game)
+  alternating = getattr(trainer.module, "alternating", True)
+  two_player = getattr(trainer.module, "num_players", 2) == 2
+  uct_agent = (ev.uct_rollout_player(game, config.eval_uct_simulations)
+               if config.eval_uct_simulations and two_player else None)
+
+  def score(m):
+    return round((m["wins"] + 0.5 * m["draws"]) / m["games"], 4)
+
+  def evaluate_pgx(params, key, final):
+    keys = jax.random.split(key, 4)
+    search_agent = ev.search_act_fn(search, params)
+    net_agent = ev.greedy_act_fn(game, logits, params)
+    if not two_player:
+      return {name: round(ev.mean_return(game, agent, k, config.eval_games), 4)
+              for name, agent, k in (("search_return", search_agent, keys[0]),
+                                     ("net_return", net_agent, keys[1]),
+                                     ("random_return", random_agent, keys[2]))}
+    result = dict(
+        search_vs_random=score(ev.play_match(game, search_agent, random_agent, keys[0],
+                                             config.eval_games, alternating=alternating)),
+        net_vs_random=score(ev.play_match(game, net_agent, random_agent, keys[1],
+                                          config.eval_games, alternating=alternating)))
+    if final and uct_agent is not None:
+      result["search_vs_uct"] = score(ev.play_match(game, search_agent, uct_agent, keys[2],
+                                                    config.eval_games,
+                                                    alternating=alternating))
+    return result
+
+  return evaluate_pgx
 
 
 # ---- reporting ---------------------------------------------------------------------------

@@ -1,0 +1,453 @@
+"""The AVTS article's selection-rule comparison on Wordle sub-problems, against exact optima.
+
+Sub-problems: the feedback classes of a first guess (default ``tarse``) on the answer list
+that hold between ``--min-answers`` and ``--max-answers`` answers; each is searched from the
+state after that feedback. Its optimum (least total guesses over its answers, the final
+correct guess counted) comes from an exhaustive depth-first solve (``scripts/wordle_exact.py``)
+over every allowed guess. The search keeps the top ``--num-slots`` guesses by q̂1 per node (a
+documented cutoff; the article kept 100); a sub-problem is kept only where the exhaustive
+optimum *restricted to that cutoff* (the same q̂1, computed by the game's own estimator) equals the
+unrestricted one, so that every rule can reach it. The number dropped is reported.
+
+Rules (all AVTS: Bellman backup over exact feedbacks, debiasing, progressive widening, the
+same cutoff; only the selection differs):
+  thompson_avts      Thompson sampling on q̂3 (``js.policies.avts``'s default)
+  laplace            q̂3 + δ/(n+1), δ = 0.1
+  puct_value_prior   q̂3 + c·softmax(q̂1)·sqrt(N)/(1+n), c = 1
+  hoeffding          q̂3 + (U−L)·sqrt(−ln p / 2)/sqrt(n+1), p = 0.999, [L, U] = [−6, 0]
+  optimistic         the solver's proof rule (``js.selection.optimistic``, best optimistic
+                     bound first, outcome rule "gap")
+  solver_alternating the two above on the same trees, as ``jaxsearch.solve.solve(...,
+                     proof_every=k)`` runs them: blocks of ``--alternate-block`` simulations,
+                     every ``--proof-every``-th block by the proof rule, the others by
+                     Thompson-AVTS (Thompson first)
+
+Each rule runs as one batched search over all sub-problems (one tree per sub-problem, one
+compile), one simulation at a time, for ``--budget`` estimator evaluations (tree nodes: a node
+is one evaluated state). Per sub-problem we note the evaluations, simulations and wall time
+until the root's achievable bound (the exact value of a concrete policy held by the tree)
+reaches the optimum; ``inf`` (``null``) when not within the budget. ``proven_evaluations``:
+the same until, in addition, the root's optimistic bound (no policy does better) meets the
+optimum, in total guesses within 0.01 (the solver's "proven", from the float bounds; its exact
+certificate is not run here). With the default ``--bound-slots 0`` a guess cut from a node's
+slots keeps its admissible bound, so a proof needs the cut guesses' bounds to be no better
+than the optimum. Wall time per tree is
+estimated as simulations × (the batched run's seconds per step ÷ the batch size): the trees
+advance together, so their time is shared.
+
+Word lists: ``$WORDLE_DATA`` or ``../shared/data/wordle`` (never committed). ``--guesses
+answers`` (default) restricts the allowed guesses to the answer list (3158 words), which keeps
+the exhaustive solves short; ``--guesses all`` allows the 14855 words. The game's feedback
+table covers only the sub-problems' answers (``u8[S, G]``, S a few hundred) and is passed to
+the compiled programs as an argument, not embedded.
+
+    python scripts/bench_rules_wordle.py                      # 20-40 answers, JSON + PNG
+    python scripts/bench_rules_wordle.py --quick              # a small smoke run
+
+Prints one JSON line: per rule the medians (and quartiles) of evaluations, simulations and
+seconds, the fraction reached, and ``ratio_puct_over_thompson`` (median evaluations PUCT ÷
+Thompson-AVTS; ``null`` when a median lies beyond the budget, ``..._at_least`` when only
+PUCT's does).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(_HERE, ".."))
+sys.path.insert(0, _HERE)
+
+import jaxsearch as js  # noqa: E402
+from games import mastermind, wordle  # noqa: E402
+from jaxsearch import debias  # noqa: E402
+from wordle_exact import Exact  # noqa: E402
+
+RULES = ("thompson_avts", "laplace", "puct_value_prior", "hoeffding", "optimistic",
+         "solver_alternating")
+
+
+class Alternating:
+  """Thompson-AVTS and the proof rule growing the same trees, as the solver alternates them
+  (``jaxsearch.solve.solve(..., proof_every=every)`` with chunks of ``block`` simulations):
+  simulation ``i`` (0-based) runs the proof rule where ``(i // block) % every == every - 1``,
+  else Thompson-AVTS. Both searches are single-simulation ``Search`` objects of the same
+  configuration apart from the selection and outcome rule, so their trees are alike."""
+
+  def __init__(self, thompson, proof, block: int, every: int):
+    if block < 1 or every < 1:
+      raise ValueError(f"block and every must be positive, got {block}, {every}")
+    self.thompson, self.proof, self.block, self.every = thompson, proof, block, every
+
+  def init_tree(self, params, key, roots):
+    return self.thompson.init_tree(params, key, roots)
+
+  def uses_proof(self, index):
+    """Whether simulation ``index`` runs the proof rule (traced or Python ints)."""
+    return (index // self.block) % self.every == self.every - 1
+
+  def scan(self, step, tree, keys):
+    """``jax.lax.scan`` of ``step(search, tree, key) -> (tree, y)`` over ``keys[T]``, the
+    search of each simulation chosen by :meth:`uses_proof`: one scan over periods of
+    ``every`` blocks, each block its own scan of one search (a ``lax.cond`` per simulation
+    would copy the trees at every step). Returns ``(tree, ys[T])``."""
+    steps = keys.shape[0]
+    period = self.block * self.every
+    periods = -(-steps // period)
+    pad = periods * period - steps
+    keys = jnp.concatenate([keys, jnp.repeat(keys[-1:], pad, axis=0)]) if pad else keys
+    keys = keys.reshape((periods, self.every, self.block) + keys.shape[1:])
+
+    def one_period(tree, period_keys):
+      ys = []
+      for phase in range(self.every):
+        search = self.proof if phase == self.every - 1 else self.thompson
+        tree, y = jax.lax.scan(lambda t, k, search=search: step(search, t, k), tree,
+                               period_keys[phase])
+        ys.append(y)
+      return tree, jax.tree.map(lambda *xs: jnp.stack(xs), *ys)
+
+    tree, ys = jax.lax.scan(one_period, tree, keys)
+    return tree, jax.tree.map(lambda y: y.reshape((-1,) + y.shape[3:])[:steps], ys)
+
+
+def search_factory(name: str, bind, value_range, *, num_slots: int, max_nodes: int,
+                   max_depth: int, variance: str = "avts", bound_slots: int = 0,
+                   alternate_block: int = 4, proof_every: int = 2):
+  """``table -> Search`` for rule ``name`` (one simulation per call), built from a traced
+  ``u8[S, G]`` table with ``bind`` (:attr:`games.wordle.Wordle.bind`); for
+  ``solver_alternating`` an :class:`Alternating` pair (called with the simulation index)."""
+  sel = js.selection
+  options = dict(num_simulations=1, max_nodes=max_nodes, max_depth=max_depth,
+                 num_slots=num_slots, variance=variance, bound_slots=bound_slots)
+  if name == "solver_alternating":
+    thompson = search_factory("thompson_avts", bind, value_range, num_slots=num_slots,
+                              max_nodes=max_nodes, max_depth=max_depth, variance=variance,
+                              bound_slots=bound_slots)
+    proof = search_factory("optimistic", bind, value_range, num_slots=num_slots,
+                           max_nodes=max_nodes, max_depth=max_depth, variance=variance,
+                           bound_slots=bound_slots)
+    return lambda table: Alternating(thompson(table), proof(table), alternate_block,
+                                     proof_every)
+  selection = {"thompson_avts": None, "laplace": sel.laplace(0.1),
+               "puct_value_prior": sel.value_prior_puct(1.0),
+               "hoeffding": sel.hoeffding(value_range, 0.999),
+               "optimistic": sel.optimistic()}[name]
+  if name == "optimistic":
+    options["outcome_rule"] = "gap"  # as the solver runs it
+
+  def make(table):
+    game, estimator = bind(table)
+    return js.policies.avts(game, estimator, selection=selection, **options)
+
+  return make
+
+
+def zero_variance_fraction(tree):
+  """``f32[B]``: of each tree's expanded, unsolved decision nodes, the fraction whose variance
+  statistics give ``σ²(s, 0) = 0`` — at such a node every slot has ``σ² = 0`` and Thompson
+  sampling is greedy on q̂3 (no bucket holds two records yet, or all changes were equal)."""
+  stats = debias.DebiasStats(count=tree.node_bias_count, bias_mean=tree.node_bias_mean,
+                             sq_sum=tree.node_bias_sq_sum)
+  sigma2 = jax.vmap(jax.vmap(lambda st: debias.variance(st, jnp.int32(0))))(stats)  # [B, N]
+  allocated = jnp.arange(tree.node_visits.shape[1])[None, :] < tree.num_nodes[:, None]
+  expanded = allocated & (jnp.sum(tree.slot_visits, axis=-1) > 0) & ~tree.node_solved
+  zero = expanded & (sigma2 <= 0.0)
+  return jnp.sum(zero, axis=1) / jnp.maximum(jnp.sum(expanded, axis=1), 1)
+
+
+def trace(make_search, table, roots, key, steps: int):
+  """Runs ``steps`` single-simulation searches in one jitted scan. Returns ``(evaluations
+  i32[T, B], bounds f32[T, B], uppers f32[T, B], zero_variance f32[B], compile_seconds,
+  run_seconds)``, with ``uppers`` the root's optimistic bound (``+inf`` where the game has
+  none) and ``zero_variance`` :func:`zero_variance_fraction` of the final trees."""
+
+  def run(table, key):
+    search = make_search(table)
+    init_key, loop_key = jax.random.split(key)
+    tree = search.init_tree(None, init_key, roots)
+
+    def step(search, tree, step_key):
+      out = search(None, step_key, roots, tree)
+      upper = (jnp.full_like(out.root_bound, jnp.inf) if out.root_upper is None
+               else out.root_upper)
+      return out.tree, (out.tree.num_nodes, out.root_bound, upper)
+
+    keys = jax.random.split(loop_key, steps)
+    if isinstance(search, Alternating):
+      tree, history = search.scan(step, tree, keys)
+    else:
+      tree, history = jax.lax.scan(lambda t, k: step(search, t, k), tree, keys)
+    return history, zero_variance_fraction(tree)
+
+  start = time.perf_counter()
+  compiled = jax.jit(run).lower(table, key).compile()
+  compile_seconds = time.perf_counter() - start
+  start = time.perf_counter()
+  (evaluations, bounds, uppers), zero = jax.block_until_ready(compiled(table, key))
+  return (np.asarray(evaluations), np.asarray(bounds), np.asarray(uppers), np.asarray(zero),
+          compile_seconds, time.perf_counter() - start)
+
+
+def first_reach(bounds, target, budget_mask, tolerance: float = 1e-4):
+  """Per tree, the first step index where ``bounds[T, B] >= target[B] - tolerance`` within
+  ``budget_mask[T, B]``; ``-1`` if never."""
+  reached = (np.asarray(bounds, np.float64) >= np.asarray(target)[None] - tolerance)
+  reached &= budget_mask
+  return np.where(reached.any(axis=0), np.argmax(reached, axis=0), -1)
+
+
+def first_proof(bounds, uppers, optima, sizes, budget_mask, tolerance: float = 1e-2):
+  """Per tree, the first step index where both bounds meet the optimum in total guesses
+  (``optima[B]`` over ``sizes[B]`` answers): the achievable total ``-bound·n`` is at most
+  ``optimum + tolerance`` and the optimistic total ``-upper·n`` at least ``optimum −
+  tolerance``, within ``budget_mask[T, B]``; ``-1`` if never."""
+  sizes = np.asarray(sizes, np.float64)[None]
+  optima = np.asarray(optima, np.float64)[None]
+  achieved = -np.asarray(bounds, np.float64) * sizes <= optima + tolerance
+  with np.errstate(invalid="ignore"):
+    met = -np.asarray(uppers, np.float64) * sizes >= optima - tolerance
+  proven = achieved & met & budget_mask
+  return np.where(proven.any(axis=0), np.argmax(proven, axis=0), -1)
+
+
+def summary(values):
+  """Median and quartiles (``None`` where beyond the budget: ``inf``) and fraction finite."""
+  values = np.asarray(values, np.float64)
+  q1, median, q3 = np.percentile(values, [25, 50, 75], method="lower")
+  num = lambda x: None if not math.isfinite(x) else round(float(x), 4)  # noqa: E731
+  return {"median": num(median), "q1": num(q1), "q3": num(q3),
+          "reached": float(np.isfinite(values).mean())}
+
+
+def ratio_line(report, budget: int):
+  """``ratio_puct_over_thompson``: median evaluations PUCT ÷ Thompson-AVTS."""
+  if "thompson_avts" not in report or "puct_value_prior" not in report:
+    return {}
+  avts = report["thompson_avts"]["evaluations"]["median"]
+  puct = report["puct_value_prior"]["evaluations"]["median"]
+  line = {"ratio_puct_over_thompson": None if avts is None or puct is None
+          else round(puct / avts, 3)}
+  if puct is None and avts is not None:
+    line["ratio_puct_over_thompson_at_least"] = round(budget / avts, 3)
+  return line
+
+
+def feedback_classes(answers, first: str, low: int, high: int):
+  """``[(pattern string, int[n] answer indices)]``: the classes of ``first``'s feedback on
+  ``answers`` with ``low <= n <= high`` answers, largest first (ties by pattern)."""
+  codes = np.asarray(wordle.feedback_table([first], answers))[0]
+  found = []
+  for code in np.unique(codes):
+    members = np.flatnonzero(codes == code)
+    if low <= len(members) <= high and code != wordle.SOLVED:
+      found.append((wordle.pattern_string(int(code)), members))
+  found.sort(key=lambda item: (-len(item[1]), item[0]))
+  return found
+
+
+def top_k_candidates(w, num_slots: int):
+  """``secrets tuple -> int[k]``: the guesses a node of ``w``'s search keeps, the top
+  ``num_slots`` finite q̂1 of the game's own estimator (ties by index, as the search)."""
+  estimate = jax.jit(lambda states: w.estimator(None, jax.random.key(0), states).action_values)
+
+  def candidates(secrets):
+    mask = np.zeros(w.num_answers, bool)
+    mask[list(secrets)] = True
+    state = mastermind.State(remaining=mastermind.mask_to_bits(jnp.asarray(mask))[None],
+                             solved=jnp.zeros((1,), bool))
+    q = np.asarray(estimate(state))[0]
+    finite = np.flatnonzero(np.isfinite(q))
+    order = finite[np.argsort(-q[finite], kind="stable")]
+    return order[:num_slots]
+
+  return candidates
+
+
+def plot(curves, optimum_mean, path: str, title: str) -> None:
+  """Seed 000's graph: the mean achievable bound in guesses per answer (over all the
+  sub-problems' answers) against the mean estimator evaluations per sub-problem, one line per
+  rule, the exact optimum dashed."""
+  import matplotlib
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt
+  fig, ax = plt.subplots(figsize=(8, 5))
+  for name, (evals, guesses) in curves.items():
+    ax.plot(evals, guesses, label=name)
+  ax.axhline(optimum_mean, color="black", linestyle="--", linewidth=1,
+             label=f"exact optimum {optimum_mean:.4f}")
+  ax.set_xscale("log")
+  ax.set_xlabel("estimator evaluations per sub-problem (mean over sub-problems)")
+  ax.set_ylabel("achievable bound: guesses per answer after the first")
+  ax.set_ylim(optimum_mean - 0.05, optimum_mean + 1.0)  # the pessimistic start is far above
+  ax.set_title(title)
+  ax.legend()
+  fig.tight_layout()
+  fig.savefig(path, dpi=120)
+  plt.close(fig)
+
+
+def main(argv=None):
+  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  parser.add_argument("--answers", default=None, help="answer list (default: NYT 3158)")
+  parser.add_argument("--guesses", default="answers",
+                      help="'answers' (the answer list), 'all' (NYT 14855) or a path")
+  parser.add_argument("--first", default="tarse", help="first guess defining the classes")
+  parser.add_argument("--min-answers", type=int, default=20)
+  parser.add_argument("--max-answers", type=int, default=40)
+  parser.add_argument("--max-problems", type=int, default=None,
+                      help="keep at most this many classes (largest first)")
+  parser.add_argument("--budget", type=int, default=4000, help="evaluations per sub-problem")
+  parser.add_argument("--num-slots", type=int, default=64, help="top-K guesses by q̂1")
+  parser.add_argument("--max-depth", type=int, default=10)
+  parser.add_argument("--variance", default="avts", help="AVTS variance model")
+  parser.add_argument("--bound-slots", type=int, default=0,
+                      help="of the slots, how many hold the best admissible bounds (the "
+                           "solver's --bound-slots; default 0, as the solver on Wordle)")
+  parser.add_argument("--alternate-block", type=int, default=4,
+                      help="solver_alternating: simulations per block (the solver's chunk; "
+                           "default 4, its Wordle default)")
+  parser.add_argument("--proof-every", type=int, default=2,
+                      help="solver_alternating: every this-many-th block runs the proof rule "
+                           "(the solver's proof_every; default 2)")
+  parser.add_argument("--only", default=None, help="comma-separated rule names")
+  parser.add_argument("--seed", type=int, default=0)
+  parser.add_argument("--plot", default="rules_wordle.png", help="PNG path ('' for none)")
+  parser.add_argument("--quick", action="store_true", help="small smoke run")
+  args = parser.parse_args(argv)
+  if args.quick:
+    args.max_problems, args.budget = 4, 600
+  names = args.only.split(",") if args.only else list(RULES)
+  unknown = set(names) - set(RULES)
+  if unknown:
+    parser.error(f"--only: unknown rules {sorted(unknown)}; known: {list(RULES)}")
+
+  answers_path, guesses_path = wordle.default_paths("nyt")
+  answers = wordle.load_words(args.answers or answers_path)
+  if args.guesses == "answers":
+    guesses = list(answers)
+  elif args.guesses == "all":
+    guesses = wordle.load_words(guesses_path)
+  else:
+    guesses = wordle.load_words(args.guesses)
+  if args.first not in guesses:
+    guesses = guesses + [args.first]  # the first guess only defines the classes
+  start = time.perf_counter()
+  classes = feedback_classes(answers, args.first, args.min_answers, args.max_answers)
+  if args.max_problems is not None:
+    classes = classes[:args.max_problems]
+  if not classes:
+    parser.error("no feedback class in the size range")
+  # The game's secrets are the classes' answers only; each root holds one class.
+  union = np.concatenate([members for _, members in classes])
+  w = wordle.make([answers[i] for i in union], guesses)
+  table = np.asarray(w.feedback)
+  local, offset = [], 0
+  for _, members in classes:
+    local.append(np.arange(offset, offset + len(members)))
+    offset += len(members)
+  exact = Exact(table, w.secret_of_guess, wordle.SOLVED)
+  cut = Exact(table, w.secret_of_guess, wordle.SOLVED,
+              candidates=top_k_candidates(w, args.num_slots))
+  optima = [exact.solve(ids) for ids in local]
+  within_cut = [cut.solve(ids) for ids in local]
+  keep = [i for i in range(len(classes)) if within_cut[i] == optima[i]]
+  exact_seconds = time.perf_counter() - start
+  problems = [{"pattern": classes[i][0], "answers": len(local[i]), "optimum": optima[i],
+               "optimum_within_cut": within_cut[i]} for i in range(len(classes))]
+  print(f"# {len(classes)} classes, {len(keep)} kept; exact solves {exact_seconds:.1f} s: "
+        f"{problems}", file=sys.stderr, flush=True)
+  if not keep:
+    parser.error("the cutoff excludes the optimum of every sub-problem; raise --num-slots")
+
+  masks = np.zeros((len(keep), w.num_answers), bool)
+  for row, i in enumerate(keep):
+    masks[row, local[i]] = True
+  roots = mastermind.State(remaining=mastermind.mask_to_bits(jnp.asarray(masks)),
+                           solved=jnp.zeros((len(keep),), bool))
+  sizes = masks.sum(axis=1)
+  target = -np.array([optima[i] for i in keep], np.float64) / sizes
+  max_nodes = args.budget + wordle.NUM_PATTERNS + 1
+  steps = args.budget  # at least one evaluation per simulation until the tree is solved
+  report, curves = {}, {}
+  for name in names:
+    make = search_factory(name, w.bind, w.game.value_range, num_slots=args.num_slots,
+                          max_nodes=max_nodes, max_depth=args.max_depth,
+                          variance=args.variance, bound_slots=args.bound_slots,
+                          alternate_block=args.alternate_block, proof_every=args.proof_every)
+    evaluations, bounds, uppers, zero_variance, compile_seconds, run_seconds = trace(
+        make, jnp.asarray(w.by_secret), roots, jax.random.key(args.seed), steps)
+    within = evaluations <= args.budget
+    first = first_reach(bounds, target, within)
+    found = first >= 0
+    cols = np.arange(len(keep))
+    evals = np.where(found, evaluations[np.maximum(first, 0), cols], np.inf)
+    sims = np.where(found, first + 1.0, np.inf)
+    optima_kept = np.array([optima[i] for i in keep], np.float64)
+    proof = first_proof(bounds, uppers, optima_kept, sizes, within)
+    proved = proof >= 0
+    proof_evals = np.where(proved, evaluations[np.maximum(proof, 0), cols], np.inf)
+    proof_sims = np.where(proved, proof + 1.0, np.inf)
+    per_step = run_seconds / steps / len(keep)
+    # Simulations that evaluated nothing (they ended in a solved or terminal part of the
+    # tree) before the optimum was reached: search effort that cannot move the bound.
+    grew = np.diff(np.concatenate([np.zeros((1, len(keep)), evaluations.dtype), evaluations]),
+                   axis=0) > 0
+    until = np.where(found, first + 1, within.sum(axis=0))
+    active = np.arange(steps)[:, None] < until[None]
+    idle = ((~grew) & active).sum(axis=0) / np.maximum(active.sum(axis=0), 1)
+    report[name] = {
+        "evaluations": summary(evals), "simulations": summary(sims),
+        "seconds": summary(sims * per_step),
+        "per_problem_evaluations": [None if math.isinf(x) else int(x) for x in evals],
+        "proven_evaluations": summary(proof_evals), "proven_simulations": summary(proof_sims),
+        "proven_seconds": summary(proof_sims * per_step),
+        "per_problem_proven": [None if math.isinf(x) else int(x) for x in proof_evals],
+        "final_upper_gap": [
+            round(float(optima_kept[b] + uppers[np.nonzero(within[:, b])[0][-1], b] * sizes[b]),
+                  2) for b in range(len(keep))],
+        "final_total_minus_optimum": [
+            round(float(-bounds[np.nonzero(within[:, b])[0][-1], b] * sizes[b] + target[b]
+                        * sizes[b]), 2) for b in range(len(keep))],
+        "idle_simulations": round(float(np.median(idle)), 3),
+        "zero_variance_nodes": round(float(np.median(zero_variance)), 3),
+        "evaluations_used": int(np.median(evaluations[-1])),
+        "compile_seconds": round(compile_seconds, 1), "run_seconds": round(run_seconds, 1)}
+    # The AVTS article's curve: mean guesses per answer over all kept answers, against mean nodes.
+    totals = -(np.asarray(bounds, np.float64) * sizes[None]).sum(axis=1) / sizes.sum()
+    curves[name] = (evaluations.mean(axis=1), totals)
+    print(f"# {name}: {report[name]}", file=sys.stderr, flush=True)
+  line = {"bench": "rules_wordle", "first": args.first, "guesses": len(guesses),
+          "answers": len(answers), "min_answers": args.min_answers,
+          "max_answers": args.max_answers, "problems": len(classes), "kept": len(keep),
+          "dropped_by_cutoff": [problems[i]["pattern"] for i in range(len(classes))
+                                if i not in keep],
+          "budget": args.budget, "num_slots": args.num_slots, "variance": args.variance,
+          "bound_slots": args.bound_slots, "alternate_block": args.alternate_block,
+          "proof_every": args.proof_every,
+          "seed": args.seed, "exact_seconds": round(exact_seconds, 1),
+          "sub_problems": [problems[i] for i in keep],
+          "rules": {n: {k: v for k, v in r.items() if k != "per_problem_evaluations"}
+                    | {"per_problem": r["per_problem_evaluations"]} for n, r in report.items()}}
+  line.update(ratio_line(report, args.budget))
+  if args.plot:
+    optimum_mean = float(-(target * sizes).sum() / sizes.sum())
+    plot(curves, optimum_mean, args.plot,
+         f"Wordle: {len(keep)} sub-problems after '{args.first}' "
+         f"({args.min_answers}-{args.max_answers} answers, {len(guesses)} guesses, "
+         f"top {args.num_slots})")
+    line["plot"] = args.plot
+  print(json.dumps(line))
+
+
+if __name__ == "__main__":
+  main()

@@ -1,0 +1,121 @@
+"""scripts/bench_rules_wordle.py and scripts/wordle_exact.py: the exact solver against the
+plain exhaustive recursion of tests/test_wordle.py on tiny synthetic lists, the feedback
+classes, the reach / ratio figures on hand-made histories, and (slow: five compiles) the whole
+script on a tiny word list."""
+
+import importlib.util
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from games import wordle
+from test_wordle import _random_words, _solver
+
+_SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+sys.path.insert(0, str(_SCRIPTS))
+_SPEC = importlib.util.spec_from_file_location("bench_rules_wordle",
+                                               _SCRIPTS / "bench_rules_wordle.py")
+bench = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(bench)
+from wordle_exact import Exact  # noqa: E402
+
+
+def _tiny(seed, num_answers=24, num_extra=16):
+  rng = np.random.default_rng(seed)
+  answers = _random_words(rng, num_answers)
+  guesses = sorted(answers + _random_words(rng, num_extra, letters="abcdefg",
+                                           exclude=answers))
+  w = wordle.make(answers, guesses)
+  return w, np.asarray(w.feedback)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_exact_solver_matches_the_plain_recursion(seed):
+  w, table = _tiny(seed)
+  exact = Exact(table, w.secret_of_guess, wordle.SOLVED)
+  plain = _solver(table, w.secret_of_guess)
+  rng = np.random.default_rng(seed + 10)
+  for n in (1, 2, 3, 5, 8, 12):
+    secrets = rng.choice(w.num_answers, n, replace=False)
+    assert exact.solve(secrets) == plain(frozenset(secrets.tolist())), n
+  # The optimum is attained by some first guess, and no first guess beats it.
+  secrets = rng.choice(w.num_answers, 10, replace=False)
+  best = exact.solve(secrets)
+  totals = [exact.total_after(secrets, g) for g in range(len(w.guesses))]
+  assert min(t for t in totals if t > 0) == best
+
+
+def test_exact_solver_with_a_cutoff_is_never_better():
+  w, table = _tiny(2)
+  secrets = np.arange(14)
+  full = Exact(table, w.secret_of_guess, wordle.SOLVED).solve(secrets)
+  # Allow only the secrets themselves as guesses ("hard mode"-like): never better.
+  only_secrets = Exact(table, w.secret_of_guess, wordle.SOLVED,
+                       candidates=lambda s: np.flatnonzero(np.isin(w.secret_of_guess, s)))
+  restricted = only_secrets.solve(secrets)
+  assert restricted >= full
+  # No useful guess at all: no strategy.
+  nothing = Exact(table, w.secret_of_guess, wordle.SOLVED, candidates=lambda s: [])
+  assert nothing.solve(secrets) is None
+
+
+def test_feedback_classes_partition_by_the_first_guess():
+  rng = np.random.default_rng(4)
+  answers = _random_words(rng, 40)
+  classes = bench.feedback_classes(answers, answers[0], 2, 40)
+  sizes = [len(m) for _, m in classes]
+  assert sizes == sorted(sizes, reverse=True) and min(sizes) >= 2
+  for pattern, members in classes:
+    assert all(wordle.score(answers[0], answers[i]) == pattern for i in members)
+  # Every answer of every class of size >= 2 is listed exactly once.
+  listed = np.concatenate([m for _, m in classes])
+  assert len(set(listed.tolist())) == len(listed)
+
+
+def test_first_reach_summary_and_ratio_on_hand_made_histories():
+  bounds = np.array([[-3.0, -2.0], [-2.5, -2.0], [-2.0, -1.9], [-2.0, -1.9]])
+  target = np.array([-2.0, -1.5])
+  within = np.ones(bounds.shape, bool)
+  np.testing.assert_array_equal(bench.first_reach(bounds, target, within), [2, -1])
+  within[2:, 0] = False  # beyond the budget from step 2 on
+  np.testing.assert_array_equal(bench.first_reach(bounds, target, within), [-1, -1])
+  s = bench.summary([3.0, 5.0, np.inf, 9.0])
+  assert s["median"] == 5.0 and s["reached"] == 0.75 and s["q3"] == 9.0
+  assert bench.summary([1.0, np.inf, np.inf])["median"] is None
+  report = {"thompson_avts": {"evaluations": {"median": 40.0}},
+            "puct_value_prior": {"evaluations": {"median": 500.0}}}
+  assert bench.ratio_line(report, 1000) == {"ratio_puct_over_thompson": 12.5}
+  report["puct_value_prior"]["evaluations"]["median"] = None
+  assert bench.ratio_line(report, 1000) == {"ratio_puct_over_thompson": None,
+                                            "ratio_puct_over_thompson_at_least": 25.0}
+
+
+@pytest.mark.slow
+def test_script_on_a_tiny_word_list(tmp_path, capsys):
+  rng = np.random.default_rng(0)
+  answers = _random_words(rng, 40)
+  guesses = sorted(answers + _random_words(rng, 20, letters="abcdefg", exclude=answers))
+  (tmp_path / "answers").write_text("\n".join(answers) + "\n")
+  (tmp_path / "guesses").write_text("\n".join(guesses) + "\n")
+  bench.main(["--answers", str(tmp_path / "answers"), "--guesses", str(tmp_path / "guesses"),
+              "--first", answers[0], "--min-answers", "3", "--max-answers", "12",
+              "--max-problems", "3", "--budget", "300", "--num-slots", "16",
+              "--only", "thompson_avts,puct_value_prior,optimistic",
+              "--plot", str(tmp_path / "p.png")])
+  line = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+  assert line["kept"] >= 1 and (tmp_path / "p.png").is_file()
+  for problem in line["sub_problems"]:
+    assert problem["optimum"] == problem["optimum_within_cut"]
+    assert problem["optimum"] >= 2 * problem["answers"] - 1
+  for rule in ("thompson_avts", "puct_value_prior", "optimistic"):
+    figures = line["rules"][rule]
+    # Tiny sub-problems are solved exactly well within the budget by every rule, and no
+    # bound ever claims better than the exhaustive optimum.
+    assert figures["evaluations"]["reached"] == 1.0, rule
+    assert all(x >= -1e-3 for x in figures["final_total_minus_optimum"]), rule
+  assert "ratio_puct_over_thompson" in line
+  assert not math.isnan(line["rules"]["thompson_avts"]["idle_simulations"])

@@ -1,0 +1,128 @@
+"""Tree memory of the shipped configurations, in bytes per decision node.
+
+A search's tree is allocated once at its full capacity, so bytes per node times ``B · N`` is
+its memory; the README quotes these figures (Wordle 7.9 KB a node, Connect Four 4.3 MB at
+B = 256, S = 64). They are read from ``jax.eval_shape`` of each configuration's own
+``init_tree`` — no array is allocated, nothing compiles — so a layout change that grows a
+tree (a field made per-slot, a wider dtype, chance records per slot instead of per node)
+fails here. The bounds are upper bounds with a few per cent of headroom above the figures
+measured when they were written (in each test's comment), so that shrinking a layout never
+fails a test; lower one when a layout shrinks for good.
+"""
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+import jaxsearch as js
+from games import connect_four, tictactoe
+from jaxsearch import solve as solve_lib
+
+from conftest import SHARED_DATA
+
+
+def _per_node(search, roots, params=None):
+  """``(total, parts)`` bytes per decision node of ``search``'s tree: ``parts`` by field
+  family (``node``, ``slot``, ``chance``, per tree ``num``/``nonfinite``)."""
+  tree = jax.eval_shape(search.init_tree, params, jax.random.PRNGKey(0), roots)
+  batch, nodes = tree.node_visits.shape
+  parts = {}
+  for path, leaf in jax.tree_util.tree_leaves_with_path(tree):
+    family = jax.tree_util.keystr(path).lstrip(".").split("_")[0]
+    parts[family] = parts.get(family, 0.0) + leaf.size * leaf.dtype.itemsize / (batch * nodes)
+  return sum(parts.values()), parts
+
+
+def _one_root(state):
+  return jax.tree.map(lambda x: jnp.asarray(x)[None], state)
+
+
+def test_bytes_per_node_counts_every_field():
+  """The helper itself: a PUCT tree of B = 2, N = 5 on tic-tac-toe adds up to the arrays'
+  own sizes, and a wider ``K`` (Mastermind's 128 slots) grows the slot part linearly."""
+  game = tictactoe.GAME
+  roots = jax.vmap(game.init)(jax.random.split(jax.random.PRNGKey(0), 2))
+  search = js.policies.puct(game, js.estimators.uniform(), num_simulations=4, max_nodes=5)
+  total, parts = _per_node(search, roots)
+  tree = jax.eval_shape(search.init_tree, None, jax.random.PRNGKey(0), roots)
+  assert total * 2 * 5 == pytest.approx(sum(x.size * x.dtype.itemsize
+                                             for x in jax.tree.leaves(tree)))
+  # 9 slots of i32 action, bool legal, f32 prior, q̂1, value, i32 visits, chance = 25 B each;
+  # the AVTS-only per-slot fields (bool solved, f32 bound, upper) take one slot: 9 B.
+  assert parts["slot"] == 9 * 25 + 9
+
+
+def test_mastermind_solver_tree():
+  """``jaxsearch solve mastermind`` (4×6): AVTS with 128 slots (96 for bounds), 14 feedbacks.
+  Measured: 5,479 B a node (slots 4,352 = 128 × 34; node 843, of which the debias
+  statistics 384 and the state 164; chance records 284)."""
+  puzzle = solve_lib.mastermind_puzzle(4, 6)
+  search = js.policies.avts(puzzle.game, puzzle.estimator, num_simulations=32, max_nodes=64,
+                            num_slots=128, bound_slots=96,
+                            max_depth=puzzle.game.max_length or 16)
+  total, parts = _per_node(search, _one_root(puzzle.initial_state))
+  assert total <= 5_600, parts
+  assert parts["slot"] <= 128 * 34, parts
+  assert parts["chance"] <= 14 * 20 + 4, parts  # + 4: the record's owner node
+
+
+@pytest.fixture(scope="module")
+def wordle_lists():
+  from games import wordle
+  answers, guesses = wordle.default_paths()
+  if not answers.is_file():
+    # A failure under CI=true (tests/conftest.py): there the claim must be checked.
+    pytest.skip(f"Wordle lists not found at {answers.parent}")
+  return answers, guesses
+
+
+def test_wordle_solver_tree(wordle_lists):
+  """``jaxsearch solve wordle`` on the full 3158 / 14855 lists: AVTS, 64 slots, 243
+  feedbacks. Measured: 7,859 B a node — chance records 4,864 (one per node, 243 outcomes ×
+  20 B, + 4 for the owner node), slots 2,176 (64 × 34), node 819 (state 397). The chance records are the part meant
+  to shrink; these are the ceilings a regression would break."""
+  puzzle = solve_lib.wordle_puzzle(*wordle_lists)
+  search = js.policies.avts(puzzle.game, puzzle.estimator, num_simulations=8, max_nodes=64,
+                            num_slots=64, max_depth=puzzle.game.max_length or 16)
+  total, parts = _per_node(search, _one_root(puzzle.initial_state))
+  assert total <= 8_000, parts
+  assert parts["chance"] <= 243 * 20 + 4, parts
+  assert parts["slot"] <= 64 * 34, parts
+  assert parts["node"] <= 850, parts
+
+
+def test_connect_four_puct_tree():
+  """The benchmark's Connect Four PUCT (B = 256, S = 64, N = S + 1): 272 B a node (slots 184
+  = 7 × 25 + 9, node 64, one chance record of one outcome 24), so 4.5 MB (4.3 MiB, the
+  README's figure) for the batch."""
+  game = connect_four.GAME
+  roots = jax.vmap(game.init)(jax.random.split(jax.random.PRNGKey(0), 256))
+  search = js.policies.puct(game, js.estimators.uniform(), num_simulations=64)
+  total, parts = _per_node(search, roots)
+  assert search.config.max_nodes == 65
+  assert total <= 280, parts
+  assert total * 256 * 65 <= 4.6e6
+
+
+@pytest.mark.parametrize("game, policy, measured", [
+    ("tictactoe", None, 319), ("connect_four", None, 272), ("connect_four", "avts", 698)])
+def test_training_preset_trees(game, policy, measured):
+  """The trees of ``jaxsearch train``'s presets (tic-tac-toe PUCT, Connect Four Gumbel) and
+  of AVTS self-play, at the presets' capacity ``2 S + 1``; ``measured`` is the figure when
+  this was written, the ceiling 5 % above it."""
+  import types
+
+  from jaxsearch.train import loop
+  config = loop.preset(game, **({"policy": policy} if policy else {}))
+  module = loop.game_module(game)
+  # The trainer's own make_search with a rollout estimator standing in for the network: the
+  # estimator does not change the layout, and building a Trainer compiles the network's
+  # initialisers (~10 s).
+  stand_in = types.SimpleNamespace(config=config, game=module.GAME, estimator=(
+      js.estimators.rollout(module.GAME, num_rollouts=1, action_values=True)))
+  search = loop.Trainer.make_search(stand_in, config.simulations, config.nodes,
+                                    config.dirichlet_fraction)
+  assert search.config.max_nodes == 2 * config.simulations + 1
+  roots = jax.vmap(module.GAME.init)(jax.random.split(jax.random.PRNGKey(0), 4))
+  total, parts = _per_node(search, roots)
+  assert total <= 1.05 * measured, parts

@@ -1,0 +1,192 @@
+"""Tree drawings (jaxsearch.viz): what is drawn, the cuts, the files, and a missing `dot`.
+
+Most tests use a small hand-built tree (no compilation); one draws a real tic-tac-toe search
+and the CLI tests share ``tests/test_cli.py``'s play setting (tic-tac-toe, UCT, 50 simulations).
+"""
+
+import builtins
+import io
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxsearch as js
+from jaxsearch import cli, viz
+from jaxsearch import tree as tree_lib
+
+from games import tictactoe as t3
+
+
+def _hand_tree():
+  """One tree (B = 1): a root with three legal actions, two expanded, O = 2 outcomes.
+
+  action 0: 7 visits, chance record 0, outcomes p = (0.25, 0.75) -> nodes 1 (terminal,
+  reward +1) and 2; action 1: 2 visits, chance record 1, outcome 0 -> node 3; action 2:
+  unvisited. Bellman fields with bounds at the root.
+  """
+  t = tree_lib.allocate(1, 6, 3, 2, jnp.zeros(()), bellman=True)
+  i32 = jnp.int32
+  return t.replace(
+      num_nodes=jnp.array([4], i32), num_chance=jnp.array([2], i32),
+      node_visits=jnp.array([[10, 2, 5, 2, 0, 0]], i32),
+      node_value=jnp.array([[0.5, 0.0, -0.4, 0.2, 0, 0]], jnp.float32),
+      node_raw_value=jnp.array([[0.3, 0.0, -0.1, 0.25, 0, 0]], jnp.float32),
+      node_parent=jnp.array([[-1, 0, 0, 0, -1, -1]], i32),
+      node_depth=jnp.array([[0, 1, 1, 1, 0, 0]], i32),
+      node_terminal=jnp.array([[False, True, False, False, False, False]]),
+      node_bound=jnp.array([[0.2, 0, 0, 0, 0, 0]], jnp.float32),
+      node_upper=jnp.full((1, 6), tree_lib.NO_UPPER, jnp.float32).at[0, 0].set(0.9),
+      slot_legal=jnp.zeros((1, 6, 3), bool).at[0, 0].set(True).at[0, 2, :2].set(True),
+      slot_visits=jnp.zeros((1, 6, 3), i32).at[0, 0].set(jnp.array([7, 2, 0])).at[
+          0, 2, 0].set(4),
+      slot_value=jnp.zeros((1, 6, 3), jnp.float32).at[0, 0].set(jnp.array([0.6, 0.1, 0.0])),
+      slot_prior_logits=jnp.zeros((1, 6, 3), jnp.float32).at[0, 0].set(
+          jnp.log(jnp.array([0.5, 0.25, 0.25]))),
+      slot_bound=jnp.full((1, 6, 3), tree_lib.NO_BOUND, jnp.float32).at[0, 0, :2].set(
+          jnp.array([0.2, 0.1])),
+      slot_chance=jnp.full((1, 6, 3), -1, i32).at[0, 0, :2].set(jnp.array([0, 1])),
+      chance_node=jnp.array([[0, 0, -1, -1, -1, -1]], i32),
+      chance_prob=jnp.zeros((1, 6, 2), jnp.float32).at[0, 0].set(jnp.array([0.25, 0.75])).at[
+          0, 1].set(jnp.array([0.5, 0.5])),
+      chance_reward=jnp.zeros((1, 6, 2), jnp.float32).at[0, 0, 0].set(1.0),
+      chance_child=jnp.full((1, 6, 2), -1, i32).at[0, 0].set(jnp.array([1, 2])).at[
+          0, 1, 0].set(3),
+      chance_visits=jnp.zeros((1, 6, 2), i32).at[0, 0].set(jnp.array([2, 5])).at[0, 1, 0].set(2),
+  )
+
+
+HAND = _hand_tree()
+
+
+def test_everything_in_the_tree_is_drawn():
+  source = viz.to_dot(HAND, action_names=["left", "right", "up"],
+                      outcome_names=lambda o: f"out{o}", title="hand").source
+  # Nodes: root with its statistics and both bounds; the three children; the terminal one grey.
+  assert "root   N=10" in source and "V=+0.500  raw=+0.300" in source
+  assert "≥+0.200 ≤+0.900" in source
+  for n in (1, 2, 3):
+    assert f"\tn{n} [label=\"node {n}" in source
+  assert "fillcolor=grey90" in source and "terminal" in source
+  # Actions: names, visits, Q, prior (softmax of the logits over the legal slots), bound.
+  assert "left\nN=7 Q=+0.600 P=0.50\n≥+0.200" in source
+  assert "right\nN=2 Q=+0.100 P=0.25" in source
+  assert "up\n" not in source  # unvisited: below min_visits = 1
+  # Chance: one circle per expanded action, outcome edges with p, visits and reward.
+  assert source.count("shape=circle") == 2
+  assert "out0 p=0.25\nN=2 r=+1.000" in source and "out1 p=0.75\nN=5" in source
+  assert "label=hand" in source
+
+
+def test_cuts():
+  shallow = viz.to_dot(HAND, max_depth=0).source
+  assert "n1" not in shallow and "2 actions below (9 visits)" in shallow
+  one = viz.to_dot(HAND, max_children=1).source
+  assert "n3" not in one and "+1 more (2 visits)" in one and "n2" in one
+  # min_visits = 3 hides actions 1 (2 visits) and 2 (none), and outcome 0 (2 visits).
+  busy = viz.to_dot(HAND, min_visits=3).source
+  assert "n3" not in busy and "n1 [" not in busy and "n2 [" in busy
+  assert "+2 more (2 visits)" in busy and "+1 more (2 visits)" in busy  # actions 1-2; outcome 0
+  everything = viz.to_dot(HAND, min_visits=0).source
+  assert "n0_s2" in everything  # the unvisited action as a stub
+  # Node 2 (depth 1) has a visited action: drawn at max_depth = 1 as a summary line.
+  assert "1 action below (4 visits)" in viz.to_dot(HAND, max_depth=1).source
+
+
+def test_bad_arguments():
+  with pytest.raises(ValueError, match="out of range"):
+    viz.to_dot(HAND, index=1)
+  with pytest.raises(ValueError, match="empty"):
+    viz.to_dot(HAND.replace(num_nodes=jnp.array([0], jnp.int32)))
+  with pytest.raises(ValueError, match="cuts"):
+    viz.to_dot(HAND, max_children=0)
+  with pytest.raises(ValueError, match="suffix"):
+    viz.draw(HAND, "tree.jpeg")
+
+
+def test_draw_dot_source(tmp_path):
+  path = viz.draw(HAND, tmp_path / "sub" / "t.dot")
+  assert path == tmp_path / "sub" / "t.dot"
+  assert path.read_text() == viz.to_dot(HAND).source
+
+
+def test_draw_renders_or_falls_back(tmp_path, capsys):
+  """With Graphviz installed the picture is rendered; without it, the fallback (CI has no
+  `dot` unless it installs Graphviz; the next test covers the fallback everywhere)."""
+  svg = viz.draw(HAND, tmp_path / "t.svg")
+  png = viz.draw(HAND, tmp_path / "t.png")
+  err = capsys.readouterr().err
+  if viz.dot_available():
+    assert svg == tmp_path / "t.svg" and "<svg" in svg.read_text() and err == ""
+    assert png == tmp_path / "t.png" and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+  else:
+    assert svg == png == tmp_path / "t.dot" and err.count("not found") == 2
+
+
+def test_draw_without_dot_writes_the_source_and_says_so(tmp_path, capsys, monkeypatch):
+  monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # no `dot` anywhere
+  assert not viz.dot_available()
+  path = viz.draw(HAND, tmp_path / "t.png")
+  assert path == tmp_path / "t.dot" and not (tmp_path / "t.png").exists()
+  assert path.read_text() == viz.to_dot(HAND).source
+  err = capsys.readouterr().err
+  assert "`dot` program was not found" in err and "dot -Tpng" in err and str(path) in err
+  viz.draw(HAND, tmp_path / "q.svg", quiet=True)
+  assert capsys.readouterr().err == "" and (tmp_path / "q.dot").exists()
+
+
+_SEARCH = jax.jit(js.policies.puct(t3.GAME, js.estimators.uniform(), num_simulations=24,
+                                   max_nodes=25))
+
+
+def test_a_real_search_tree():
+  states = jax.vmap(t3.init)(jax.random.split(jax.random.PRNGKey(0), 2))
+  out = _SEARCH(None, jax.random.PRNGKey(1), states)
+  tree = jax.device_get(out.tree)
+  source = viz.to_dot(out.tree, index=1, max_depth=1, max_children=None).source
+  assert f"root   N={int(tree.node_visits[1, 0])}" in source
+  visited = int(np.sum(np.asarray(out.visit_counts[1]) > 0))
+  # One drawn child per visited root action (deterministic game: edges go straight to nodes).
+  children = [n for n in range(1, int(tree.num_nodes[1])) if tree.node_depth[1, n] == 1]
+  assert len(children) == visited
+  for n in children:
+    assert f"\tn{n} [label=\"node {n}" in source
+  assert not any(f"\tn{n} [" in source for n in range(1, int(tree.num_nodes[1]))
+                 if tree.node_depth[1, n] == 2)
+
+
+def _run_cli(monkeypatch, argv, stdin):
+  feed = io.StringIO(stdin)
+  monkeypatch.setattr(builtins, "input", lambda prompt="": _readline(feed))
+  return cli.main(argv)
+
+
+def _readline(feed):
+  line = feed.readline()
+  if not line:
+    raise EOFError
+  return line.rstrip("\n")
+
+
+def test_play_draw(monkeypatch, capsys, tmp_path):
+  path = tmp_path / "play.dot"
+  argv = ["play", "tictactoe", "--simulations", "50", "--first", "search", "--draw", str(path),
+          "--draw-depth", "1"]
+  assert _run_cli(monkeypatch, argv, "q\n") == 0
+  source = path.read_text()
+  assert source.startswith("digraph") and "root   N=51" in source
+  assert "tictactoe: search before its move" in source
+
+
+@pytest.mark.slow
+def test_solve_draw(capsys, tmp_path):
+  path = tmp_path / "solve.dot"
+  assert cli.main(["solve", "mastermind", "--pegs", "2", "--colours", "3", "--seconds", "20",
+                   "--quiet", "--no-openings", "--draw", str(path)]) == 0
+  out = capsys.readouterr().out
+  assert f"Tree drawn to {path}" in out
+  source = path.read_text()
+  # Guesses and feedbacks are named; the AVTS tree has bounds and chance outcomes.
+  assert "root   N=" in source and "≥" in source and "shape=circle" in source
+  assert "b0w0" in source or "b1w0" in source
