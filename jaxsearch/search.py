@@ -78,9 +78,12 @@ class SearchConfig:
     widening: progressive widening (Bellman backup only): a node starts with its best slot by
       q̂1 and activates the next whenever the newest (unvisited) one is chosen.
     debias: subtract the expected remaining drift (Bellman backup only); off = q̂3 is q̂2.
-    variance: ``"avts"`` (squared changes of q̂3), ``"reference"`` (the reference code's
-      quirks, :mod:`jaxsearch.debias`), ``"centred"`` (sample variance of each bucket's
-      changes, Welford) or ``"off"`` (σ² = 0: Thompson becomes greedy).
+    variance: ``"avts"`` (the default: squared changes of q̂3 after subtracting the bucket's
+      bias mean from *before* the record, so a bucket's first record adds the whole drift —
+      inflated, and measured better for Thompson on Wordle and Mastermind), ``"centred"``
+      (the AVTS article's: changes centred on the updated bias, Welford, with a cold start),
+      ``"reference"`` (the reference code's quirks, :mod:`jaxsearch.debias`) or ``"off"``
+      (σ² = 0: Thompson becomes greedy).
     num_buckets: ``V``, visit-count buckets of the debias statistics (the last absorbs the tail).
     root_selection: a root-only rule (:class:`~jaxsearch.selection.base.RootRule`, e.g.
       Gumbel MuZero's Sequential Halving) used for the first step of every descent, with the
