@@ -484,7 +484,9 @@ def _draw_solver_tree(trees, path: str, depth: int, puzzle, title: str) -> None:
   if trees is None:
     print("jaxsearch solve: --draw: the solver returned no tree to draw", file=sys.stderr)
     return
-  batch = len(trees.num_nodes)
+  # A list: one batch of one tree per sub-problem (the solver regrew the open ones).
+  batch = len(trees) if isinstance(trees, list) else len(trees.num_nodes)
+  trees = trees[0] if isinstance(trees, list) else trees
   names = list(puzzle.guess_names)
   written = viz.draw(trees, path, 0, max_depth=depth, max_children=4, left_to_right=True,
                      action_names=names,
@@ -635,8 +637,8 @@ def _parser() -> argparse.ArgumentParser:
                           "checked between calls; default 32 for Mastermind, 4 for Wordle)")
   solve.add_argument("--nodes", type=_positive_int, default=None,
                      help="node budget, shared out between the trees of a batch (default "
-                          "200000 for Mastermind, 120000 for Wordle: what a 5-minute run "
-                          "uses, within 3 GB)")
+                          "200000 for Mastermind, 120000 for Wordle: about 3.7 GB for a "
+                          "5-minute run)")
   solve.add_argument("--slots", type=int, default=None,
                      help="guesses kept per node, the top ones by the estimator (0 = all; "
                           "default 128 for Mastermind, 64 for Wordle)")

@@ -245,6 +245,7 @@ class _TreeReader:
   """
 
   def __init__(self, tree, row: int, puzzle: Puzzle):
+    tree, row = _row_of(tree, row)
     take = lambda x: np.asarray(x[row])  # noqa: E731
     self.puzzle = puzzle
     self.bits = take(tree.node_state.remaining)
@@ -352,6 +353,7 @@ class _Certifier:
   """
 
   def __init__(self, puzzle: Puzzle, trees, row: int):
+    trees, row = _row_of(trees, row)
     take = lambda x: np.asarray(x[row])  # noqa: E731
     self.puzzle = puzzle
     self.exact = puzzle.exact
@@ -501,7 +503,10 @@ def solve(puzzle: Puzzle, roots=None, *, seconds: float = 60.0,
     root), ``bound`` and ``upper`` (``f64[B]`` totals per root; ``upper`` ``None`` without an
     optimistic bound), ``sizes`` (secrets per root), ``proven`` (by ``combine``'s totals),
     ``simulations``, ``nodes``, ``seconds``, ``history`` (``(simulations, seconds, bound[B],
-    upper[B])`` per chunk); ``trees`` is the final batch.
+    upper[B])`` per chunk); ``trees`` is the final batch or, where the open sub-problems
+    were moved into larger trees (when every open tree is full and some roots are proven,
+    the proven ones leave the batch and the node budget ``B × max_nodes`` is shared among the
+    rest; one recompile), a list with one batch of one tree per root.
   """
   if roots is None:
     roots = jax.tree.map(lambda x: jnp.asarray(x)[None], puzzle.initial_state)
@@ -517,10 +522,16 @@ def solve(puzzle: Puzzle, roots=None, *, seconds: float = 60.0,
                  num_slots=num_slots, bound_slots=bound_slots, variance=variance,
                  max_chance=min(max_chance, max_nodes), devices=devices)
   prove = puzzle.game.optimistic_value is not None and proof_every > 0
-  init, step = _program(puzzle, selection=selection, **options)
-  if prove:
-    _, proof_step = _program(puzzle, selection=selection_lib.optimistic(), outcome_rule="gap",
-                             **options)
+
+  def programs(**sizes):
+    """``(init, step, proof_step)`` for trees of the given sizes."""
+    config = {**options, **sizes}
+    init, step = _program(puzzle, selection=selection, **config)
+    proof_step = (_program(puzzle, selection=selection_lib.optimistic(), outcome_rule="gap",
+                           **config)[1] if prove else None)
+    return init, step, proof_step
+
+  init, step, proof_step = programs()
   tables = puzzle.tables if puzzle.bind is not None and devices is None else None
   key = jax.random.PRNGKey(seed)
   memory_estimate = estimate_memory(puzzle, init, tables, key, roots)
@@ -528,6 +539,14 @@ def solve(puzzle: Puzzle, roots=None, *, seconds: float = 60.0,
   tree = init(tables, key, roots)
   sizes = np.array([len(_remaining(np.asarray(b), len(puzzle.secrets)))
                     for b in np.asarray(roots.remaining)])
+  # The trees searched now are the roots ``rows`` of the batch; sub-problems proven while
+  # others are stuck in full trees leave the batch (``kept``), and the rest go on with the
+  # whole node budget shared among fewer, larger trees (:func:`_regrow`).
+  rows = np.arange(batch)
+  kept: dict[int, Any] = {}
+  current_roots, nodes_per_tree = roots, max_nodes
+  bound = np.zeros(batch)
+  upper = None
   start = time.perf_counter()
   history = []
   simulations = 0
@@ -535,17 +554,19 @@ def solve(puzzle: Puzzle, roots=None, *, seconds: float = 60.0,
   while True:
     chunks += 1
     run = proof_step if prove and chunks % proof_every == 0 else step
-    out = run(tables, jax.random.fold_in(key, simulations), roots, tree)
+    out = run(tables, jax.random.fold_in(key, simulations), current_roots, tree)
     tree = out.tree
     simulations += chunk
-    bound = -np.asarray(out.root_bound, np.float64) * sizes
-    upper = (None if out.root_upper is None
-             else -np.asarray(out.root_upper, np.float64) * sizes)
-    nodes = int(np.asarray(tree.num_nodes).sum())
+    bound[rows] = -np.asarray(out.root_bound, np.float64) * sizes[rows]
+    if out.root_upper is not None:
+      upper = np.zeros(batch) if upper is None else upper
+      upper[rows] = -np.asarray(out.root_upper, np.float64) * sizes[rows]
+    nodes = int(np.asarray(tree.num_nodes).sum()) + sum(
+        int(np.asarray(t.num_nodes).sum()) for t in kept.values())
     elapsed = time.perf_counter() - start
-    full = bool(np.all((np.asarray(tree.num_nodes) + puzzle.game.num_outcomes > max_nodes)
-                       | (np.asarray(tree.num_chance) >= tree.max_chance)))
-    history.append((simulations, elapsed, bound, upper))
+    stuck = ((np.asarray(tree.num_nodes) + puzzle.game.num_outcomes > nodes_per_tree)
+             | (np.asarray(tree.num_chance) >= tree.max_chance))
+    history.append((simulations, elapsed, bound.copy(), None if upper is None else upper.copy()))
     shown_bound, shown_upper = (
         combine(bound, upper) if combine is not None else
         (float(bound.sum()), None if upper is None else float(upper.sum())))
@@ -553,14 +574,49 @@ def solve(puzzle: Puzzle, roots=None, *, seconds: float = 60.0,
     if on_chunk is not None:
       on_chunk({"simulations": simulations, "seconds": elapsed, "bound": shown_bound,
                 "upper": shown_upper, "nodes": nodes, "proven": proven})
-    if (proven or full or elapsed >= seconds or
+    if (proven or elapsed >= seconds or
         (max_simulations is not None and simulations >= max_simulations)):
       break
+    closed = np.array([upper is not None and meets(bound[r], upper[r]) for r in rows])
+    open_stuck = stuck[~closed]
+    if open_stuck.size == 0 or not np.all(open_stuck):
+      continue  # some open tree can still grow
+    larger = max_nodes * batch // max(int((~closed).sum()), 1)
+    if not closed.any() or larger < 2 * nodes_per_tree or devices is not None:
+      break  # every open tree is full and there is no room to give them
+    for index in np.flatnonzero(closed):
+      kept[int(rows[index])] = jax.tree.map(lambda x: np.asarray(x[index:index + 1]), tree)
+    keep = np.flatnonzero(~closed)
+    rows, nodes_per_tree = rows[keep], larger
+    current_roots = jax.tree.map(lambda x: x[keep], current_roots)
+    ratio = max(max_nodes // max(options["max_chance"], 1), 1)
+    init, step, proof_step = programs(max_nodes=larger, max_chance=max(larger // ratio, 1))
+    tree = _regrow(jax.tree.map(lambda x: x[keep], tree),
+                   init(tables, key, current_roots))
+  if kept:  # per root: its own batch of one (the rows that left) or a row of the last batch
+    final = [kept[r] if r in kept else None for r in range(batch)]
+    for index, r in enumerate(rows):
+      final[int(r)] = jax.tree.map(lambda x: np.asarray(x[index:index + 1]), tree)
+    tree = final
   policies_per_root = ([extract_policy(puzzle, tree, b) for b in range(batch)] if extract
                        else None)
   return dict(policies=policies_per_root, bound=bound, upper=upper, sizes=sizes,
               proven=proven, simulations=simulations, nodes=nodes, memory=memory_estimate,
               seconds=time.perf_counter() - start, history=history), tree
+
+
+def _regrow(trees, fresh):
+  """``trees`` copied into the larger ``fresh`` trees (more nodes and chance records, same
+  batch): every index stays valid, the new entries are fresh."""
+  return jax.tree.map(
+      lambda new, old: new.at[tuple(slice(0, size) for size in old.shape)].set(old),
+      fresh, trees)
+
+
+def _row_of(trees, row: int):
+  """``(batch, index)`` of root ``row``: ``trees`` is a batch of trees, or a list with one
+  batch of one tree per root (after :func:`solve` regrew the open ones)."""
+  return (trees[row], 0) if isinstance(trees, list) else (trees, row)
 
 
 def _program(puzzle: Puzzle, **options):
@@ -602,7 +658,8 @@ class MemoryEstimate:
     per_node: ``trees / (B · N)``.
     tables: the game's tables (held once on the host and once as the programs' input).
     working: the estimator's outputs for one chunk of expanded states (``expand_chunk × A``
-      values, a few arrays of them) and the extraction's copies of the trees.
+      values, a few arrays of them) and copies of the trees (regrowing the open ones,
+      extraction).
     runtime: JAX, XLA and compiled programs (measured: about 1.5 GB for Wordle).
     nodes: ``B · N``.
   """
@@ -638,7 +695,8 @@ def estimate_memory(puzzle: Puzzle, init, tables, key, roots) -> MemoryEstimate:
   table_bytes = sum(int(np.asarray(x).nbytes) for x in jax.tree.leaves(puzzle.tables))
   from jaxsearch.search import SearchConfig
   expand_chunk = SearchConfig.__dataclass_fields__["expand_chunk"].default
-  working = 8 * 4 * expand_chunk * puzzle.game.num_actions + 2 * trees
+  # Regrowing the open trees holds the old rows, the fresh larger trees and the copy at once.
+  working = 8 * 4 * expand_chunk * puzzle.game.num_actions + 3 * trees
   return MemoryEstimate(trees=trees, per_node=trees / max(nodes, 1), tables=2 * table_bytes,
                         working=working, runtime=RUNTIME_BYTES, nodes=nodes)
 

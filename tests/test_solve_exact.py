@@ -219,3 +219,27 @@ def test_solver_programs_take_the_table_as_an_input():
                                     max_nodes=64, max_depth=8, num_slots=8).init_tree)
   assert re.findall(r"constant[^\n]*tensor<256x256xui8>",
                     closed.lower(None, key, roots).as_text())
+
+
+def test_regrown_trees_keep_every_node_and_search_on(small_avts):
+  """The solver moves open sub-problems into larger trees (more nodes and records): every
+  existing entry keeps its index and value, the new entries are fresh, and the search
+  continues in the larger trees."""
+  m = mm.make(3, 3)
+  roots = jax.tree.map(lambda x: jnp.stack([x] * 3), m.initial_state())
+  small = small_avts()
+  larger = js.policies.avts(m.game, m.estimator, num_simulations=12, max_nodes=800,
+                            num_slots=8, max_chance=700)
+  fresh = jax.jit(larger.init_tree)(None, jax.random.PRNGKey(1), roots)
+  grown = solve_lib._regrow(small, fresh)
+  assert grown.node_visits.shape == (3, 800) and grown.chance_prob.shape == (3, 700, 9)
+  for old, new in zip(jax.tree.leaves(small), jax.tree.leaves(grown)):
+    head = tuple(slice(0, size) for size in old.shape)
+    assert np.array_equal(np.asarray(new)[head], np.asarray(old))
+  assert np.all(np.asarray(grown.node_parent)[:, 400:] == -1)
+  after = jax.jit(larger)(None, jax.random.PRNGKey(2), roots, grown).tree
+  assert np.all(np.asarray(after.num_nodes) > np.asarray(small.num_nodes))
+  assert np.all(np.asarray(after.node_visits)[:, 0] == np.asarray(small.node_visits)[:, 0] + 12)
+  # A list of one-tree batches reads like rows of one batch.
+  rows = [jax.tree.map(lambda x: x[i:i + 1], small) for i in range(3)]
+  assert solve_lib._row_of(rows, 2)[1] == 0 and solve_lib._row_of(small, 2) == (small, 2)
