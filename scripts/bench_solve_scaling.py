@@ -1,4 +1,4 @@
-"""How batched Wordle solving scales with the batch of trees and the number of answers (issue 4).
+"""How batched Wordle solving scales with the batch of trees and the number of answers.
 
     python scripts/bench_solve_scaling.py                         # defaults below, ~10 min
     python scripts/bench_solve_scaling.py --batches 1,8 --answers 400 --chunks 2   # smoke

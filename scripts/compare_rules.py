@@ -1,4 +1,4 @@
-"""Every selection rule of the library at equal estimator budgets (issue 5).
+"""Every selection rule of the library at equal estimator budgets.
 
 Rules (``--rules``; estimator evaluations = nodes in the tree, the budget unit everywhere):
   uct               UCT, running-mean backup

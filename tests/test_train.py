@@ -1,4 +1,4 @@
-"""Training loop (issue 7): networks as estimators, replay, self-play, losses, checkpoints,
+"""Training loop: networks as estimators, replay, self-play, losses, checkpoints,
 exact resume after SIGKILL, the CLI. Tiny sizes; the jitted step is shared via fixtures and
 compilations are cached on disk for the subprocess tests."""
 

@@ -1,7 +1,7 @@
 """Tree memory of the shipped configurations, in bytes per decision node.
 
 A search's tree is allocated once at its full capacity, so bytes per node times ``B · N`` is
-its memory; the README quotes these figures (Wordle 7.9 KB a node, Connect Four 4.3 MB at
+its memory; docs/solving.md and docs/benchmarks.md quote these figures (Wordle 7.9 KB a node, Connect Four 4.3 MB at
 B = 256, S = 64). They are read from ``jax.eval_shape`` of each configuration's own
 ``init_tree`` — no array is allocated, nothing compiles — so a layout change that grows a
 tree (a field made per-slot, a wider dtype, chance records per slot instead of per node)
