@@ -338,9 +338,8 @@ def test_tree_invariants_after_every_simulation_many_cases(case):
   _check_case(case)
 
 
-def test_the_invariant_checks_can_fail():
-  """A corrupted tree (one extra visit, a probability off, a NaN) fails the checks."""
-  name = DEFAULT[0]
+def _checked_default_trees(name):
+  """``(config, family, trees)`` of one default configuration's run, invariants checked."""
   cfg = CONFIGS[name]
   f, run = _runner(name)
   roots = garnet.State(state=jnp.zeros((cfg.batch,), jnp.int32),
@@ -348,6 +347,12 @@ def test_the_invariant_checks_can_fail():
                        mdp=jnp.arange(cfg.batch, dtype=jnp.int32))
   trees = _np(run((jnp.float32(0.3), jnp.float32(0.3)), jax.random.PRNGKey(0), roots))
   _check_trees(cfg, f, trees)
+  return cfg, f, trees
+
+
+def test_the_invariant_checks_can_fail():
+  """A corrupted tree (one extra visit, a probability off, a NaN) fails the checks."""
+  cfg, f, trees = _checked_default_trees(DEFAULT[0])
   corruptions = [
       lambda t: t.replace(slot_visits=_bump(t.slot_visits, (-1, 0, 0, 0), 1)),
       lambda t: t.replace(chance_prob=_bump(t.chance_prob, (-1, 0, 0, 0), 0.01)),
@@ -360,14 +365,7 @@ def test_the_invariant_checks_can_fail():
       _check_trees(cfg, f, corrupt(trees))
   # The running-mean case: a full tree whose re-backed node gains no visit (the missing "+1"
   # of the full-tree re-back) fails too.
-  name = DEFAULT[1]
-  cfg = CONFIGS[name]
-  f, run = _runner(name)
-  roots = garnet.State(state=jnp.zeros((cfg.batch,), jnp.int32),
-                       time=jnp.zeros((cfg.batch,), jnp.int32),
-                       mdp=jnp.arange(cfg.batch, dtype=jnp.int32))
-  trees = _np(run((jnp.float32(0.3), jnp.float32(0.3)), jax.random.PRNGKey(0), roots))
-  _check_trees(cfg, f, trees)
+  cfg, f, trees = _checked_default_trees(DEFAULT[1])
   full = np.nonzero(trees.num_nodes[:, 0] == trees.node_visits.shape[-1])[0]
   assert len(full) >= 2  # the tree fills up, then re-backs
   t = full[-1]

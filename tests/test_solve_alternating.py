@@ -3,21 +3,12 @@ scripts/bench_rules_wordle.py reproduces it (``solver_alternating``): the simula
 matches ``jaxsearch.solve.solve(..., proof_every=k)`` (every k-th chunk by the proof rule,
 Thompson sampling first), checked with stand-in searches that only record who ran."""
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-_SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
-sys.path.insert(0, str(_SCRIPTS))
-_SPEC = importlib.util.spec_from_file_location("bench_rules_wordle_alternating",
-                                               _SCRIPTS / "bench_rules_wordle.py")
-bench = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(bench)
+from test_bench_rules_wordle import bench  # scripts/bench_rules_wordle.py, loaded once
 
 
 class _Stub:
