@@ -53,6 +53,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from jaxsearch import policy_file
 from jaxsearch.game import Estimate, Estimator, Game, StepResult
 
 # ---------------------------------------------------------------------------------------------
@@ -148,6 +149,60 @@ def feedback_branching(by_secret, num_outcomes: int, solved_code: int) -> int:
   return len(_codes_present(by_secret, num_outcomes) - {int(solved_code)})
 
 
+def feedback_parts(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+  """How every guess splits a set of secrets, from its feedback rows (numpy).
+
+  Args:
+    rows: ``u8[n, G]``, the feedback code of each guess (column) for each secret (row).
+  Returns:
+    ``(codes, sizes)``, both ``[n, G]``: the column's codes sorted, and at the last row of
+    each run of equal codes (one feedback part) the part's size, 0 on the other rows — so
+    ``sizes.sum(0) == n`` and the non-zero entries of a column are its part sizes. One sort
+    of ``n × G`` codes: cheap for the small sets of a deep tree, where a histogram over all
+    ``O`` codes of every guess would cost ``O × G``.
+  """
+  codes = np.sort(rows, axis=0)
+  n = codes.shape[0]
+  first = np.ones(codes.shape, bool)
+  first[1:] = codes[1:] != codes[:-1]
+  last = np.ones(codes.shape, bool)
+  last[:-1] = first[1:]
+  index = np.arange(n)[:, None]
+  start = np.maximum.accumulate(np.where(first, index, 0), axis=0)
+  return codes, np.where(last, index - start + 1, 0)
+
+
+def greedy_guess(table: np.ndarray, guess_of_secret: np.ndarray, secrets: np.ndarray) -> int:
+  """The entropic estimator's best guess for the remaining ``secrets`` (indices), in numpy:
+  what a search tries first, and the policy that completes an exported one below the
+  searched nodes. With one or two candidates, the first candidate (optimal).
+
+  Args:
+    table: ``u8[S, G]`` feedback of guess ``g`` for secret ``s``.
+    guess_of_secret: ``int[S]``, the action that guesses each secret.
+    secrets: ``int[n]``, ``n >= 1``.
+  """
+  if len(secrets) <= 2:
+    return int(guess_of_secret[secrets[0]])
+  n = len(secrets)
+  _, sizes = feedback_parts(table[secrets])  # [n, G], one size per part
+  p = sizes / n
+  entropy = -np.sum(np.where(sizes > 0, p * np.log2(np.where(sizes > 0, p, 1.0)), 0.0),
+                    axis=0)
+  p_solve = np.zeros(sizes.shape[1])
+  p_solve[guess_of_secret[secrets]] = 1.0 / n
+  expected = np.where(entropy > 0, np.log2(n) / np.maximum(entropy, 1e-30) + 1.0, np.inf)
+  cost = np.where(p_solve > 0, p_solve + (1 - p_solve) * expected, expected)
+  return int(np.argmin(cost))
+
+
+# The exact search behind certificates (:class:`games.guessing_exact.ExactSolver`) settles
+# nodes of at most this many secrets, sorting at most this many feedback codes per question
+# (about half a second).
+EXACT_MAX_SECRETS = 64
+EXACT_MAX_WORK = 50_000_000
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class ExactBounds:
   """The guessing game's admissible bounds in exact integers, on the host (numpy): what a
@@ -169,6 +224,8 @@ class ExactBounds:
     redundant: ``state -> bool[G]`` guesses equivalent to another one at that state (a
       symmetry), or ``None``: their totals equal their representatives', so a minimum over
       the others is the minimum over all.
+    search_secrets: the exact search (:meth:`guess_at_least`, :meth:`optimum_within`)
+      settles sets of at most this many secrets; 0 turns it off.
   """
 
   table: np.ndarray
@@ -176,6 +233,12 @@ class ExactBounds:
   caps: np.ndarray
   starts: np.ndarray
   redundant: Optional[Callable[[State], np.ndarray]] = None
+  search_secrets: int = EXACT_MAX_SECRETS
+
+  def without_search(self) -> "ExactBounds":
+    """The same bounds with the exact search of small sets off: certificates then rest on
+    the search tree alone (what tests of the tree's proofs need)."""
+    return dataclasses.replace(self, search_secrets=0)
 
   @classmethod
   def build(cls, table, num_outcomes: int, solved_code: int,
@@ -199,6 +262,22 @@ class ExactBounds:
     """``T(n)``: no policy finds ``n`` secrets in fewer guesses in total."""
     return int(self.counting_total(n))
 
+  @functools.cached_property
+  def _solver(self):
+    from games.guessing_exact import ExactSolver
+    return ExactSolver(self, max_secrets=self.search_secrets, max_work=EXACT_MAX_WORK)
+
+  def guess_at_least(self, secrets: np.ndarray, guess: int, target: int) -> bool:
+    """Whether, exactly, every policy opening with ``guess`` on ``secrets`` needs at least
+    ``target`` guesses in total (a bounded depth-first search on small sets,
+    :class:`games.guessing_exact.ExactSolver`; False where it cannot tell)."""
+    return self._solver.guess_at_least(secrets, guess, target)
+
+  def optimum_within(self, secrets: np.ndarray) -> Optional[int]:
+    """The exact optimal total of a small set of secrets, or ``None`` where the bounded
+    search cannot tell (:class:`games.guessing_exact.ExactSolver`)."""
+    return self._solver.optimum_within(secrets)
+
   def action_totals(self, secrets: np.ndarray, state=None) -> tuple[np.ndarray, np.ndarray]:
     """``(totals int64[G], considered bool[G])`` at the node whose remaining secrets are
     ``secrets`` (``int[n]``, ``n >= 1``).
@@ -208,7 +287,6 @@ class ExactBounds:
     nothing, so ``opt = n + opt`` would follow) and, with ``state``, guesses the game's
     symmetry makes redundant. Cost: one sort of the ``[n, G]`` rows.
     """
-    from jaxsearch.solve import feedback_parts
     codes, sizes = feedback_parts(self.table[np.asarray(secrets, np.int64)])  # [n, G]
     n = codes.shape[0]
     parts = np.where(codes != self.solved_code, self.counting_total(sizes), 0)  # T(0) = 0
@@ -605,7 +683,7 @@ class Symmetry:
   equivalent guesses share — so merging ties would be unsound.) Any subset of the
   fixing permutations is sound — the smallest code of each orbit stays canonical — so a
   state keeps at most :data:`MAX_SYMMETRIES` of them; before the first guess the whole group
-  applies (the canonical first guesses are :func:`jaxsearch.solve.mastermind_openings`'s).
+  applies (the canonical first guesses are :func:`openings`').
 
   Attributes:
     colour_perms: ``i32[E, C]``, ``σ`` of every group element (``E = C! P!``).
@@ -849,3 +927,124 @@ def make(pegs: int = 4, colours: int = 6, value_range: tuple[float, float] = (-6
   game, est = bind(by_secret)
   return Mastermind(pegs=pegs, colours=colours, num_codes=num_codes, by_secret=by_secret,
                     game=game, estimator=est, bind=bind, symmetry=symmetries)
+
+
+# ---------------------------------------------------------------------------------------------
+# Solving and exported policies: the puzzle the solver plays (:mod:`jaxsearch.solve`) and the
+# game's policy files (:mod:`jaxsearch.policy_file`).
+
+
+def _partitions(total: int, largest: int, parts: int):
+  """Partitions of ``total`` into at most ``parts`` parts, each ``<= largest``, decreasing."""
+  if total == 0:
+    yield ()
+    return
+  if parts == 0:
+    return
+  for first in range(min(total, largest), 0, -1):
+    for rest in _partitions(total - first, first, parts - 1):
+      yield (first,) + rest
+
+
+def openings(pegs: int, colours: int) -> tuple[str, ...]:
+  """One first guess per symmetry class of Mastermind (colour and peg permutations): colour 1
+  on the first ``λ1`` pegs, colour 2 on the next ``λ2``... for each partition ``λ`` of the
+  pegs into at most ``colours`` parts (4 × 6: 1111, 1112, 1122, 1123, 1234)."""
+  return tuple("".join(str(colour + 1) * size for colour, size in enumerate(partition))
+               for partition in _partitions(pegs, pegs, colours))
+
+
+def puzzle(pegs: int = 4, colours: int = 6, symmetry: bool = True, exact_search: bool = True):
+  """Mastermind with ``pegs`` × ``colours`` (default 4 × 6: 1296 codes, 14 feedbacks) as a
+  :class:`jaxsearch.solve.Puzzle`; ``symmetry``: skip guesses equivalent under colour and peg
+  permutations (:class:`Symmetry`); ``exact_search``: certificates may settle small sets by
+  exact search (:meth:`ExactBounds.without_search` when False)."""
+  from jaxsearch.solve import Puzzle
+
+  game = make(pegs, colours, symmetry=symmetry)
+  codes = tuple(game.code_string(i) for i in range(game.num_codes))
+  table = np.asarray(game.by_secret)
+  guess_of_secret = np.arange(game.num_codes)
+  return Puzzle(name="mastermind", game=game.game, estimator=game.estimator, secrets=codes,
+                guess_names=codes, outcome_name=game.outcome_string,
+                solved_outcome=game.solved_code, score=MastermindScore(pegs, colours),
+                valid_guesses=None, header=file_header(pegs, colours),
+                initial_state=game.initial_state(), table=table,
+                guess_of_secret=guess_of_secret,
+                greedy_guess=functools.partial(greedy_guess, table, guess_of_secret),
+                openings=openings(pegs, colours), tables=game.by_secret, bind=game.bind,
+                exact=game.exact_bounds if exact_search else game.exact_bounds.without_search())
+
+
+class MastermindScore:
+  """``score(guess, secret) -> "b<b>w<w>"`` for ``pegs`` x ``colours`` Mastermind, looked up
+  in :func:`feedback_table` (built once per size and process, ~0.3 s for 4x6).
+
+  Attributes:
+    codes: every code in index order (``"11..1"`` first), the secrets and the valid guesses.
+  """
+
+  def __init__(self, pegs: int, colours: int):
+    _check_file_size(pegs, colours)
+    self.pegs, self.colours = int(pegs), int(colours)
+    self.codes, self._index, self._keys, self._table = _score_tables(self.pegs, self.colours)
+    self._rows: dict[int, list[str]] = {}
+
+  def __call__(self, guess: str, secret: str) -> str:
+    try:
+      g, s = self._index[guess], self._index[secret]
+    except KeyError:
+      bad = guess if guess not in self._index else secret
+      raise ValueError(f"{bad!r} is not a code of {self.pegs} pegs with colours "
+                       f"1..{self.colours}") from None
+    row = self._rows.get(g)
+    if row is None:
+      row = self._rows[g] = [self._keys[x] for x in self._table[g].tolist()]
+    return row[s]
+
+  def prefetch(self, guesses) -> None:
+    """Nothing to do (the whole table is there); for the ``WordleScore`` interface."""
+    del guesses
+
+
+@functools.lru_cache(maxsize=8)
+def _score_tables(pegs: int, colours: int):
+  codes = ["".join(str(d + 1) for d in row) for row in code_digits(pegs, colours)]
+  keys = [f"b{b}w{w}" for b, w in feedback_keys(pegs)]
+  table = np.asarray(feedback_table(pegs, colours))  # symmetric
+  return tuple(codes), {c: i for i, c in enumerate(codes)}, tuple(keys), table
+
+
+def _check_file_size(pegs, colours) -> None:
+  """The limits of :func:`make` (digit colours, a table within 1 GiB), as a ``PolicyError``."""
+  for label, value, hi in (("pegs", pegs, 21), ("colours", colours, 9)):
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= hi:
+      raise policy_file.PolicyError(f"mastermind {label} must be an integer in [1, {hi}], "
+                                    f"got {value!r}")
+  if colours ** pegs > 32768:
+    raise policy_file.PolicyError(f"mastermind {colours}**{pegs} = {colours ** pegs} codes is "
+                                  "too many (at most 32768)")
+
+
+class PolicyFiles:
+  """Mastermind's policy files (a :class:`jaxsearch.policy_file.FileGame`): the header keys
+  ``pegs`` and ``colours``; the secrets and valid guesses are every code."""
+
+  required_keys = ("pegs", "colours")
+
+  def check_header(self, header: dict) -> None:
+    _check_file_size(header["pegs"], header["colours"])
+
+  def resolve(self, header: dict, base_dir=None):
+    del base_dir
+    score = MastermindScore(header["pegs"], header["colours"])
+    return list(score.codes), None, score
+
+
+POLICY_FILES = PolicyFiles()
+policy_file.register_game("mastermind", POLICY_FILES)
+
+
+def file_header(pegs: int, colours: int, **extra) -> dict:
+  """The header of a Mastermind policy file (``extra`` keys are kept as they are)."""
+  return policy_file.make_header("mastermind", pegs=int(pegs), colours=int(colours), **extra)

@@ -51,6 +51,7 @@ import numpy as np
 
 from games import mastermind as _guessing
 from games.mastermind import State, bits_to_mask, mask_to_bits  # noqa: F401 (re-exported)
+from jaxsearch import policy_file
 from jaxsearch.game import Estimator, Game
 
 WORD_LENGTH = 5
@@ -350,3 +351,135 @@ def load_default(lists: str = "nyt", **kwargs) -> Wordle:
   answers = load_words(answers_path, EXPECTED_COUNTS[answers_path.name])
   guesses = load_words(guesses_path, EXPECTED_COUNTS[guesses_path.name])
   return make(answers, guesses, **kwargs)
+
+
+# ---------------------------------------------------------------------------------------------
+# Solving and exported policies: the puzzle the solver plays (:mod:`jaxsearch.solve`) and the
+# game's policy files (:mod:`jaxsearch.policy_file`).
+
+
+def puzzle(answers_path, guesses_path, exact_search: bool = True):
+  """Wordle over the word lists in the given files (see :func:`load_words`) as a
+  :class:`jaxsearch.solve.Puzzle`; ``exact_search``: certificates may settle small sets of
+  answers by exact search (see :meth:`games.mastermind.ExactBounds.without_search`)."""
+  from jaxsearch.solve import Puzzle
+
+  answers = load_words(answers_path)
+  guesses = load_words(guesses_path)
+  game = make(answers, guesses)
+  table = np.asarray(game.by_secret)
+  guess_of_secret = np.array([game.guess_index(w) for w in game.answers])
+  return Puzzle(name="wordle", game=game.game, estimator=game.estimator,
+                secrets=tuple(game.answers), guess_names=tuple(game.guesses),
+                outcome_name=pattern_string, solved_outcome=SOLVED,
+                score=WordleScore(game.answers), valid_guesses=tuple(game.guesses),
+                header=file_header(str(answers_path), str(guesses_path), len(answers),
+                                   len(guesses)),
+                initial_state=game.initial_state(), table=table,
+                guess_of_secret=guess_of_secret,
+                greedy_guess=functools.partial(_guessing.greedy_guess, table, guess_of_secret),
+                tables=game.by_secret, bind=game.bind,
+                exact=game.exact_bounds if exact_search else game.exact_bounds.without_search())
+
+
+class WordleScore:
+  """``score(guess, answer) -> "GYBBB"`` for answers of a fixed list, by rows of
+  :func:`feedback_table` computed on demand, many guesses at a time with :meth:`prefetch`
+  (padded to a few sizes so that JAX compiles a few shapes only), and kept.
+  """
+
+  _BUCKETS = (16, 64, 256)  # chunks of at most 256 guesses
+
+  def __init__(self, answers: Sequence[str]):
+    self.answers = tuple(answers)
+    _check_words(self.answers, "WordleScore answers")
+    self._index = {w: i for i, w in enumerate(self.answers)}
+    self._patterns = tuple(pattern_string(i) for i in range(NUM_PATTERNS))
+    self._rows: dict[str, list[str]] = {}
+
+  def __call__(self, guess: str, answer: str) -> str:
+    row = self._rows.get(guess)
+    if row is None:
+      self.prefetch([guess])
+      row = self._rows[guess]
+    try:
+      return row[self._index[answer]]
+    except KeyError:
+      raise ValueError(f"{answer!r} is not one of the {len(self.answers)} answers") from None
+
+  def prefetch(self, guesses) -> None:
+    """Computes (one JAX call per chunk) the rows of the given guesses not yet known."""
+    missing = [g for g in dict.fromkeys(guesses) if g not in self._rows]
+    while missing:
+      size = next((b for b in self._BUCKETS if b >= len(missing)), self._BUCKETS[-1])
+      chunk, missing = missing[:size], missing[size:]
+      if len(chunk) < size and len(chunk) > 1:
+        padded = chunk + [chunk[0]] * (size - len(chunk))
+      else:
+        padded = chunk  # one guess: its own (cheap) shape
+      table = np.asarray(feedback_table(padded, list(self.answers)))
+      for g, row in zip(chunk, table.tolist()):
+        self._rows[g] = [self._patterns[x] for x in row]
+
+
+class PolicyFiles:
+  """Wordle's policy files (a :class:`jaxsearch.policy_file.FileGame`): the header keys
+  ``answers`` and ``guesses`` (paths, or ``null`` for the default lists of the given counts)
+  and ``answers_count`` / ``guesses_count``."""
+
+  required_keys = ("answers", "guesses", "answers_count", "guesses_count")
+
+  def check_header(self, header: dict) -> None:
+    for key in ("answers", "guesses"):
+      if header[key] is not None and not isinstance(header[key], str):
+        raise policy_file.PolicyError(f"policy header for wordle: {key!r} must be a path "
+                                      f"string or null, got {header[key]!r}")
+    for key in ("answers_count", "guesses_count"):
+      value = header[key]
+      if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise policy_file.PolicyError(f"policy header for wordle: {key!r} must be a "
+                                      f"positive integer, got {value!r}")
+
+  def resolve(self, header: dict, base_dir=None):
+    counts = (header["answers_count"], header["guesses_count"])
+    lists = next((name for name, files in LISTS.items()
+                  if tuple(EXPECTED_COUNTS[f] for f in files) == counts), "nyt")
+    words = []
+    for key, what, default, count in zip(("answers", "guesses"), ("answer", "guess"),
+                                         default_paths(lists), counts):
+      path = default if header[key] is None else _resolve(header[key], base_dir, what)
+      found = load_words(path)
+      if len(found) != count:
+        raise policy_file.PolicyError(
+            f"Wordle {what} list {path} has {len(found)} words but the policy file says "
+            f"{key}_count={count}: not the list the policy was made for")
+      words.append(found)
+    answers, guesses = words
+    allowed = set(guesses)
+    missing = [w for w in answers if w not in allowed]
+    if missing:
+      raise policy_file.PolicyError(
+          f"Wordle: {len(missing)} answers are not allowed guesses, e.g. {missing[:5]!r}; "
+          f"the guess list must include the answers")
+    return answers, guesses, WordleScore(answers)
+
+
+def _resolve(value: str, base_dir, what: str) -> Path:
+  try:
+    return policy_file.resolve_path(value, base_dir, f"Wordle {what} list")
+  except FileNotFoundError as error:
+    raise FileNotFoundError(
+        f"{error}. Pass an existing path, or null for the default lists (shared/data/wordle "
+        f"beside the project, or $WORDLE_DATA; see its README.md).") from None
+
+
+POLICY_FILES = PolicyFiles()
+policy_file.register_game("wordle", POLICY_FILES)
+
+
+def file_header(answers, guesses, answers_count: int, guesses_count: int, **extra) -> dict:
+  """The header of a Wordle policy file; ``None`` paths mean the default lists."""
+  return policy_file.make_header(
+      "wordle", answers=None if answers is None else str(answers),
+      guesses=None if guesses is None else str(guesses), answers_count=int(answers_count),
+      guesses_count=int(guesses_count), **extra)

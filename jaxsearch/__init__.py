@@ -9,9 +9,10 @@ import importlib
 __version__ = "0.1.0"
 
 _SUBMODULES = ("compat", "estimators", "game", "model", "policies", "search", "selection",
-               "sharding", "tree", "validation", "viz")
+               "sharding", "solve", "tree", "validation", "viz")
 _NAMES = {"Estimate": "game", "Estimator": "game", "Game": "game", "StepResult": "game",
-          "PolicyOutput": "policies", "Search": "policies", "Tree": "tree", "reroot": "tree"}
+          "PolicyOutput": "policies", "Search": "policies", "Tree": "tree", "reroot": "tree",
+          "solve_game": "solve"}
 
 __all__ = sorted(_NAMES) + list(_SUBMODULES)
 

@@ -23,7 +23,6 @@ import argparse
 import dataclasses
 import functools
 import importlib
-import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -54,8 +53,6 @@ _GAMES = {
 
 _PGX = "pgx:"  # `play pgx:othello`: any pgx environment through games.pgx_env
 _PGX_SPEC = _GameSpec("pgx_env", 200, "move", "move {label} is not legal here")
-
-_BENCH_SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "bench_search.py"
 
 
 def _spec(game_name: str) -> _GameSpec:
@@ -355,23 +352,8 @@ def _train(args: argparse.Namespace) -> int:
 # ---- bench -------------------------------------------------------------------------------------
 
 def _bench(argv: Sequence[str]) -> int:
-  # scripts/ is not an installed package: load the file next to the source tree (editable
-  # installs and checkouts have it; a wheel install does not).
-  if not _BENCH_SCRIPT.is_file():
-    print(f"jaxsearch bench: {_BENCH_SCRIPT} not found; the benchmark ships with the source "
-          f"tree, not the installed package. Run it from a checkout (pip install -e .).",
-          file=sys.stderr)
-    return 2
-  spec = importlib.util.spec_from_file_location("jaxsearch_bench_search", _BENCH_SCRIPT)
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  # The script's parser takes its name from argv[0]; make its usage say `jaxsearch bench`.
-  saved = sys.argv[0]
-  sys.argv[0] = "jaxsearch bench"
-  try:
-    return int(module.main(list(argv)) or 0)
-  finally:
-    sys.argv[0] = saved
+  from jaxsearch import bench
+  return int(bench.main(list(argv)) or 0)
 
 
 # ---- solve / evaluate --------------------------------------------------------------------------
@@ -389,21 +371,25 @@ def _solve(args: argparse.Namespace) -> int:
   console = Console(stderr=True)
   started = time.perf_counter()
   if args.game == "mastermind":
-    puzzle = solve_lib.mastermind_puzzle(args.pegs, args.colours)
+    from games import mastermind
+    puzzle = mastermind.puzzle(args.pegs, args.colours)
     title = f"Mastermind {args.pegs}×{args.colours}"
   else:
+    from games import wordle
     answers, guesses = args.answers, args.guesses
     if answers is None or guesses is None:
-      from games import wordle
       default_answers, default_guesses = wordle.default_paths()
       answers = answers or default_answers
       guesses = guesses or default_guesses
     try:
-      puzzle = solve_lib.wordle_puzzle(answers, guesses)
+      puzzle = wordle.puzzle(answers, guesses)
     except (FileNotFoundError, ValueError) as error:
       print(f"jaxsearch solve wordle: {error}", file=sys.stderr)
       return 2
     title = f"Wordle {len(puzzle.secrets)}/{len(puzzle.guess_names)}"
+  if args.exact_search is not None:
+    puzzle = dataclasses.replace(
+        puzzle, exact=dataclasses.replace(puzzle.exact, search_secrets=args.exact_search))
   if args.first is not None and args.first not in puzzle.guess_names:
     print(f"jaxsearch solve: --first {args.first!r} is not an allowed guess", file=sys.stderr)
     return 2
@@ -499,7 +485,9 @@ def _draw_solver_tree(trees, path: str, depth: int, puzzle, title: str) -> None:
 def _evaluate(args: argparse.Namespace) -> int:
   import json
 
+  import games
   from jaxsearch import policy_file
+  games.register_policy_files()  # the games whose files this reads, imported when needed
   try:
     evaluation = policy_file.evaluate_file(args.file)
   except FileNotFoundError as error:
@@ -521,6 +509,17 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 
 # ---- entry point -------------------------------------------------------------------------------
+
+def _non_negative_int(text: str) -> int:
+  """argparse type of a count that may be 0."""
+  try:
+    value = int(text)
+  except ValueError:
+    raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
+  if value < 0:
+    raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {value}")
+  return value
+
 
 def _positive_int(text: str) -> int:
   """argparse type of the size options: a usage error naming the option, not a traceback later."""
@@ -647,6 +646,10 @@ def _parser() -> argparse.ArgumentParser:
                           "bounds instead: a cut guess's bound floors its node's, so a proof "
                           "needs them (default: three quarters of --slots for Mastermind, 0 "
                           "for Wordle)")
+  solve.add_argument("--exact-search", type=_non_negative_int, default=None, metavar="N",
+                     help="the certificate settles sets of at most N secrets by exact "
+                          "depth-first search where the tree cannot (default 64; 0: the tree "
+                          "alone)")
   solve.add_argument("--memory", type=float, default=None,
                      help="memory budget in GB (default: the memory available); a run whose "
                           "estimate exceeds it is refused before it starts, with the estimate")
@@ -669,12 +672,11 @@ def _parser() -> argparse.ArgumentParser:
   evaluate.add_argument("--json", action="store_true", help="end with one JSON line")
 
   # The benchmark's own options are forwarded untouched (see main), so they cannot drift
-  # from scripts/bench_search.py; `jaxsearch bench --help` prints the script's help.
+  # from jaxsearch.bench; `jaxsearch bench --help` prints the benchmark's help.
   commands.add_parser(
       "bench", add_help=False,
-      help="throughput benchmark vs mctx (scripts/bench_search.py; --quick, --repeats N, "
-           "--only ...)",
-      description="Runs scripts/bench_search.py; see `jaxsearch bench --help`.")
+      help="throughput benchmark vs mctx (--quick, --repeats N, --only ...)",
+      description="Runs jaxsearch.bench; see `jaxsearch bench --help`.")
   return parser
 
 

@@ -37,7 +37,14 @@ worst case and the histogram.
   (:func:`games.wordle.score`, e.g. ``score("erase", "melee") == "YBBBG"``).
 
 Feedback is always computed with the games' own scoring (their feedback tables, looked up by
-:class:`MastermindScore` and :class:`WordleScore`), so there is one definition of it.
+``games.mastermind.MastermindScore`` and ``games.wordle.WordleScore``), so there is one
+definition of it.
+
+**Games plug in.** This module knows no game: what a header's ``game`` means — its required
+keys, their checks, and the secrets, guesses and scorer it describes — comes from a
+:class:`FileGame` registered under that name (:func:`register_game`, or a lazy
+:func:`register_games` lookup; ``games.register_policy_files()`` registers Mastermind and
+Wordle, as ``jaxsearch evaluate`` does).
 
 **Evaluation.** :func:`evaluate` partitions the secrets down the tree: at each node the
 secrets that reach it are grouped by their feedback to the node's guess and each group follows
@@ -47,9 +54,10 @@ in Python objects, not in JSON) or a path longer than ``len(secrets) + 1`` guess
 ``max_guesses``) raises :class:`PolicyError`, whose message names the secret and the path of
 ``(guess, feedback)`` pairs that fails. Mastermind 4x6 (1296 secrets, ~6 k scorings) takes
 ~10 ms once the table is built (~0.3 s, once per process and size); Wordle (3158 secrets)
-~0.4 s with a fresh :class:`WordleScore`, nearly all of it computing the feedback rows of the
-tree's guesses (JAX, a few hundred at a time), then ~30 ms.
+~0.4 s with a fresh ``games.wordle.WordleScore``, nearly all of it computing the feedback
+rows of the tree's guesses (JAX, a few hundred at a time), then ~30 ms.
 
+    games.register_policy_files()  # or policy_file.register_game(name, file_game)
     header, policy = policy_file.load("mm46.json")
     result = policy_file.evaluate_file("mm46.json")
     result.total_guesses, result.expected_guesses, result.worst_case, result.histogram
@@ -69,14 +77,9 @@ import os
 import tempfile
 from collections import Counter
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import Any, Callable, Iterable, Optional, Protocol, Sequence
 
 FORMAT = "jaxsearch-policy/1"
-GAMES = ("mastermind", "wordle")
-REQUIRED_KEYS = {
-    "mastermind": ("pegs", "colours"),
-    "wordle": ("answers", "guesses", "answers_count", "guesses_count"),
-}
 
 Score = Callable[[str, str], str]
 TreePath = tuple[tuple[str, str], ...]  # ((guess, feedback), ...) from the root
@@ -126,100 +129,6 @@ class Evaluation:
 def format_path(path: TreePath) -> str:
   """``"root"`` or ``"[('1122', 'b0w1'), ('3344', 'b1w0')]"``."""
   return "root" if not path else repr([tuple(p) for p in path])
-
-
-# ---------------------------------------------------------------------------------------------
-# Scoring by table look-up.
-
-
-class MastermindScore:
-  """``score(guess, secret) -> "b<b>w<w>"`` for ``pegs`` x ``colours`` Mastermind, looked up
-  in :func:`games.mastermind.feedback_table` (built once per size and process, ~0.3 s for
-  4x6).
-
-  Attributes:
-    codes: every code in index order (``"11..1"`` first), the secrets and the valid guesses.
-  """
-
-  def __init__(self, pegs: int, colours: int):
-    _check_mastermind_size(pegs, colours)
-    self.pegs, self.colours = int(pegs), int(colours)
-    self.codes, self._index, self._keys, self._table = _mastermind_tables(self.pegs,
-                                                                          self.colours)
-    self._rows: dict[int, list[str]] = {}
-
-  def __call__(self, guess: str, secret: str) -> str:
-    try:
-      g, s = self._index[guess], self._index[secret]
-    except KeyError:
-      bad = guess if guess not in self._index else secret
-      raise ValueError(f"{bad!r} is not a code of {self.pegs} pegs with colours "
-                       f"1..{self.colours}") from None
-    row = self._rows.get(g)
-    if row is None:
-      row = self._rows[g] = [self._keys[x] for x in self._table[g].tolist()]
-    return row[s]
-
-  def prefetch(self, guesses: Iterable[str]) -> None:
-    """Nothing to do (the whole table is there); for the :class:`WordleScore` interface."""
-    del guesses
-
-
-@functools.lru_cache(maxsize=8)
-def _mastermind_tables(pegs: int, colours: int):
-  import numpy as np
-
-  from games import mastermind
-
-  codes = ["".join(str(d + 1) for d in row) for row in mastermind.code_digits(pegs, colours)]
-  keys = [f"b{b}w{w}" for b, w in mastermind.feedback_keys(pegs)]
-  table = np.asarray(mastermind.feedback_table(pegs, colours))  # symmetric
-  return tuple(codes), {c: i for i, c in enumerate(codes)}, tuple(keys), table
-
-
-class WordleScore:
-  """``score(guess, answer) -> "GYBBB"`` for answers of a fixed list, by rows of
-  :func:`games.wordle.feedback_table` computed on demand, many guesses at a time with
-  :meth:`prefetch` (padded to a few sizes so that JAX compiles a few shapes only), and kept.
-  """
-
-  _BUCKETS = (16, 64, 256)  # chunks of at most 256 guesses
-
-  def __init__(self, answers: Sequence[str]):
-    from games import wordle
-
-    self._wordle = wordle
-    self.answers = tuple(answers)
-    wordle._check_words(self.answers, "WordleScore answers")
-    self._index = {w: i for i, w in enumerate(self.answers)}
-    self._patterns = tuple(wordle.pattern_string(i) for i in range(wordle.NUM_PATTERNS))
-    self._rows: dict[str, list[str]] = {}
-
-  def __call__(self, guess: str, answer: str) -> str:
-    row = self._rows.get(guess)
-    if row is None:
-      self.prefetch([guess])
-      row = self._rows[guess]
-    try:
-      return row[self._index[answer]]
-    except KeyError:
-      raise ValueError(f"{answer!r} is not one of the {len(self.answers)} answers") from None
-
-  def prefetch(self, guesses: Iterable[str]) -> None:
-    """Computes (one JAX call per chunk) the rows of the given guesses not yet known."""
-    import numpy as np
-
-    missing = [g for g in dict.fromkeys(guesses) if g not in self._rows]
-    while missing:
-      size = next((b for b in self._BUCKETS if b >= len(missing)), self._BUCKETS[-1])
-      chunk, missing = missing[:size], missing[size:]
-      if len(chunk) < size and len(chunk) > 1:
-        padded = chunk + [chunk[0]] * (size - len(chunk))
-      else:
-        padded = chunk  # one guess: its own (cheap) shape
-      table = np.asarray(self._wordle.feedback_table(padded, list(self.answers)))
-      for g, row in zip(chunk, table.tolist()):
-        self._rows[g] = [self._patterns[x] for x in row]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -279,10 +188,10 @@ def evaluate(policy_node: dict, secrets: Sequence[str], score: Score,
   Args:
     policy_node: the root ``{"guess": ..., "children": {feedback: node}}``.
     secrets: the distinct secrets.
-    score: ``score(guess, secret) -> feedback key`` (e.g. :class:`MastermindScore`,
-      :class:`WordleScore`, :func:`games.wordle.score`). If it has a ``prefetch(guesses)``
-      method it is called once per depth with the guesses scored there (the tree is walked
-      level by level).
+    score: ``score(guess, secret) -> feedback key`` (e.g.
+      ``games.mastermind.MastermindScore``, ``games.wordle.WordleScore``,
+      :func:`games.wordle.score`). If it has a ``prefetch(guesses)`` method it is called
+      once per depth with the guesses scored there (the tree is walked level by level).
     max_guesses: if given, a secret needing more guesses is an error (Wordle: 6).
     guesses: the valid guesses; default ``None``: the secrets (Mastermind). Every node of the
       tree is checked, reached or not.
@@ -417,14 +326,53 @@ def consistent_candidates_policy(secrets: Sequence[str], score: Score,
 # Files.
 
 
-def _check_mastermind_size(pegs: Any, colours: Any) -> None:
-  # The limits of games.mastermind.make: digit colours, a table within 1 GiB.
-  for label, value, hi in (("pegs", pegs, 21), ("colours", colours, 9)):
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= hi:
-      raise PolicyError(f"mastermind {label} must be an integer in [1, {hi}], got {value!r}")
-  if colours ** pegs > 32768:
-    raise PolicyError(f"mastermind {colours}**{pegs} = {colours ** pegs} codes is too many "
-                      "(at most 32768)")
+class FileGame(Protocol):
+  """How a game reads its policy files (registered with :func:`register_game`).
+
+  Attributes:
+    required_keys: the header keys the game needs besides ``format``, ``game``, ``policy``.
+  """
+
+  required_keys: tuple[str, ...]
+
+  def check_header(self, header: dict) -> None:
+    """Raises :class:`PolicyError` unless the game's keys are well typed (they are there)."""
+
+  def resolve(self, header: dict, base_dir: Optional[Path]
+              ) -> tuple[list[str], Optional[list[str]], Score]:
+    """``(secrets, guesses, score)`` of the game the header describes (``guesses`` ``None``:
+    the secrets); ``base_dir`` is where relative paths are looked up after the current
+    directory."""
+
+
+_GAMES: dict[str, FileGame] = {}
+_LOOKUPS: dict[str, Callable[[str], FileGame]] = {}
+
+
+def register_game(name: str, game: FileGame) -> None:
+  """Makes ``name`` a known ``"game"`` of policy files, read with ``game``."""
+  _GAMES[str(name)] = game
+
+
+def register_games(names: Iterable[str], lookup: Callable[[str], FileGame]) -> None:
+  """Makes every name of ``names`` a known game, its :class:`FileGame` given by
+  ``lookup(name)`` when first needed (so that registering imports nothing)."""
+  for name in names:
+    _LOOKUPS.setdefault(str(name), lookup)
+
+
+def known_games() -> list[str]:
+  """The registered games' names, sorted."""
+  return sorted(set(_GAMES) | set(_LOOKUPS))
+
+
+def file_game(name: Any) -> FileGame:
+  """The :class:`FileGame` registered as ``name``; :class:`PolicyError` if none is."""
+  if isinstance(name, str) and name not in _GAMES and name in _LOOKUPS:
+    _GAMES[name] = _LOOKUPS[name](name)
+  if not isinstance(name, str) or name not in _GAMES:
+    raise PolicyError(f"policy header: 'game' must be one of {known_games()}, got {name!r}")
+  return _GAMES[name]
 
 
 def check_header(header: Any) -> None:
@@ -434,47 +382,25 @@ def check_header(header: Any) -> None:
     raise PolicyError(f"policy header must be a JSON object, got {type(header).__name__}")
   if "format" in header and header["format"] != FORMAT:
     raise PolicyError(f"unsupported policy format {header['format']!r}; expected {FORMAT!r}")
-  game = header.get("game")
-  if game not in GAMES:
-    raise PolicyError(f"policy header: 'game' must be one of {list(GAMES)}, got {game!r}")
-  missing = [k for k in REQUIRED_KEYS[game] if k not in header]
+  name = header.get("game")
+  game = file_game(name)
+  missing = [k for k in game.required_keys if k not in header]
   if missing:
-    raise PolicyError(f"policy header for {game}: missing keys {missing} (required: "
-                      f"{list(REQUIRED_KEYS[game])})")
-  if game == "mastermind":
-    _check_mastermind_size(header["pegs"], header["colours"])
-  else:
-    for key in ("answers", "guesses"):
-      if header[key] is not None and not isinstance(header[key], str):
-        raise PolicyError(f"policy header for wordle: {key!r} must be a path string or "
-                          f"null, got {header[key]!r}")
-    for key in ("answers_count", "guesses_count"):
-      value = header[key]
-      if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise PolicyError(f"policy header for wordle: {key!r} must be a positive integer, "
-                          f"got {value!r}")
+    raise PolicyError(f"policy header for {name}: missing keys {missing} (required: "
+                      f"{list(game.required_keys)})")
+  game.check_header(header)
 
 
-def mastermind_header(pegs: int, colours: int, **extra) -> dict:
-  """The header of a Mastermind policy file (``extra`` keys are kept as they are)."""
-  header = {"format": FORMAT, "game": "mastermind", "pegs": int(pegs), "colours": int(colours),
-            **extra}
+def make_header(game: str, **keys) -> dict:
+  """The header of a policy file of ``game`` with the given keys (checked)."""
+  header = {"format": FORMAT, "game": game, **keys}
   check_header(header)
   return header
 
 
-def wordle_header(answers: Optional[os.PathLike | str], guesses: Optional[os.PathLike | str],
-                  answers_count: int, guesses_count: int, **extra) -> dict:
-  """The header of a Wordle policy file; ``None`` paths mean the default lists."""
-  header = {"format": FORMAT, "game": "wordle",
-            "answers": None if answers is None else str(answers),
-            "guesses": None if guesses is None else str(guesses),
-            "answers_count": int(answers_count), "guesses_count": int(guesses_count), **extra}
-  check_header(header)
-  return header
-
-
-def _resolve(value: str, base_dir: Optional[Path], what: str) -> Path:
+def resolve_path(value: str, base_dir: Optional[Path], what: str) -> Path:
+  """``value`` as a path: absolute, or found from the current directory, then ``base_dir``
+  (the policy file's folder). ``FileNotFoundError`` names every place tried."""
   path = Path(value).expanduser()
   if path.is_absolute():
     return path
@@ -485,53 +411,26 @@ def _resolve(value: str, base_dir: Optional[Path], what: str) -> Path:
     if candidate.is_file():
       return candidate
   raise FileNotFoundError(
-      f"Wordle {what} list {value!r} of the policy file not found (tried "
-      f"{', '.join(str(t) for t in tried)}). Pass an existing path, or null for the default "
-      f"lists (shared/data/wordle beside the project, or $WORDLE_DATA; see its README.md).")
+      f"{what} {value!r} of the policy file not found (tried "
+      f"{', '.join(str(t) for t in tried)})")
 
 
 def game_from_file_header(header: dict, base_dir: Optional[os.PathLike | str] = None
                           ) -> tuple[list[str], Optional[list[str]], Score]:
-  """``(secrets, guesses, score)`` of the game a header describes.
+  """``(secrets, guesses, score)`` of the game a header describes, by its registered
+  :class:`FileGame`.
 
-  ``guesses`` is ``None`` for Mastermind (the valid guesses are the secrets, every code) and
-  the allowed-guess list for Wordle. ``base_dir`` (the policy file's folder) is where relative
-  Wordle paths are looked up after the current directory.
+  ``guesses`` is ``None`` where the valid guesses are the secrets (Mastermind). ``base_dir``
+  (the policy file's folder) is where relative paths are looked up after the current
+  directory.
 
   Raises:
-    PolicyError: an invalid header, or word lists whose sizes differ from the header's counts
-      (or whose guesses miss some answers).
-    FileNotFoundError: a Wordle list is missing (the message says where to get them).
+    PolicyError: an invalid header or an unknown game, or files that do not match it.
+    FileNotFoundError: a file the header names is missing.
   """
   check_header(header)
-  if header["game"] == "mastermind":
-    score = MastermindScore(header["pegs"], header["colours"])
-    return list(score.codes), None, score
-
-  from games import wordle
-
-  counts = (header["answers_count"], header["guesses_count"])
-  lists = next((name for name, files in wordle.LISTS.items()
-                if tuple(wordle.EXPECTED_COUNTS[f] for f in files) == counts), "nyt")
-  defaults = wordle.default_paths(lists)
-  base = None if base_dir is None else Path(base_dir)
-  words = []
-  for key, what, default, count in zip(("answers", "guesses"), ("answer", "guess"), defaults,
-                                       counts):
-    path = default if header[key] is None else _resolve(header[key], base, what)
-    found = wordle.load_words(path)
-    if len(found) != count:
-      raise PolicyError(f"Wordle {what} list {path} has {len(found)} words but the policy "
-                        f"file says {key}_count={count}: not the list the policy was made "
-                        f"for")
-    words.append(found)
-  answers, guesses = words
-  allowed = set(guesses)
-  missing = [w for w in answers if w not in allowed]
-  if missing:
-    raise PolicyError(f"Wordle: {len(missing)} answers are not allowed guesses, e.g. "
-                      f"{missing[:5]!r}; the guess list must include the answers")
-  return answers, guesses, WordleScore(answers)
+  return file_game(header["game"]).resolve(header, None if base_dir is None else
+                                           Path(base_dir))
 
 
 def save(path: os.PathLike | str, header: dict, policy_node: dict, indent: Optional[int] = None

@@ -81,7 +81,7 @@ def main(argv=None) -> int:
   all_answers = wordle.load_words(answers_path)
   result = dict(bench="solve_scaling", first=args.first, chunk=args.chunk, nodes=args.nodes,
                 slots=args.slots, batch=[], answers=[])
-  full = solve_lib.wordle_puzzle(answers_path, guesses_path)
+  full = wordle.puzzle(answers_path, guesses_path)
   _, states = solve_lib._opening_roots(full, args.first)
   order = np.random.default_rng(args.seed).permutation(len(states))
   for batch in _ints(args.batches):
@@ -98,7 +98,7 @@ def main(argv=None) -> int:
         path = os.path.join(folder, f"answers_{size}.txt")
         with open(path, "w") as handle:
           handle.write("\n".join(all_answers[i] for i in subset) + "\n")
-        puzzle = solve_lib.wordle_puzzle(path, guesses_path)
+        puzzle = wordle.puzzle(path, guesses_path)
       _, sub_states = solve_lib._opening_roots(puzzle, args.first)
       row = dict(answers=len(puzzle.secrets), **measure(puzzle, sub_states, args))
       result["answers"].append(row)

@@ -19,7 +19,11 @@ import jax  # noqa: E402  (after XLA_FLAGS)
 # cache compiles each distinct program once per session (measured: an 8.7 s Connect Four
 # compile becomes 1.1 s on its repeats). A fresh folder per session unless
 # JAXSEARCH_TEST_CACHE names one to keep between sessions.
-_CACHE_DIR = os.environ.get("JAXSEARCH_TEST_CACHE") or tempfile.mkdtemp(prefix="jaxsearch-xla-")
+# The folder is put in the environment, so that pytest-xdist's workers (started after this
+# runs in the controller) share one cache instead of compiling every program once each.
+if not os.environ.get("JAXSEARCH_TEST_CACHE"):
+  os.environ["JAXSEARCH_TEST_CACHE"] = tempfile.mkdtemp(prefix="jaxsearch-xla-")
+_CACHE_DIR = os.environ["JAXSEARCH_TEST_CACHE"]
 jax.config.update("jax_compilation_cache_dir", _CACHE_DIR)
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
 jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)

@@ -7,6 +7,7 @@ compiled search per setting, so only the first of them pays the compilation.
 
 import importlib.util
 import io
+import sys
 import json
 
 import pytest
@@ -83,10 +84,11 @@ def test_play_search_first_then_quit(monkeypatch, capsys):
   assert "O to move" in out
 
 
-def test_bench_without_the_script(monkeypatch, tmp_path, capsys):
-  monkeypatch.setattr(cli, "_BENCH_SCRIPT", tmp_path / "missing" / "bench_search.py")
+def test_bench_without_mctx(monkeypatch, capsys):
+  # mctx is an optional extra: without it the benchmark says how to get it, exit 2.
+  monkeypatch.setitem(sys.modules, "mctx", None)
   assert cli.main(["bench", "--quick"]) == 2
-  assert "not found" in capsys.readouterr().err
+  assert "jaxsearch[mctx]" in capsys.readouterr().err
 
 
 def test_bench_forwards_its_help(capsys):
@@ -106,6 +108,8 @@ def test_bench_quick_prints_json_lines(capsys):
   workloads = [line["workload"] for line in lines[1:]]
   assert "connect_four" in workloads and len(workloads) == 2
   assert all(line["sims_per_s_ours"] > 0 for line in lines[1:])
+  assert all(line["speedup_gumbel_vs_mctx_gumbel"] > 0 for line in lines[1:])
+  assert all(line["kernels_per_simulation_ours"] > 0 for line in lines[1:])
 
 
 @pytest.mark.slow

@@ -15,7 +15,11 @@ from pathlib import Path
 
 import pytest
 
+import games
+from games import mastermind, wordle
 from jaxsearch import policy_file as pf
+
+games.register_policy_files()  # as `jaxsearch evaluate` does: the games' files are readable
 
 SHARED_WORDLE = Path(__file__).resolve().parents[2] / "shared" / "data" / "wordle"
 
@@ -115,11 +119,11 @@ def mm22_policy():
 
 def test_mastermind_score_matches_reference():
   for pegs, colours in ((2, 2), (2, 3), (3, 3)):
-    score = pf.MastermindScore(pegs, colours)
+    score = mastermind.MastermindScore(pegs, colours)
     assert list(score.codes) == codes(pegs, colours)
     for g, s in itertools.product(score.codes, repeat=2):
       assert score(g, s) == mm_score(g, s)
-  score = pf.MastermindScore(4, 6)
+  score = mastermind.MastermindScore(4, 6)
   assert len(score.codes) == 1296 and score.codes[0] == "1111" and score.codes[-1] == "6666"
   assert score("1122", "1213") == "b1w2" and score("1234", "4321") == "b0w4"
   assert score("1122", "1122") == "b4w0"
@@ -133,7 +137,7 @@ def test_mastermind_score_matches_reference():
 
 
 def test_optimal_2x2_policy_total_8():
-  score = pf.MastermindScore(2, 2)
+  score = mastermind.MastermindScore(2, 2)
   result = pf.evaluate(mm22_policy(), score.codes, score)
   assert result == pf.Evaluation(total_guesses=8, expected_guesses=2.0, worst_case=3,
                                  secrets=4, histogram={1: 1, 2: 2, 3: 1})
@@ -150,7 +154,7 @@ def test_brute_force_optimum(pegs, colours):
   secrets = codes(pegs, colours)
   total, tree = optimal_tree(secrets, secrets, mm_score)
   assert total == OPTIMA[(pegs, colours)]
-  result = pf.evaluate(tree, secrets, pf.MastermindScore(pegs, colours))
+  result = pf.evaluate(tree, secrets, mastermind.MastermindScore(pegs, colours))
   assert result.total_guesses == total == walk_total(tree, secrets, mm_score)
   assert result.expected_guesses == total / len(secrets)
 
@@ -171,7 +175,7 @@ def test_naive_consistent_policy_totals(pegs, colours):
       cands = [c for c in cands if mm_score(g, c) == mm_score(g, s)]
     hist[n] += 1
   assert sum(k * v for k, v in hist.items()) == expected
-  score = pf.MastermindScore(pegs, colours)
+  score = mastermind.MastermindScore(pegs, colours)
   result = pf.evaluate(tree, secrets, score)
   assert result.total_guesses == expected
   assert result.histogram == dict(sorted(hist.items()))
@@ -182,7 +186,7 @@ def test_naive_consistent_policy_totals(pegs, colours):
 
 @pytest.mark.parametrize("pegs,colours", [(2, 3), (3, 3)])
 def test_consistent_candidates_within_pessimistic_bound(pegs, colours):
-  score = pf.MastermindScore(pegs, colours)
+  score = mastermind.MastermindScore(pegs, colours)
   n = len(score.codes)
   for order in (None, list(reversed(score.codes)), sorted(score.codes, key=lambda c: c[::-1])):
     tree = pf.consistent_candidates_policy(score.codes, score, order=order)
@@ -200,7 +204,7 @@ def test_consistent_candidates_within_pessimistic_bound(pegs, colours):
 
 
 def test_mastermind_4x6_consistent_policy_is_fast():
-  score = pf.MastermindScore(4, 6)
+  score = mastermind.MastermindScore(4, 6)
   tree = pf.consistent_candidates_policy(score.codes, score)
   start = time.perf_counter()
   result = pf.evaluate(tree, score.codes, score)
@@ -213,7 +217,7 @@ def test_mastermind_4x6_consistent_policy_is_fast():
 
 
 def test_missing_child_names_secret_and_path():
-  score = pf.MastermindScore(2, 2)
+  score = mastermind.MastermindScore(2, 2)
   policy = mm22_policy()
   del policy["children"]["b1w0"]["children"]["b0w2"]
   with pytest.raises(pf.PolicyError) as info:
@@ -229,7 +233,7 @@ def test_missing_child_names_secret_and_path():
 
 
 def test_invalid_guesses_and_malformed_nodes():
-  score = pf.MastermindScore(2, 2)
+  score = mastermind.MastermindScore(2, 2)
   policy = mm22_policy()
   policy["children"]["b1w0"]["guess"] = "13"
   with pytest.raises(pf.PolicyError, match=r"\[\('11', 'b1w0'\)\] guesses '13'") as info:
@@ -263,7 +267,7 @@ def test_invalid_guesses_and_malformed_nodes():
 
 
 def test_loops_and_wasted_guesses_and_max_guesses():
-  score = pf.MastermindScore(2, 2)
+  score = mastermind.MastermindScore(2, 2)
   loop = {"guess": "11", "children": {}}
   loop["children"]["b0w0"] = loop
   with pytest.raises(pf.PolicyError, match="loops"):
@@ -300,7 +304,7 @@ def tiny_lists(tmp_path):
 def test_wordle_score_matches_reference():
   from games import wordle
 
-  score = pf.WordleScore(ANSWERS)
+  score = wordle.WordleScore(ANSWERS)
   guesses = ANSWERS + EXTRA
   score.prefetch(guesses)
   for g, a in itertools.product(guesses, ANSWERS):
@@ -314,7 +318,7 @@ def test_wordle_score_matches_reference():
 def test_wordle_tiny_policy(tiny_lists):
   from games import wordle
 
-  score = pf.WordleScore(ANSWERS)
+  score = wordle.WordleScore(ANSWERS)
   guesses = ANSWERS + EXTRA
   # Open with a non-answer, then first consistent candidates.
   groups = {}
@@ -338,7 +342,7 @@ def test_wordle_tiny_policy(tiny_lists):
 
 
 def test_save_load_roundtrip(tmp_path):
-  header = pf.mastermind_header(2, 2, note="by hand")
+  header = mastermind.file_header(2, 2, note="by hand")
   path = tmp_path / "mm22.json"
   pf.save(path, header, mm22_policy())
   loaded_header, policy = pf.load(path)
@@ -386,40 +390,40 @@ def test_save_rejects_bad_header_or_tree(tmp_path):
     pf.save(tmp_path / "x.json", {"format": "v0", "game": "mastermind", "pegs": 2,
                                   "colours": 2}, mm22_policy())
   with pytest.raises(pf.PolicyError, match="no string 'guess'"):
-    pf.save(tmp_path / "x.json", pf.mastermind_header(2, 2), {"children": {}})
+    pf.save(tmp_path / "x.json", mastermind.file_header(2, 2), {"children": {}})
   assert not list(tmp_path.iterdir())
   with pytest.raises(FileNotFoundError):
     pf.load(tmp_path / "missing.json")
 
 
 def test_evaluate_file_mastermind(tmp_path):
-  score = pf.MastermindScore(3, 3)
+  score = mastermind.MastermindScore(3, 3)
   tree = pf.consistent_candidates_policy(score.codes, score)
   path = tmp_path / "mm33.json"
-  pf.save(path, pf.mastermind_header(3, 3), tree)
+  pf.save(path, mastermind.file_header(3, 3), tree)
   result = pf.evaluate_file(path)
   assert result.total_guesses == walk_total(tree, codes(3, 3), mm_score)
   secrets, guesses, file_score = pf.game_from_file_header(pf.load(path)[0])
   assert secrets == codes(3, 3) and guesses is None and file_score("123", "321") == "b1w2"
   # A file for another size fails on the codes it cannot know.
-  pf.save(path, pf.mastermind_header(3, 2), tree)
+  pf.save(path, mastermind.file_header(3, 2), tree)
   with pytest.raises(pf.PolicyError, match="not a valid guess"):
     pf.evaluate_file(path)
 
 
 def test_evaluate_file_wordle(tiny_lists, tmp_path, monkeypatch):
   answers, guesses = tiny_lists
-  score = pf.WordleScore(ANSWERS)
+  score = wordle.WordleScore(ANSWERS)
   tree = pf.consistent_candidates_policy(ANSWERS, score)
   expected = walk_total(tree, ANSWERS, wordle_score)
   n_guesses = len(ANSWERS + EXTRA)
   path = tmp_path / "tiny.json"
-  pf.save(path, pf.wordle_header(answers, guesses, len(ANSWERS), n_guesses), tree)
+  pf.save(path, wordle.file_header(answers, guesses, len(ANSWERS), n_guesses), tree)
   assert pf.evaluate_file(path).total_guesses == expected
   secrets, allowed, _ = pf.game_from_file_header(pf.load(path)[0])
   assert secrets == ANSWERS and allowed == sorted(ANSWERS + EXTRA)
   # Relative paths: from the current directory, then beside the policy file.
-  pf.save(path, pf.wordle_header("answers.txt", "guesses.txt", len(ANSWERS), n_guesses), tree)
+  pf.save(path, wordle.file_header("answers.txt", "guesses.txt", len(ANSWERS), n_guesses), tree)
   elsewhere = tmp_path / "elsewhere"
   elsewhere.mkdir()
   monkeypatch.chdir(elsewhere)
@@ -427,18 +431,18 @@ def test_evaluate_file_wordle(tiny_lists, tmp_path, monkeypatch):
   with pytest.raises(FileNotFoundError, match="answers.txt"):
     pf.game_from_file_header(pf.load(path)[0])  # no base_dir: the current directory only
   # Counts that differ from the lists.
-  pf.save(path, pf.wordle_header(answers, guesses, len(ANSWERS) + 1, n_guesses), tree)
+  pf.save(path, wordle.file_header(answers, guesses, len(ANSWERS) + 1, n_guesses), tree)
   with pytest.raises(pf.PolicyError, match=r"has 14 words but the policy file says "
                                            r"answers_count=15"):
     pf.evaluate_file(path)
   # Missing lists.
-  pf.save(path, pf.wordle_header(tmp_path / "nope.txt", guesses, len(ANSWERS), n_guesses),
+  pf.save(path, wordle.file_header(tmp_path / "nope.txt", guesses, len(ANSWERS), n_guesses),
           tree)
   with pytest.raises(FileNotFoundError, match="nope.txt"):
     pf.evaluate_file(path)
   # Guesses that miss answers.
   guesses.write_text("\n".join(EXTRA + ANSWERS[1:]) + "\n")
-  pf.save(path, pf.wordle_header(answers, guesses, len(ANSWERS), n_guesses - 1), tree)
+  pf.save(path, wordle.file_header(answers, guesses, len(ANSWERS), n_guesses - 1), tree)
   with pytest.raises(pf.PolicyError, match="not allowed guesses"):
     pf.evaluate_file(path)
 
@@ -446,13 +450,13 @@ def test_evaluate_file_wordle(tiny_lists, tmp_path, monkeypatch):
 def test_evaluate_file_wordle_default_lists(tmp_path):
   if not SHARED_WORDLE.is_dir():
     pytest.skip(f"Wordle word lists not found at {SHARED_WORDLE}")
-  header = pf.wordle_header(None, None, 3158, 14855)
+  header = wordle.file_header(None, None, 3158, 14855)
   secrets, guesses, score = pf.game_from_file_header(header)
   assert (len(secrets), len(guesses)) == (3158, 14855)
-  orig = pf.game_from_file_header(pf.wordle_header(None, None, 2315, 12972))
+  orig = pf.game_from_file_header(wordle.file_header(None, None, 2315, 12972))
   assert (len(orig[0]), len(orig[1])) == (2315, 12972)
   with pytest.raises(pf.PolicyError, match="answers_count=3000"):
-    pf.game_from_file_header(pf.wordle_header(None, None, 3000, 14855))
+    pf.game_from_file_header(wordle.file_header(None, None, 3000, 14855))
   tree = pf.consistent_candidates_policy(secrets, score)
   path = tmp_path / "wordle.json"
   pf.save(path, header, tree)
@@ -464,3 +468,31 @@ def test_evaluate_file_wordle_default_lists(tmp_path):
   assert elapsed < 5.0, f"evaluating the Wordle file took {elapsed:.2f} s"
   with pytest.raises(pf.PolicyError, match="max_guesses=6"):
     pf.evaluate_file(path, max_guesses=6)  # this policy needs up to 10 guesses
+
+
+def test_any_game_plugs_in_through_the_registry(tmp_path):
+  """The format knows no game: a :class:`pf.FileGame` registered under a name reads its
+  files (header keys, their checks, the secrets and the scorer)."""
+
+  class Coin:
+    required_keys = ("sides",)
+
+    def check_header(self, header):
+      if header["sides"] != 2:
+        raise pf.PolicyError("coin: sides must be 2")
+
+    def resolve(self, header, base_dir):
+      return ["h", "t"], None, lambda guess, secret: "miss"
+
+  pf.register_game("coin", Coin())
+  assert "coin" in pf.known_games()
+  path = tmp_path / "coin.json"
+  pf.save(path, pf.make_header("coin", sides=2), {"guess": "h", "children": {"miss": {
+      "guess": "t"}}})
+  assert pf.evaluate_file(path).total_guesses == 3
+  with pytest.raises(pf.PolicyError, match="sides must be 2"):
+    pf.make_header("coin", sides=3)
+  with pytest.raises(pf.PolicyError, match=r"missing keys \['sides'\]"):
+    pf.make_header("coin")
+  with pytest.raises(pf.PolicyError, match="'game' must be one of .*'coin'.*got 'dice'"):
+    pf.make_header("dice")

@@ -207,8 +207,9 @@ def test_data_parallel_step_reduces_gradients_like_one_device():
 def test_solve_is_identical_on_two_devices():
   """``solve(devices=2)``: Mastermind 2×3 after a fixed first guess, every feedback's
   sub-problem in one batch, the same figures and trees as on one device."""
+  from games import mastermind
   from jaxsearch import solve as solve_lib
-  puzzle = solve_lib.mastermind_puzzle(2, 3)
+  puzzle = mastermind.puzzle(2, 3)
   outcomes, states = solve_lib._opening_roots(puzzle, "12")
   states = states[:len(states) // 2 * 2]
   roots = jax.tree.map(lambda *xs: jnp.stack(xs), *states)

@@ -16,6 +16,7 @@ import numpy as np
 
 import pytest
 
+from games import mastermind, wordle
 from jaxsearch import cli, policy_file
 from jaxsearch import solve as solve_lib
 
@@ -51,7 +52,7 @@ def test_bounds_meet_on_integer_totals_despite_float_sums():
 
 
 def test_small_mastermind_is_solved_and_certified():
-  puzzle = solve_lib.mastermind_puzzle(2, 3)
+  puzzle = mastermind.puzzle(2, 3, exact_search=False)
   result = solve_lib.solve_puzzle(puzzle, seconds=120, chunk=32, max_nodes=4000,
                                   num_slots=None)
   _check_certified(2, 3, result)
@@ -64,7 +65,7 @@ def test_small_mastermind_is_solved_and_certified():
 
 
 def test_fixed_first_guess_solves_every_feedback_as_one_batch():
-  puzzle = solve_lib.mastermind_puzzle(2, 3)
+  puzzle = mastermind.puzzle(2, 3, exact_search=False)
   result = solve_lib.solve_puzzle(puzzle, first="12", seconds=120, chunk=32, max_nodes=2000,
                                   num_slots=None)
   assert result.policy["guess"] == "12"
@@ -80,9 +81,9 @@ def test_fixed_first_guess_solves_every_feedback_as_one_batch():
 def test_openings_up_to_symmetry_give_an_unconditional_proof():
   """2×3 has two first guesses up to symmetry (11, 12); searching both as one batch finds the
   optimum and proves it outright (the optimistic bound is the best opening's)."""
-  puzzle = solve_lib.mastermind_puzzle(2, 3)
+  puzzle = mastermind.puzzle(2, 3, exact_search=False)
   assert puzzle.openings == ("11", "12")
-  assert solve_lib.mastermind_openings(4, 6) == ("1111", "1112", "1122", "1123", "1234")
+  assert mastermind.openings(4, 6) == ("1111", "1112", "1122", "1123", "1234")
   result = solve_lib.solve_puzzle(puzzle, openings=puzzle.openings, seconds=120, chunk=32,
                                   max_nodes=4000, num_slots=None)
   _check_certified(2, 3, result)
@@ -93,7 +94,7 @@ def test_cut_search_proves_with_action_bounds_and_not_without():
   bounds, so the proof still closes; an estimator without ``action_bounds`` leaves cut nodes
   at the game's counting bound and no proof is claimed (on 2×4 that bound, 42, is below the
   optimum 45). Either way the reported figure is the exact evaluation of the exported policy."""
-  puzzle = solve_lib.mastermind_puzzle(2, 4)
+  puzzle = mastermind.puzzle(2, 4, exact_search=False)
   # bind=None: the search uses this estimator as it is (not one rebuilt over the tables).
   without = dataclasses.replace(puzzle, estimator=lambda params, key, states: puzzle.estimator(
       params, key, states).replace(action_bounds=None), bind=None, tables=None)
@@ -116,8 +117,10 @@ def test_cli_solve_exports_and_evaluate_reads_it(tmp_path, capsys):
   openings up to symmetry as the default command does."""
   policy = tmp_path / "mm24.json"
   plot = tmp_path / "mm24.png"
+  # --exact-search 0: the certificate rests on the tree alone (the mechanism under test).
   status = cli.main(["solve", "mastermind", "--pegs", "2", "--colours", "4", "--slots", "4",
-                     "--chunk", "16", "--nodes", "4000", "--export", str(policy),
+                     "--exact-search", "0", "--chunk", "16", "--nodes", "4000",
+                     "--export", str(policy),
                      "--plot", str(plot), "--json", "--quiet"])
   assert status == 0
   lines = capsys.readouterr().out.strip().splitlines()
@@ -155,7 +158,7 @@ def test_cli_solve_rejects_bad_input(capsys, tmp_path):
 def test_mastermind_instances_are_certified(pegs, colours, openings):
   """All of ALGORITHMS.md §6's small instances, certified. 4×3 and 3×4 need the openings up to
   symmetry: from one tree the optimistic bound stalls at 234 and 200 within 60k nodes."""
-  puzzle = solve_lib.mastermind_puzzle(pegs, colours)
+  puzzle = mastermind.puzzle(pegs, colours, exact_search=False)
   # The proof of the openings runs shows only in the final exact evaluation (the search's own
   # achievable bound stays above it), so their search runs to its time budget.
   result = solve_lib.solve_puzzle(puzzle, openings=puzzle.openings if openings else None,
@@ -173,8 +176,8 @@ def test_small_wordle_reaches_the_brute_force_optimum(tmp_path):
   guesses = sorted(answers + _random_words(rng, 8, letters="abcdefg", exclude=answers))
   (tmp_path / "answers.txt").write_text("\n".join(answers) + "\n")
   (tmp_path / "guesses.txt").write_text("\n".join(guesses) + "\n")
-  puzzle = solve_lib.wordle_puzzle(tmp_path / "answers.txt", tmp_path / "guesses.txt")
-  from games import wordle
+  puzzle = wordle.puzzle(tmp_path / "answers.txt", tmp_path / "guesses.txt",
+                         exact_search=False)
   game = wordle.make(answers, guesses)
   optimum = _solver(np.asarray(game.feedback), game.secret_of_guess)(
       frozenset(range(len(answers))))
@@ -214,7 +217,7 @@ def test_proof_rule_reaches_slots_widening_has_not_activated():
   every slot up to it. Before, a node whose best bound sat on an inactive slot could never be
   proven and a better guess there never tried (the 4×6 sub-problem b0w1 stuck at 976)."""
   import jaxsearch as js
-  puzzle = solve_lib.mastermind_puzzle(2, 4)
+  puzzle = mastermind.puzzle(2, 4, exact_search=False)
 
   def reversed_estimator(params, key, states):
     estimate = puzzle.estimator(params, key, states)
@@ -242,7 +245,7 @@ def test_nonfinite_action_bounds_count_and_fall_back_to_the_node_bound():
   """NaN or ``+inf`` action bounds are misbehaviour: counted in ``nonfinite_estimates``, and
   the actions get no bound of their own (the node's counting bound stays), so nothing is
   certified through them: on 2×4 the result is the no-bounds one (42 < 45, unproven)."""
-  puzzle = solve_lib.mastermind_puzzle(2, 4)
+  puzzle = mastermind.puzzle(2, 4, exact_search=False)
 
   def broken(params, key, states):
     estimate = puzzle.estimator(params, key, states)
@@ -264,7 +267,7 @@ def test_bound_slots_hold_the_best_bounds_q1_left_out():
   compile: the layout is computed row by row in ``_node_rows``, and searches run under vmap
   in the widening test above and in ``test_search.py``.)"""
   import jaxsearch as js
-  puzzle = solve_lib.mastermind_puzzle(3, 3, symmetry=False)  # 27 distinct guesses
+  puzzle = mastermind.puzzle(3, 3, symmetry=False, exact_search=False)  # 27 distinct guesses
   search = js.policies.avts(puzzle.game, puzzle.estimator, num_simulations=1, max_nodes=64,
                             num_slots=4, bound_slots=2)
   roots = jax.tree.map(lambda x: jnp.asarray(x)[None], puzzle.initial_state)
@@ -306,7 +309,7 @@ def test_solver_rows_do_not_depend_on_the_batch():
   states after every feedback of the first guesses): the four trees and their bounds are
   identical (per-root keys, no statistic mixing rows; ``combine`` never proves, so both
   runs take the same chunks)."""
-  puzzle = solve_lib.mastermind_puzzle(3, 3)
+  puzzle = mastermind.puzzle(3, 3, exact_search=False)
   game, start = puzzle.game, puzzle.initial_state
   states = []
   for action in range(len(puzzle.guess_names)):

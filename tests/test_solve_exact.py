@@ -88,7 +88,7 @@ def test_symmetric_guesses_left_out_never_matter():
 
 @pytest.fixture(scope="module")
 def solved_3x3():
-  puzzle = solve_lib.mastermind_puzzle(3, 3)
+  puzzle = mm.puzzle(3, 3, exact_search=False)
   found, trees = solve_lib.solve(puzzle, seconds=120, chunk=32, max_nodes=4000,
                                  num_slots=None)
   return puzzle, found, jax.tree.map(np.asarray, trees)
@@ -119,14 +119,14 @@ def test_a_float_tolerance_would_have_proven_a_false_claim(solved_3x3):
 def test_small_chunks_still_reach_every_depth():
   """Depth is independent of the chunk: with one simulation per call the proof still needs
   nodes four guesses deep, and gets them."""
-  puzzle = solve_lib.mastermind_puzzle(2, 3)
+  puzzle = mm.puzzle(2, 3, exact_search=False)
   result = solve_lib.solve_puzzle(puzzle, seconds=120, chunk=1, max_simulations=64,
                                   max_nodes=2000, num_slots=None)
   assert result.proven_optimal and result.evaluation.total_guesses == 21
 
 
 def test_a_run_over_the_memory_budget_is_refused_with_the_estimate(capsys):
-  puzzle = solve_lib.mastermind_puzzle(2, 3)
+  puzzle = mm.puzzle(2, 3, exact_search=False)
   with pytest.raises(solve_lib.MemoryBudgetError, match=r"50000 nodes × [0-9,]+ bytes.*--nodes"):
     solve_lib.solve(puzzle, max_nodes=50_000, memory=1 << 20)
   assert cli.main(["solve", "mastermind", "--pegs", "2", "--colours", "3", "--memory",
@@ -136,7 +136,7 @@ def test_a_run_over_the_memory_budget_is_refused_with_the_estimate(capsys):
 
 
 def test_estimate_counts_the_allocated_trees():
-  puzzle = solve_lib.mastermind_puzzle(2, 3)
+  puzzle = mm.puzzle(2, 3, exact_search=False)
   init, _ = solve_lib._program(puzzle, num_simulations=4, max_nodes=100, max_depth=8,
                                num_slots=None, bound_slots=0, variance="avts", max_chance=50,
                                devices=None)
@@ -203,7 +203,7 @@ def test_solver_programs_take_the_table_as_an_input():
   """A closed-over table is embedded in the compiled program as a constant (for Wordle's
   47 MB, GBs of compile-time memory); the solver builds the game inside the traced function
   from the table passed as an argument."""
-  puzzle = solve_lib.mastermind_puzzle(4, 4)  # table u8[256, 256]
+  puzzle = mm.puzzle(4, 4, exact_search=False)  # table u8[256, 256]
   init, step = solve_lib._program(puzzle, num_simulations=2, max_nodes=64, max_depth=8,
                                   num_slots=8, bound_slots=0, variance="avts", max_chance=32,
                                   devices=None)
@@ -243,3 +243,19 @@ def test_regrown_trees_keep_every_node_and_search_on(small_avts):
   # A list of one-tree batches reads like rows of one batch.
   rows = [jax.tree.map(lambda x: x[i:i + 1], small) for i in range(3)]
   assert solve_lib._row_of(rows, 2)[1] == 0 and solve_lib._row_of(small, 2) == (small, 2)
+
+
+def test_exact_search_closes_what_a_small_tree_cannot():
+  """A tree of 4 simulations on Mastermind 3×4 (64 codes) proves nothing by itself; the game's
+  exact search of small sets (:class:`games.guessing_exact.ExactSolver`) settles the guesses
+  it never expanded and the children it could not, and proves the optimum 206 — never 207."""
+  tree_only = mm.puzzle(3, 4, symmetry=False, exact_search=False)
+  with_search = dataclasses.replace(
+      tree_only, exact=dataclasses.replace(tree_only.exact, search_secrets=64))
+  assert tree_only.exact.search_secrets == 0
+  found, trees = solve_lib.solve(tree_only, seconds=60, max_simulations=4, chunk=4,
+                                 max_nodes=1000, num_slots=None)
+  trees = jax.tree.map(np.asarray, trees)
+  assert not solve_lib.certify(tree_only, trees, [0], 206)
+  assert solve_lib.certify(with_search, trees, [0], 206)
+  assert not solve_lib.certify(with_search, trees, [0], 207)

@@ -15,8 +15,7 @@ import jax.numpy as jnp
 import pytest
 
 import jaxsearch as js
-from games import connect_four, tictactoe
-from jaxsearch import solve as solve_lib
+from games import connect_four, mastermind, tictactoe, wordle
 
 from conftest import SHARED_DATA
 
@@ -56,7 +55,7 @@ def test_mastermind_solver_tree():
   """``jaxsearch solve mastermind`` (4×6): AVTS with 128 slots (96 for bounds), 14 feedbacks.
   Measured: 5,479 B a node (slots 4,352 = 128 × 34; node 843, of which the debias
   statistics 384 and the state 164; chance records 284)."""
-  puzzle = solve_lib.mastermind_puzzle(4, 6)
+  puzzle = mastermind.puzzle(4, 6)
   search = js.policies.avts(puzzle.game, puzzle.estimator, num_simulations=32, max_nodes=64,
                             num_slots=128, bound_slots=96,
                             max_depth=puzzle.game.max_length or 16)
@@ -81,7 +80,7 @@ def test_wordle_solver_tree(wordle_lists):
   feedbacks. Measured: 7,859 B a node — chance records 4,864 (one per node, 243 outcomes ×
   20 B, + 4 for the owner node), slots 2,176 (64 × 34), node 819 (state 397). The chance records are the part meant
   to shrink; these are the ceilings a regression would break."""
-  puzzle = solve_lib.wordle_puzzle(*wordle_lists)
+  puzzle = wordle.puzzle(*wordle_lists)
   search = js.policies.avts(puzzle.game, puzzle.estimator, num_simulations=8, max_nodes=64,
                             num_slots=64, max_depth=puzzle.game.max_length or 16)
   total, parts = _per_node(search, _one_root(puzzle.initial_state))

@@ -1,0 +1,43 @@
+"""The generic search loop: select -> expand -> evaluate -> backup, in one jitted function.
+
+The simulations are a ``lax.fori_loop`` over the whole batch, so the loop never selects
+between whole trees. Within a simulation:
+
+* **select** (:mod:`.descent`, :func:`_select`) descends every tree; the selection rule is a
+  pure function of one node, vmapped, while the descent loop is batched by hand (a vmapped
+  ``while_loop`` re-selects its carry every level). It records what it reads on the way down.
+* **expand + evaluate** (:mod:`.expansion`): one batched ``Model.step`` (game step and one
+  estimator call); :mod:`.nodes` turns the estimates into slot rows.
+* **backup**: with the running mean (:mod:`.backup_mean`), :func:`_expand_one` writes the new
+  edge and node, :func:`_returns` computes the returns along the paths, :func:`_backup_one`
+  updates the running means — per tree, vmapped — and :mod:`.subtree_entropy` updates the
+  entropy statistics if kept; with the Bellman backup (:mod:`.backup_bellman`), every outcome
+  of the expanded slot is created at once and q̂2, the debias statistics and the bounds are
+  recomputed leaf to root.
+
+Loops carry only the ``O(D)`` path, never the tree, and no tree array is read after the descent
+before it is written: either would make XLA copy whole tree arrays every simulation
+(DESIGN.md, performance rules; measured, see the notes in :class:`Path`).
+
+The engine knows nothing of selection rules, games or networks: it receives a
+:class:`~jaxsearch.model.Model` and a :class:`SearchConfig`. The module layout is described in
+``docs/architecture.md``.
+"""
+
+from jaxsearch.search.backup_bellman import (_bellman_level, _bellman_levels,
+                                             _bellman_simulation, _bellman_write_one, _Level)
+from jaxsearch.search.backup_mean import _backup_one, _leaf_value, _returns
+from jaxsearch.search.config import (BACKUPS, ENTROPY_POLICIES, OUTCOME_RULES, SUBTREE_ENTROPY,
+                                     VARIANCES, SearchConfig)
+from jaxsearch.search.descent import Path, _choose_outcome, _select
+from jaxsearch.search.estimates import node_stats, slot_estimates
+from jaxsearch.search.expansion import (_expand_all_one, _expand_one, _expand_outcomes,
+                                        _outcome_probs)
+from jaxsearch.search.loop import draw_root_noise, init_tree, run
+from jaxsearch.search.nodes import (NodeRows, _node_rows, _root_noise_logits, _set_node,
+                                    _write_root)
+from jaxsearch.search.subtree_entropy import _entropy_update
+
+__all__ = ["SearchConfig", "Path", "NodeRows", "init_tree", "run", "draw_root_noise",
+           "node_stats", "slot_estimates", "OUTCOME_RULES", "BACKUPS", "SUBTREE_ENTROPY",
+           "ENTROPY_POLICIES", "VARIANCES"]

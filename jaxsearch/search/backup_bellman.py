@@ -1,0 +1,303 @@
+"""The Bellman backup (AVTS, ALGORITHMS.md §2): q̂2, debias statistics, bounds, solved flags."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from jaxsearch import debias as debias_lib
+from jaxsearch.model import Model
+from jaxsearch.search.config import SearchConfig
+from jaxsearch.search.descent import Path
+from jaxsearch.search.estimates import node_stats, slot_estimates
+from jaxsearch.search.expansion import _expand_all_one, _expand_outcomes, _outcome_probs
+from jaxsearch.tree import Tree
+
+
+@struct.dataclass
+class _Level:
+  """What the Bellman backup changes at one node of a path (one tree, one level)."""
+
+  slot_value: jax.Array  # f32[], the taken slot's new q̂2
+  slot_solved: jax.Array  # bool[]
+  slot_bound: jax.Array  # f32[]
+  stats: debias_lib.DebiasStats  # [V]
+  num_active: jax.Array  # i32[]
+  value: jax.Array  # f32[], V(s) = max over active slots of q̂3
+  solved: jax.Array  # bool[]
+  bound: jax.Array  # f32[]
+  slot_upper: jax.Array  # f32[]
+  upper: jax.Array  # f32[]
+
+
+class _NodeRow(NamedTuple):
+  """One node's ``[K]`` slot rows and scalars, as the Bellman update reads them."""
+
+  tree_values: jax.Array  # f32[K] q̂2
+  visits: jax.Array  # i32[K]
+  legal: jax.Array  # bool[K]
+  solved: jax.Array  # bool[K]
+  num_active: jax.Array  # i32[]
+  stats: debias_lib.DebiasStats  # [V]
+  slot_bounds: jax.Array  # f32[K]
+  node_bound: jax.Array  # f32[]
+  slot_uppers: jax.Array  # f32[K]
+  node_upper: jax.Array  # f32[]
+  node_cut_upper: jax.Array  # f32[]
+
+
+class _EdgeRow(NamedTuple):
+  """The simulated slot and its chance record's ``[O]`` outcome rows, with the children's
+  current values, bounds and solved flags."""
+
+  slot: jax.Array  # i32[]
+  probs: jax.Array  # f32[O]
+  rewards: jax.Array  # f32[O]
+  discounts: jax.Array  # f32[O]
+  child_values: jax.Array  # f32[O]
+  child_bounds: jax.Array  # f32[O]
+  child_uppers: jax.Array  # f32[O]
+  child_solved: jax.Array  # bool[O]
+
+
+def _expected(edge: _EdgeRow, child_values) -> jax.Array:
+  """``Σ_o p(o) (r + γ·x_o)`` over the possible outcomes."""
+  possible = edge.probs > 0
+  return jnp.sum(jnp.where(possible, edge.probs * (edge.rewards + edge.discounts * child_values),
+                           0.0))
+
+
+def _record_change(node: _NodeRow, slot, q2_new, slot_solved, *,
+                   config: SearchConfig) -> debias_lib.DebiasStats:
+  """The debias statistics after the slot's q̂2 moved to ``q2_new`` (its visit bucket)."""
+  stats = node.stats
+  visits_before = node.visits[slot]
+  change = q2_new - node.tree_values[slot]
+  if config.variance == "centred":
+    debiased_change = None  # Welford's centred squares of the changes
+  elif config.debias and config.variance == "avts":
+    # q̂3 after minus q̂3 before; a slot this visit solves is exact: q̂3 = q̂2, no correction.
+    correction_after = jnp.where(slot_solved, 0.0,
+                                 debias_lib.correction(stats, visits_before + 1))
+    debiased_change = change + correction_after - debias_lib.correction(stats, visits_before)
+  else:
+    debiased_change = change  # q̂3 = q̂2 (no debias), or the reference code's raw change
+  return debias_lib.record(stats, visits_before + 1, change, debiased_change)
+
+
+def _widen(num_active, slot, num_candidates):
+  """Progressive widening: choosing the newest slot activates the next candidate."""
+  num_active = jnp.where((slot == num_active - 1) & (num_active < num_candidates),
+                         num_active + 1, num_active)
+  # A rule that sees inactive slots activates every slot up to the one it chose.
+  return jnp.maximum(num_active, jnp.minimum(slot + 1, num_candidates))
+
+
+def _bellman_update(node: _NodeRow, edge: _EdgeRow, *, config: SearchConfig) -> _Level:
+  """One node's Bellman update after its slot ``edge.slot`` was simulated (one tree)."""
+  slot = edge.slot
+  possible = edge.probs > 0
+  q2_new = _expected(edge, edge.child_values)
+  slot_solved = jnp.all(jnp.where(possible, edge.child_solved, True))
+  stats = _record_change(node, slot, q2_new, slot_solved, config=config)
+  tree_values = node.tree_values.at[slot].set(q2_new)
+  visits = node.visits.at[slot].add(1)
+  solved = node.solved.at[slot].set(slot_solved)
+  legal = node.legal
+  num_candidates = jnp.sum(legal).astype(jnp.int32)
+  num_active = node.num_active
+  if config.widening:
+    num_active = _widen(num_active, slot, num_candidates)
+  active = legal & (jnp.arange(legal.shape[0]) < num_active)
+  debiased, _ = slot_estimates(stats, tree_values, visits, solved, num_active,
+                               config=dataclasses.replace(config, variance="off"))
+  value = jnp.max(jnp.where(active, debiased, -jnp.inf))
+  value = jnp.where(jnp.any(active), value, 0.0)
+  node_solved = (jnp.sum(active) >= num_candidates) & jnp.all(jnp.where(active, solved, True))
+  # With a negative discount (zero-sum games) a child's lower bound bounds the parent from
+  # above and vice versa.
+  flip = edge.discounts < 0
+  child_bounds = jnp.where(flip, edge.child_uppers, edge.child_bounds)
+  child_uppers = jnp.where(flip, edge.child_bounds, edge.child_uppers)
+  slot_bound = jnp.maximum(node.slot_bounds[slot], _expected(edge, child_bounds))
+  # Optimistic bound: a slot's is the expectation of its children's; the node's is the best of
+  # its slots' (each starts at the game's optimistic value or its action's bound) and of the
+  # actions left out of the slots.
+  slot_upper = jnp.minimum(node.slot_uppers[slot], _expected(edge, child_uppers))
+  best_upper = jnp.max(jnp.where(legal, node.slot_uppers.at[slot].set(slot_upper), -jnp.inf))
+  upper = jnp.minimum(node.node_upper, jnp.maximum(best_upper, node.node_cut_upper))
+  return _Level(slot_value=q2_new, slot_solved=slot_solved, slot_bound=slot_bound, stats=stats,
+                num_active=num_active, value=value, solved=node_solved,
+                bound=jnp.maximum(node.node_bound, slot_bound), slot_upper=slot_upper,
+                upper=upper)
+
+
+def _bellman_level(tree_values, visits, legal, solved, num_active, stats, slot_bounds,
+                   node_bound, slot_uppers, node_upper, node_cut_upper, slot, probs, rewards,
+                   discounts, child_values, child_bounds, child_uppers, child_solved, *,
+                   config: SearchConfig) -> _Level:
+  """:func:`_bellman_update` with positional arguments (``[K]`` slot rows, ``[O]`` outcome
+  rows of the slot's chance record with the children's current values)."""
+  return _bellman_update(
+      _NodeRow(tree_values, visits, legal, solved, num_active, stats, slot_bounds, node_bound,
+               slot_uppers, node_upper, node_cut_upper),
+      _EdgeRow(slot, probs, rewards, discounts, child_values, child_bounds, child_uppers,
+               child_solved), config=config)
+
+
+def _node_row(tree: Tree, rows, node) -> _NodeRow:
+  """``[B]`` batched :class:`_NodeRow` of ``node[B]``."""
+  return _NodeRow(
+      tree.slot_value[rows, node], tree.slot_visits[rows, node], tree.slot_legal[rows, node],
+      tree.slot_solved[rows, node], tree.node_num_active[rows, node],
+      node_stats(tree, rows, node), tree.slot_bound[rows, node], tree.node_bound[rows, node],
+      tree.slot_upper[rows, node], tree.node_upper[rows, node], tree.node_cut_upper[rows, node])
+
+
+class _Carried(NamedTuple):
+  """What the leaf-to-root loop carries up: the path child's new statistics (``[B]``)."""
+
+  value: jax.Array
+  bound: jax.Array
+  upper: jax.Array
+  solved: jax.Array
+
+
+def _edge_row(tree: Tree, path: Path, edge_chances, depth, row, child: _Carried) -> _EdgeRow:
+  """``[B]`` batched :class:`_EdgeRow` of the path edge at ``row[B]``: below the deepest edge
+  the tree holds the children's statistics; above it, the path child's are ``child``'s."""
+  rows = jnp.arange(tree.batch_size)
+  chance = edge_chances[rows, row]
+  kids = tree.chance_child[rows, chance]
+  safe_kids = jnp.maximum(kids, 0)
+  carried = ((jnp.arange(tree.num_outcomes) == path.outcomes[rows, row][:, None]) &
+             (depth < path.length - 1)[:, None])
+
+  def kid(carried_value, field):
+    return jnp.where(carried, carried_value[:, None], field[rows[:, None], safe_kids])
+
+  return _EdgeRow(
+      path.slots[rows, row], tree.chance_prob[rows, chance], tree.chance_reward[rows, chance],
+      tree.chance_discount[rows, chance], kid(child.value, tree.node_value),
+      kid(child.bound, tree.node_bound), kid(child.upper, tree.node_upper),
+      kid(child.solved, tree.node_solved) & (kids >= 0))
+
+
+def _bellman_levels(tree: Tree, path: Path, edge_chances, config: SearchConfig) -> _Level:
+  """``[B, D]`` Bellman updates along every path, leaf to root.
+
+  Batched by hand like :func:`_returns`: the loop carries the child's new value, bound and
+  solved flag up the path and collects per-level results; the tree is only read (it already
+  holds the new nodes), and written once afterwards by :func:`_bellman_write_one`.
+  """
+  batch_size, depth_limit = path.slots.shape
+  rows = jnp.arange(batch_size)
+  level_fn = jax.vmap(functools.partial(_bellman_update, config=config))
+  zeros = jnp.zeros((batch_size,), jnp.int32)
+  empty = jax.tree.map(
+      lambda x: jnp.zeros((batch_size, depth_limit) + x.shape[1:], x.dtype),
+      jax.eval_shape(level_fn, _node_row(tree, rows, zeros),
+                     _EdgeRow(path.slots[:, 0], *[tree.chance_prob[:, 0]] * 6,
+                              tree.chance_child[:, 0] >= 0)))
+
+  def body(carry):
+    depth, child, levels = carry
+    depth = depth - 1
+    live = depth >= 0
+    row = jnp.maximum(depth, 0)
+    node = jnp.maximum(path.nodes[rows, row], 0)
+    level = level_fn(_node_row(tree, rows, node),
+                     _edge_row(tree, path, edge_chances, depth, row, child))
+    out_row = jnp.where(live, depth, depth_limit)
+    levels = jax.tree.map(lambda buf, x: buf.at[rows, out_row].set(x, mode="drop"), levels,
+                          level)
+    new = _Carried(level.value, level.bound, level.upper, level.solved)
+    return (jnp.maximum(depth, 0), jax.tree.map(functools.partial(jnp.where, live), new, child),
+            levels)
+
+  zeros = jnp.zeros((batch_size,), jnp.float32)
+  init = (path.length, _Carried(zeros, zeros, zeros, jnp.zeros((batch_size,), bool)), empty)
+  *_, levels = jax.lax.while_loop(lambda carry: jnp.any(carry[0] > 0), body, init)
+  return levels
+
+
+def _bellman_write_one(tree: Tree, path: Path, edge_chances, levels: _Level) -> Tree:
+  """Writes one tree's ``[D]`` level updates and visit counts."""
+  capacity = tree.node_visits.shape[0]
+  depth_limit = path.slots.shape[0]
+  on_path = jnp.arange(depth_limit) < path.length
+  node_ids = jnp.where(on_path, jnp.maximum(path.nodes[:-1], 0), capacity)
+  existing_leaf = jnp.where(path.expand, capacity, path.nodes[path.length])
+  slots = path.slots
+
+  def node_set(field, x):
+    return field.at[node_ids].set(x, mode="drop")
+
+  def slot_set(field, x):
+    return field.at[node_ids, slots].set(x, mode="drop")
+
+  return tree.replace(
+      node_visits=tree.node_visits.at[jnp.concatenate([node_ids, existing_leaf[None]])].add(
+          1, mode="drop"),
+      node_value=node_set(tree.node_value, levels.value),
+      node_num_active=node_set(tree.node_num_active, levels.num_active),
+      node_solved=node_set(tree.node_solved, levels.solved),
+      node_bound=node_set(tree.node_bound, levels.bound),
+      node_upper=node_set(tree.node_upper, levels.upper),
+      node_bias_count=node_set(tree.node_bias_count, levels.stats.count),
+      node_bias_mean=node_set(tree.node_bias_mean, levels.stats.bias_mean),
+      node_bias_sq_sum=node_set(tree.node_bias_sq_sum, levels.stats.sq_sum),
+      slot_visits=tree.slot_visits.at[node_ids, slots].add(1, mode="drop"),
+      slot_value=slot_set(tree.slot_value, levels.slot_value),
+      slot_solved=slot_set(tree.slot_solved, levels.slot_solved),
+      slot_bound=slot_set(tree.slot_bound, levels.slot_bound),
+      slot_upper=slot_set(tree.slot_upper, levels.slot_upper),
+      # A fresh expansion's outcomes were not chosen by the outcome rule: no visit to count.
+      chance_visits=tree.chance_visits.at[
+          jnp.where(on_path & ~((jnp.arange(depth_limit) == path.length - 1) & path.expand),
+                    edge_chances, capacity), path.outcomes].add(1, mode="drop"),
+  )
+
+
+def _bellman_simulation(model: Model, config: SearchConfig, params, outcome_key, key,
+                        tree: Tree, path: Path, parent_states, actions) -> Tree:
+  """Expand (all outcomes, one estimator call for ``B·O`` states) and Bellman-backup.
+
+  ``outcome_key`` is unused: every possible outcome is expanded at once (the signature is the
+  running-mean backup's, :func:`jaxsearch.search.backup_mean._mean_simulation`).
+  """
+  del outcome_key
+  batch_size = tree.batch_size
+  num_outcomes = model.num_outcomes
+  batch_ids = jnp.arange(batch_size)
+  last = jnp.maximum(path.length - 1, 0)
+  if num_outcomes == 1:
+    probs = jnp.ones((batch_size, 1), jnp.float32)
+  else:
+    probs = _outcome_probs(model, params, parent_states, actions, batch_size)
+  possible = probs > 0
+  # All possible outcomes get a node now; where they (or their chance record) do not fit, the
+  # tree stops growing.
+  fits = ((tree.num_nodes + jnp.sum(possible, axis=-1) <= tree.max_nodes)
+          & (tree.num_chance < tree.max_chance))
+  full = path.expand & ~fits
+  first_outcome = jnp.argmax(possible, axis=-1).astype(jnp.int32)
+  outcomes = jnp.where(path.expand, first_outcome, path.outcomes[batch_ids, last])
+  path = path.replace(length=jnp.where(full, last, path.length), expand=path.expand & fits,
+                      new_chance=path.new_chance & fits,
+                      outcomes=path.outcomes.at[batch_ids, last].set(outcomes))
+  expansion, rows = _expand_outcomes(model, config, params, key, parent_states, actions,
+                                     possible & path.expand[:, None])
+
+  def per_tree(x):
+    return x.reshape((batch_size, num_outcomes) + x.shape[1:])
+
+  tree, edge_chances = jax.vmap(_expand_all_one)(
+      tree, path, jax.tree.map(per_tree, expansion), jax.tree.map(per_tree, rows), probs)
+  levels = _bellman_levels(tree, path, edge_chances, config)
+  return jax.vmap(_bellman_write_one)(tree, path, edge_chances, levels)

@@ -1,0 +1,287 @@
+"""Selection: the descent of every tree from its root to the edge its simulation expands."""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple, Optional
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from jaxsearch import entropy as entropy_lib
+from jaxsearch import tree as tree_lib
+from jaxsearch.search.config import SearchConfig
+from jaxsearch.search.estimates import node_stats, slot_estimates
+from jaxsearch.selection.base import NodeView, RootContext, masked_argmax
+from jaxsearch.tree import UNEXPANDED, Tree
+
+
+@struct.dataclass
+class Path:
+  """One simulation's descent through one tree (``D`` = max depth; batched as ``[B, ...]``).
+
+  The descent records the statistics it read on the way down, so that the backup never reads
+  these tree arrays again before writing them: a read of the pre-descent arrays after the
+  descent makes XLA copy whole tree arrays every simulation (measured; DESIGN.md rules).
+
+  Attributes:
+    nodes: ``i32[D + 1]`` decision nodes from the root; ``-1`` past the end and where the leaf
+      still has to be created.
+    slots, outcomes: ``i32[D]`` the edge taken below each node.
+    chances: ``i32[D]`` the chance record of each edge (``-1``: not created yet).
+    node_visits, node_values: ``[D]`` visits and value of ``nodes[d]`` before this simulation.
+    slot_visits, slot_values: ``[D]`` the same for the slot taken at ``nodes[d]``.
+    length: ``i32[]`` number of edges ``L``.
+    expand: ``bool[]`` the last edge leads to a node that must be created.
+    new_chance: ``bool[]`` ... and its slot has no chance record yet.
+    leaf_visits, leaf_value, leaf_terminal: the existing node a simulation ends on when it
+      does not expand (a terminal node, the depth limit, or a full tree).
+  """
+
+  nodes: jax.Array
+  slots: jax.Array
+  outcomes: jax.Array
+  chances: jax.Array
+  node_visits: jax.Array
+  node_values: jax.Array
+  slot_visits: jax.Array
+  slot_values: jax.Array
+  length: jax.Array
+  expand: jax.Array
+  new_chance: jax.Array
+  leaf_visits: jax.Array
+  leaf_value: jax.Array
+  leaf_terminal: jax.Array
+
+
+def _choose_outcome(probs, visits, key, rule, gaps=None):
+  """Outcome at a chance record (``probs``/``visits``/``gaps`` ``[O]``); zero-probability
+  outcomes are never chosen."""
+  possible = probs > 0
+  if rule == "sample":
+    return jax.random.categorical(key, jnp.where(possible, jnp.log(probs), -jnp.inf)
+                                  ).astype(jnp.int32)
+  balanced = probs / (visits + 1.0)
+  if rule == "gap":
+    # Lexicographic: the weighted bound gap first, the balanced score among (near-)ties.
+    weighted = jnp.where(possible, probs * jnp.minimum(gaps, 1e6), -jnp.inf)
+    best = jnp.max(weighted)
+    tied = possible & (weighted >= best - 1e-6 * jnp.maximum(1.0, jnp.abs(best)))
+    return masked_argmax(balanced, tied)
+  return masked_argmax(balanced, possible)
+
+
+class _Cursor(NamedTuple):
+  """The descent's loop carry: where each tree's walk stands (all ``[B]`` but the buffers).
+
+  ``node`` and its ``visits``, ``value`` and ``at_terminal`` (read when the walk moved onto it,
+  so that the leaf's are in hand when the loop stops); ``depth`` edges taken so far; ``steps``
+  ``i32[B, D, 6]`` one packed row per edge (slot, outcome, child, chance record, node visits,
+  slot visits) and ``values`` ``f32[B, D, 2]`` (node value, slot value); ``go`` the walk
+  continues.
+  """
+
+  node: jax.Array
+  visits: jax.Array
+  value: jax.Array
+  at_terminal: jax.Array
+  depth: jax.Array
+  steps: jax.Array
+  values: jax.Array
+  go: jax.Array
+
+
+def _exploration(tree: Tree, batch_ids, node) -> jax.Array:
+  """``f32[B, K]`` E(s, a) of every slot of ``node[B]`` (subtree-entropy trees)."""
+  chance = tree.slot_chance[batch_ids, node]
+  safe_chance = jnp.maximum(chance, 0)
+  kids = tree.chance_child[batch_ids[:, None], safe_chance]
+  safe_kids = jnp.maximum(kids, 0)
+
+  def at_kids(field):
+    return field[batch_ids[:, None, None], safe_kids]
+
+  return jax.vmap(entropy_lib.edge_exploration)(
+      chance >= 0, tree.chance_prob[batch_ids[:, None], safe_chance], kids,
+      at_kids(tree.node_entropy), at_kids(tree.node_leaves), at_kids(tree.node_closed))
+
+
+def _node_view(tree: Tree, node, visits, value, depth, root_logits, *,
+               config: SearchConfig) -> NodeView:
+  """``[B]`` batched :class:`NodeView` of ``node[B]``: what the selection rule sees."""
+  batch_ids = jnp.arange(tree.batch_size)
+  logits = tree.slot_prior_logits[batch_ids, node]
+  if config.dirichlet_fraction > 0.0:
+    logits = jnp.where((node == 0)[:, None], root_logits, logits)
+  child_visits = tree.slot_visits[batch_ids, node]
+  child_values = tree.slot_value[batch_ids, node]
+  action_values = tree.slot_action_value[batch_ids, node]
+  legal = tree.slot_legal[batch_ids, node]
+  if config.widening and not config.selection.sees_inactive:
+    legal = legal & (jnp.arange(tree.num_slots) <
+                     tree.node_num_active[batch_ids, node][:, None])
+  if config.bellman:
+    solved = tree.slot_solved[batch_ids, node]
+    legal = legal & ~solved
+    debiased, variance = jax.vmap(functools.partial(slot_estimates, config=config))(
+        node_stats(tree, batch_ids, node), child_values, child_visits, solved,
+        tree.node_num_active[batch_ids, node])
+    upper = tree.slot_upper[batch_ids, node]
+  else:
+    debiased = jnp.where(child_visits > 0, child_values, action_values)
+    variance = jnp.zeros_like(child_values)
+    upper = jnp.full_like(child_values, tree_lib.NO_UPPER)
+  return NodeView(
+      visits=visits, value=value, child_visits=child_visits, child_values=child_values,
+      prior_logits=logits, action_values=action_values, legal=legal, depth=depth,
+      debiased_values=debiased, value_variance=variance, upper_bounds=upper,
+      child_exploration=(_exploration(tree, batch_ids, node)
+                         if config.subtree_entropy is not None else None))
+
+
+def _outcomes(tree: Tree, chance, outcome_keys, *, config: SearchConfig) -> jax.Array:
+  """``i32[B]`` the outcome taken at each tree's chance record ``chance[B]`` (``-1``: none
+  yet); the Bellman backup never descends into a solved child."""
+  batch_ids = jnp.arange(tree.batch_size)
+  safe_chance = jnp.maximum(chance, 0)
+  probs = tree.chance_prob[batch_ids, safe_chance]
+  gaps = None
+  if config.bellman:  # never descend into a solved child
+    children = tree.chance_child[batch_ids, safe_chance]
+    safe_children = jnp.maximum(children, 0)
+    open_child = ~tree.node_solved[batch_ids[:, None], safe_children]
+    probs = jnp.where(open_child & (children >= 0), probs, 0.0)
+    if config.outcome_rule == "gap":
+      gaps = (tree.node_upper[batch_ids[:, None], safe_children] -
+              tree.node_bound[batch_ids[:, None], safe_children])
+  return jax.vmap(_choose_outcome, in_axes=(0, 0, 0 if outcome_keys is not None else None,
+                                            None, 0 if gaps is not None else None))(
+      probs, tree.chance_visits[batch_ids, safe_chance], outcome_keys, config.outcome_rule,
+      gaps)
+
+
+def _descend_one_level(cursor: _Cursor, tree: Tree, root_logits, keys, root_scores, *,
+                       config: SearchConfig) -> _Cursor:
+  """Every walking tree takes one edge: scores its node's slots, picks the slot and the
+  outcome, records the edge in the path buffers and moves onto the child if it exists."""
+  depth_limit = config.max_depth
+  batch_ids = jnp.arange(tree.batch_size)
+  node, visits, value, at_terminal, depth, steps, values, go = cursor
+  view = _node_view(tree, node, visits, value, depth, root_logits, config=config)
+  child_visits, child_values = view.child_visits, view.child_values
+  if keys is not None:
+    step_keys = jax.vmap(jax.random.fold_in)(keys, depth)
+    rule_keys, outcome_keys = jnp.moveaxis(jax.vmap(jax.random.split)(step_keys), 1, 0)
+  else:
+    rule_keys = outcome_keys = None
+  scores = jax.vmap(config.selection.score, in_axes=(0, 0 if keys is not None else None))(
+      view, rule_keys)
+  if root_scores is not None:
+    scores = jnp.where((depth == 0)[:, None], root_scores, scores)
+  slot = jax.vmap(masked_argmax)(scores, view.legal)
+  chance = tree.slot_chance[batch_ids, node, slot]
+  safe_chance = jnp.maximum(chance, 0)
+  if tree.num_outcomes == 1:
+    outcome = jnp.zeros_like(slot)
+  else:
+    outcome = _outcomes(tree, chance, outcome_keys, config=config)
+  child = jnp.where(chance >= 0, tree.chance_child[batch_ids, safe_chance, outcome],
+                    UNEXPANDED)
+  # One packed int row and one float row per edge; finished trees write out of range.
+  row = jnp.where(go, depth, depth_limit)
+  slot_visits = jnp.take_along_axis(child_visits, slot[:, None], axis=1)[:, 0]
+  slot_value = jnp.take_along_axis(child_values, slot[:, None], axis=1)[:, 0]
+  steps = steps.at[batch_ids, row].set(
+      jnp.stack([slot, outcome, child, chance, visits, slot_visits], axis=-1), mode="drop")
+  values = values.at[batch_ids, row].set(jnp.stack([value, slot_value], axis=-1),
+                                         mode="drop")
+  depth = depth + go.astype(jnp.int32)
+  safe_child = jnp.maximum(child, 0)
+  moving = go & (child >= 0)
+  # Read the next node's statistics now, so the leaf's are in hand when the loop stops.
+  node = jnp.where(moving, child, node)
+  visits = jnp.where(moving, tree.node_visits[batch_ids, safe_child], visits)
+  value = jnp.where(moving, tree.node_value[batch_ids, safe_child], value)
+  at_terminal = jnp.where(moving, tree.node_terminal[batch_ids, safe_child], at_terminal)
+  go = moving & ~at_terminal & (depth < depth_limit)
+  return _Cursor(node, visits, value, at_terminal, depth, steps, values, go)
+
+
+def _root_cursor(tree: Tree, depth_limit: int) -> _Cursor:
+  """Every walk at its root; a tree whose root is empty, terminal or solved does not walk."""
+  batch_size = tree.batch_size
+  root_open = (tree.num_nodes > 0) & ~tree.node_terminal[:, 0] & ~tree.node_solved[:, 0]
+  return _Cursor(jnp.zeros((batch_size,), jnp.int32), tree.node_visits[:, 0],
+                 tree.node_value[:, 0], ~root_open, jnp.zeros((batch_size,), jnp.int32),
+                 jnp.full((batch_size, depth_limit, 6), UNEXPANDED, jnp.int32),
+                 jnp.zeros((batch_size, depth_limit, 2), jnp.float32), root_open)
+
+
+def _path_of(cursor: _Cursor, tree: Tree) -> Path:
+  """Unpacks the finished walks into a :class:`Path`; a walk that must expand into a full tree
+  ends at its parent instead."""
+  batch_size = tree.batch_size
+  batch_ids = jnp.arange(batch_size)
+  _, leaf_visits, leaf_value, leaf_terminal, length, steps, values, _ = cursor
+  nodes = jnp.concatenate([jnp.zeros((batch_size, 1), jnp.int32), steps[:, :, 2]], axis=1)
+  slots = jnp.maximum(steps[:, :, 0], 0)
+  outcomes = jnp.maximum(steps[:, :, 1], 0)
+  chances = steps[:, :, 3]
+
+  last = jnp.maximum(length - 1, 0)
+  expand = (length > 0) & (nodes[batch_ids, length] < 0)
+  # A full tree stops growing: the simulation ends at the parent and re-backs its value.
+  full = expand & (tree.num_nodes >= tree.max_nodes)
+  length = jnp.where(full, last, length)
+  expand = expand & ~full
+  # Where the loop did not move onto an existing leaf (expand, full tree) the carried
+  # statistics are the last decision node's: the leaf's in the full-tree case.
+  leaf_terminal = leaf_terminal & ~expand
+  new_chance = expand & (chances[batch_ids, last] < 0)
+  return Path(nodes=nodes, slots=slots, outcomes=outcomes, chances=chances,
+              node_visits=steps[:, :, 4], node_values=values[:, :, 0],
+              slot_visits=steps[:, :, 5], slot_values=values[:, :, 1], length=length,
+              expand=expand, new_chance=new_chance, leaf_visits=leaf_visits,
+              leaf_value=leaf_value, leaf_terminal=leaf_terminal)
+
+
+def _select(tree: Tree, root_logits, keys, *, config: SearchConfig,
+            root_context: Optional[RootContext] = None) -> tuple[Path, Tree]:
+  """Descends every tree of the batch from its root to the edge its simulation will expand.
+
+  The descent is batched by hand rather than vmapped: under ``vmap`` a ``while_loop`` with a
+  per-tree predicate re-selects its whole carry (the path) every level, which measured as a
+  third of the descent's kernels. Here finished trees simply stop writing (their path writes
+  go out of range and are dropped). The selection *rule* is still a pure per-node function,
+  vmapped over the batch.
+
+  The tree rides through the loop unchanged and is returned, so that later reads and the
+  backup's in-place writes are ordered after the descent.
+
+  Args:
+    tree: ``[B, ...]`` trees.
+    root_logits: ``f32[B, K]`` root prior logits (Dirichlet noise mixed in).
+    keys: ``[B]`` keys for rules or outcome rules that draw, else ``None``.
+    root_context: ``[B]`` batched :class:`RootContext` for ``config.root_selection``; the
+      root rule is scored once, before the descent, and its scores replace the interior
+      rule's at depth 0 (a mask, not a branch).
+  Returns:
+    ``(path, tree)`` with a batched :class:`Path` (``[B, ...]``).
+  """
+  root_scores = None
+  if config.root_selection is not None:
+    zeros = jnp.zeros((tree.batch_size,), jnp.int32)
+    root_scores = jax.vmap(config.root_selection.score)(
+        _node_view(tree, zeros, tree.node_visits[:, 0], tree.node_value[:, 0], zeros,
+                   root_logits, config=config),
+        root_context)
+
+  def body(carry):
+    cursor, tree = carry
+    return _descend_one_level(cursor, tree, root_logits, keys, root_scores,
+                              config=config), tree
+
+  cursor, tree = jax.lax.while_loop(lambda carry: jnp.any(carry[0].go), body,
+                                    (_root_cursor(tree, config.max_depth), tree))
+  return _path_of(cursor, tree), tree

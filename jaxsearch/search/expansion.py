@@ -1,0 +1,147 @@
+"""Expansion: writing the expanded edge and its new node(s), stepping every outcome."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from jaxsearch.model import Expansion, Model
+from jaxsearch.search.config import SearchConfig
+from jaxsearch.search.descent import Path
+from jaxsearch.search.nodes import NodeRows, _node_rows, _set_node
+from jaxsearch.tree import UNEXPANDED, Tree
+
+
+def _expand_one(tree: Tree, path: Path, expansion: Expansion, rows: NodeRows,
+                probs) -> tuple[Tree, jax.Array]:
+  """Writes the expanded edge (chance record, reward, discount, child) and the new node of one
+  tree; returns it with ``i32[D]``, each path edge's chance record."""
+  capacity = tree.node_visits.shape[0]
+  depth_limit = path.slots.shape[0]
+  length, expand, new_chance = path.length, path.expand, path.new_chance
+  last = jnp.maximum(length - 1, 0)
+  parent, slot, outcome = path.nodes[last], path.slots[last], path.outcomes[last]
+
+  # The chance record of the expanded slot (created if new); out-of-range writes are dropped.
+  chance_index = jnp.where(new_chance, tree.num_chance, path.chances[last])
+  drop_chance = jnp.where(new_chance, tree.num_chance, capacity)
+  new_node = tree.num_nodes
+  write_node = jnp.where(expand, new_node, capacity)
+  write_edge = jnp.where(expand, chance_index, capacity)
+
+  edge_chances = jnp.maximum(jnp.where(
+      (jnp.arange(depth_limit) == last) & new_chance, tree.num_chance, path.chances), 0)
+  tree = _set_node(tree, write_node, expansion, rows, parent, length)
+  return tree.replace(
+      slot_chance=tree.slot_chance.at[jnp.where(new_chance, parent, capacity), slot].set(
+          tree.num_chance, mode="drop"),
+      chance_node=tree.chance_node.at[drop_chance].set(parent, mode="drop"),
+      chance_prob=tree.chance_prob.at[drop_chance].set(probs, mode="drop"),
+      chance_child=tree.chance_child.at[write_edge, outcome].set(new_node, mode="drop"),
+      chance_reward=tree.chance_reward.at[write_edge, outcome].set(expansion.reward,
+                                                                   mode="drop"),
+      chance_discount=tree.chance_discount.at[write_edge, outcome].set(expansion.discount,
+                                                                       mode="drop"),
+      num_nodes=tree.num_nodes + expand.astype(jnp.int32),
+      num_chance=tree.num_chance + new_chance.astype(jnp.int32),
+      nonfinite_estimates=tree.nonfinite_estimates + (rows.bad & expand).astype(jnp.int32),
+  ), edge_chances
+
+
+def _expand_all_one(tree: Tree, path: Path, expansion: Expansion, rows: NodeRows,
+                    probs) -> tuple[Tree, jax.Array]:
+  """Bellman mode: creates the expanded slot's chance record with **every** possible outcome's
+  node at once (``expansion``/``rows`` are ``[O, ...]``, unbatched tree). Returns the tree and
+  ``i32[D]``, each path edge's chance record."""
+  capacity = tree.node_visits.shape[0]
+  depth_limit = path.slots.shape[0]
+  last = jnp.maximum(path.length - 1, 0)
+  parent, slot = path.nodes[last], path.slots[last]
+  expand = path.expand
+  possible = probs > 0
+  child_ids = tree.num_nodes + jnp.cumsum(possible).astype(jnp.int32) - 1
+  children = jnp.where(possible, child_ids, UNEXPANDED)
+  tree = _set_node(tree, jnp.where(expand & possible, child_ids, capacity), expansion, rows,
+                   parent, path.length)
+  chance = tree.num_chance
+  write_chance = jnp.where(expand, chance, capacity)
+  edge_chances = jnp.maximum(jnp.where(
+      (jnp.arange(depth_limit) == last) & expand, chance, path.chances), 0)
+  return tree.replace(
+      slot_chance=tree.slot_chance.at[jnp.where(expand, parent, capacity), slot].set(
+          chance, mode="drop"),
+      chance_node=tree.chance_node.at[write_chance].set(parent, mode="drop"),
+      chance_prob=tree.chance_prob.at[write_chance].set(probs, mode="drop"),
+      chance_child=tree.chance_child.at[write_chance].set(children, mode="drop"),
+      # Impossible outcomes hold zeros, however (or whether) they were evaluated.
+      chance_reward=tree.chance_reward.at[write_chance].set(
+          jnp.where(possible, expansion.reward, 0.0), mode="drop"),
+      chance_discount=tree.chance_discount.at[write_chance].set(
+          jnp.where(possible, expansion.discount, 0.0), mode="drop"),
+      num_nodes=tree.num_nodes + jnp.where(expand, jnp.sum(possible), 0).astype(jnp.int32),
+      num_chance=tree.num_chance + expand.astype(jnp.int32),
+      nonfinite_estimates=tree.nonfinite_estimates + jnp.where(
+          expand, jnp.sum(rows.bad & possible), 0).astype(jnp.int32),
+  ), edge_chances
+
+
+def _expand_outcomes(model: Model, config: SearchConfig, params, key, parent_states, actions,
+                     wanted) -> tuple[Expansion, NodeRows]:
+  """Steps and evaluates every outcome of each tree's expanded action: ``(expansion, rows)``
+  with leading ``[B·O]`` (tree-major), of which only ``wanted`` (``bool[B, O]``) matter.
+
+  Where ``B·O <= config.expand_chunk``: one model call for all ``B·O`` states. Otherwise the
+  wanted ones are compacted to the front and done ``expand_chunk`` at a time in a loop that
+  runs only as many chunks as there are wanted states; each chunk is reduced to its node rows
+  (``K`` slots) before the next, so the estimator's ``[·, A]`` outputs exist for one chunk
+  only. The other entries keep zero rows and states (they are never written to the tree).
+  The returned ``expansion`` carries ``legal`` and ``estimate`` only on the one-call path
+  (``None`` otherwise): the tree reads its rows.
+  """
+  batch_size, num_outcomes = wanted.shape
+  total = batch_size * num_outcomes
+  all_outcomes = jnp.tile(jnp.arange(num_outcomes, dtype=jnp.int32), batch_size)
+  if total <= config.expand_chunk:
+    def repeat(x):
+      return jnp.repeat(x, num_outcomes, axis=0)
+
+    expansion = model.step(params, key, jax.tree.map(repeat, parent_states), repeat(actions),
+                           all_outcomes)
+    return expansion, _node_rows(expansion, config, model.num_actions)
+  chunk = config.expand_chunk
+  num_chunks = -(-total // chunk)
+  flat = wanted.reshape(-1)
+  count = jnp.sum(flat, dtype=jnp.int32)
+  # Wanted entries first, in order; the padding repeats entry 0 and is never written.
+  order = jnp.argsort(~flat, stable=True).astype(jnp.int32)
+  order = jnp.concatenate([order, jnp.zeros((num_chunks * chunk - total,), jnp.int32)])
+
+  def light(entries, chunk_key):
+    """Steps and evaluates flat entries ``i32[c]``; keeps what the tree stores."""
+    tree_ids = entries // num_outcomes
+    expansion = model.step(params, chunk_key,
+                           jax.tree.map(lambda x: x[tree_ids], parent_states),
+                           actions[tree_ids], entries % num_outcomes)
+    rows = _node_rows(expansion, config, model.num_actions)
+    return expansion.replace(legal=None, estimate=None), rows
+
+  shapes = jax.eval_shape(light, order[:chunk], key)
+  buffers = jax.tree.map(lambda x: jnp.zeros((total,) + x.shape[1:], x.dtype), shapes)
+
+  def body(index, buffers):
+    start = index * chunk
+    entries = jax.lax.dynamic_slice_in_dim(order, start, chunk)
+    targets = jnp.where(start + jnp.arange(chunk) < count, entries, total)  # total: dropped
+    # A key per chunk: a stochastic estimator's draws are not repeated from chunk to chunk.
+    return jax.tree.map(lambda buffer, x: buffer.at[targets].set(x, mode="drop"), buffers,
+                        light(entries, jax.random.fold_in(key, index)))
+
+  return jax.lax.fori_loop(0, (count + chunk - 1) // chunk, body, buffers)
+
+
+def _outcome_probs(model: Model, params, states, actions, batch_size: int) -> jax.Array:
+  probs = model.outcome_probs(params, states, actions)
+  if probs.shape != (batch_size, model.num_outcomes):
+    raise ValueError(f"outcome_probs must return [B, O]=({batch_size}, "
+                     f"{model.num_outcomes}), got {probs.shape}")
+  return probs

@@ -1,0 +1,129 @@
+"""The search: :func:`init_tree`, :func:`run` and the simulation loop."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import jax
+import jax.numpy as jnp
+
+from jaxsearch import tree as tree_lib
+from jaxsearch import validation
+from jaxsearch.game import per_item_keys
+from jaxsearch.model import Model
+from jaxsearch.search.backup_bellman import _bellman_simulation
+from jaxsearch.search.backup_mean import _mean_simulation
+from jaxsearch.search.config import SearchConfig
+from jaxsearch.search.descent import _select
+from jaxsearch.search.nodes import _node_rows, _root_noise_logits, _write_root
+from jaxsearch.selection.base import RootContext
+from jaxsearch.tree import Tree
+
+
+def init_tree(model: Model, config: SearchConfig, params, key, root_input,
+              tree: Optional[Tree] = None) -> Tree:
+  """A batch of trees whose roots are ``root_input`` (evaluated once).
+
+  Where ``tree`` is given, its non-empty rows are kept (subtree reuse) and only its empty rows
+  (``num_nodes == 0``, e.g. after :func:`jaxsearch.tree.reroot` into an unexpanded child) start
+  from ``root_input``.
+  """
+  validation.check_inputs(model, config, params, key, root_input, tree)  # trace time only
+  expansion = model.root(params, key, root_input)
+  batch_size, num_actions = expansion.legal.shape
+  if num_actions != model.num_actions:
+    raise ValueError(f"root legal mask has {num_actions} actions, the model {model.num_actions}")
+  state_example = jax.tree.map(lambda x: x[0], expansion.state)
+  num_buckets = config.num_buckets if config.bellman else 1
+  fresh = tree_lib.allocate(batch_size, config.max_nodes, config.slots_for(num_actions),
+                            model.num_outcomes, state_example, num_buckets, config.bellman,
+                            entropy=config.subtree_entropy is not None,
+                            max_chance=config.chance_capacity)
+  fresh = jax.vmap(_write_root)(fresh, expansion, _node_rows(expansion, config, num_actions))
+  if tree is None:
+    return fresh
+  expected = (batch_size, config.max_nodes, config.slots_for(num_actions), model.num_outcomes,
+              num_buckets, config.chance_capacity)
+  got = (tree.batch_size, tree.max_nodes, tree.num_slots, tree.num_outcomes, tree.num_buckets,
+         tree.max_chance)
+  if got != expected:
+    raise ValueError(f"tree has (B, N, K, O, V, C) = {got}, this search needs {expected}")
+  if tree.slot_bound.shape != fresh.slot_bound.shape:
+    raise ValueError("the tree was made for the other backup (backup='mean' vs 'bellman')")
+  if tree.node_entropy.shape != fresh.node_entropy.shape:
+    raise ValueError("the tree was made with another subtree_entropy setting (None vs kept)")
+  if jax.tree.structure(tree.node_state) != jax.tree.structure(fresh.node_state):
+    raise ValueError("tree.node_state does not match the structure of the root states")
+  keep = tree.num_nodes > 0
+  return jax.tree.map(
+      lambda old, new: jnp.where(keep.reshape((-1,) + (1,) * (old.ndim - 1)), old, new),
+      tree, fresh)
+
+
+def draw_root_noise(config: SearchConfig, key, batch_size: int, num_slots: int) -> jax.Array:
+  """``f32[B, K]`` the per-search draw of ``config.root_selection`` (zeros without one, or
+  when the rule draws nothing); item ``b`` depends on ``key`` and ``b`` only."""
+  rule = config.root_selection
+  if rule is None or rule.noise is None:
+    return jnp.zeros((batch_size, num_slots), jnp.float32)
+  return jax.vmap(lambda k: rule.noise(k, (num_slots,)))(per_item_keys(key, batch_size))
+
+
+def run(model: Model, config: SearchConfig, params, key, root_input,
+        tree: Optional[Tree] = None, root_noise: Optional[jax.Array] = None) -> Tree:
+  """Runs ``config.num_simulations`` simulations on a batch of trees and returns them.
+
+  Args:
+    model: the batched world (see :mod:`jaxsearch.model`).
+    config: static settings.
+    params: estimator parameters (any pytree, passed through).
+    key: a PRNG key.
+    root_input: the root states ``[B, ...]`` (for :func:`jaxsearch.model.from_game`).
+    tree: optional trees to continue (subtree reuse).
+    root_noise: ``f32[B, K]`` the per-search draw of ``config.root_selection``
+      (:func:`draw_root_noise`); ``None`` draws it from ``key``.
+  Returns:
+    The trees, ``[B, N, ...]``.
+  """
+  root_key, noise_key, loop_key = jax.random.split(key, 3)
+  tree = init_tree(model, config, params, root_key, root_input, tree)
+  batch_size = tree.batch_size
+  batch_ids = jnp.arange(batch_size)
+  root_logits = tree.slot_prior_logits[:, 0]
+  if config.dirichlet_fraction > 0.0:
+    root_logits = jax.vmap(_root_noise_logits, in_axes=(0, 0, 0, None, None))(
+        per_item_keys(noise_key, batch_size), root_logits, tree.slot_legal[:, 0],
+        config.dirichlet_fraction, config.dirichlet_alpha)
+  needs_key = config.selection.needs_key or (
+      model.num_outcomes > 1 and config.outcome_rule == "sample")
+  root_raw_value = tree.node_raw_value[:, 0]
+  if config.root_selection is not None and root_noise is None:
+    root_noise = draw_root_noise(config, jax.random.fold_in(noise_key, 1), batch_size,
+                                 tree.num_slots)
+
+  # The backup is picked once, at trace time: one simulation body per search.
+  backup = _bellman_simulation if config.bellman else _mean_simulation
+
+  def simulate(sim, tree):
+    sim_key = jax.random.fold_in(loop_key, sim)
+    select_key, outcome_key, estimator_key = jax.random.split(sim_key, 3)
+    tree_keys = per_item_keys(select_key, batch_size) if needs_key else None
+    root_context = None
+    if config.root_selection is not None:
+      root_context = RootContext(noise=root_noise,
+                                 simulation=jnp.full((batch_size,), sim, jnp.int32),
+                                 raw_value=root_raw_value)
+    path, tree = _select(tree, root_logits, tree_keys, config=config,
+                         root_context=root_context)
+    # Ties the tree's later reads and in-place writes to after the descent, so that XLA
+    # updates the buffers the descent read instead of copying them (see _select).
+    path, tree = jax.lax.optimization_barrier((path, tree))
+    last = jnp.maximum(path.length - 1, 0)
+    parents = path.nodes[batch_ids, last]
+    slots = path.slots[batch_ids, last]
+    parent_states = jax.tree.map(lambda x: x[batch_ids, parents], tree.node_state)
+    actions = tree.slot_action[batch_ids, parents, slots]
+    return backup(model, config, params, outcome_key, estimator_key, tree, path,
+                  parent_states, actions)
+
+  return jax.lax.fori_loop(0, config.num_simulations, simulate, tree)

@@ -1,0 +1,286 @@
+"""New decision nodes: sanitising estimator output, slot rows, writing nodes and the root."""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Optional
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from jaxsearch import entropy as entropy_lib
+from jaxsearch import tree as tree_lib
+from jaxsearch.model import Expansion
+from jaxsearch.search.config import SearchConfig
+from jaxsearch.selection.base import masked_softmax
+from jaxsearch.tree import UNEXPANDED, Tree
+
+
+@struct.dataclass
+class NodeRows:
+  """Everything a new decision node stores (leading ``[B]``; ``K`` slots).
+
+  ``slot_*`` are ``[B, K]``; ``value``, ``raw_value``, ``bound``, ``upper`` ``f32[B]``;
+  ``num_active`` ``i32[B]``; ``cut_upper`` ``f32[B]`` the best optimistic bound among legal
+  actions that have no slot (``Tree.node_cut_upper``); ``bad``
+  ``bool[B]`` flags estimator output that was NaN/inf and was replaced. ``entropy``,
+  ``leaves``, ``closed`` (``[B]``): the new node's subtree-entropy statistics, ``None``
+  unless ``config.subtree_entropy``.
+  """
+
+  slot_action: jax.Array
+  slot_legal: jax.Array
+  slot_prior_logits: jax.Array
+  slot_action_value: jax.Array
+  slot_value: jax.Array
+  num_active: jax.Array
+  value: jax.Array
+  raw_value: jax.Array
+  bound: jax.Array
+  upper: jax.Array
+  cut_upper: jax.Array
+  bad: jax.Array
+  slot_upper: Optional[jax.Array] = None
+  entropy: Optional[jax.Array] = None
+  leaves: Optional[jax.Array] = None
+  closed: Optional[jax.Array] = None
+
+
+class _Sanitised(NamedTuple):
+  """Estimator output after :func:`_sanitise` (``[B]`` / ``[B, A]``)."""
+
+  legal: jax.Array  # bool[B, A] the actions the search may use
+  value: jax.Array  # f32[B]
+  logits: jax.Array  # f32[B, A]
+  action_values: jax.Array  # f32[B, A] q̂1
+  declared_useless: jax.Array  # bool[B, A] legal actions with q̂1 = -inf
+  bad: jax.Array  # bool[B] misbehaving rows
+
+
+def _sanitise(expansion: Expansion, config: SearchConfig, num_actions: int) -> _Sanitised:
+  """Replaces non-finite values, prior logits and action values (see :func:`_node_rows`)."""
+  estimate = expansion.estimate
+  legal = expansion.legal
+  declared_useless = jnp.zeros_like(legal)
+  batch_size = legal.shape[0]
+  value = jnp.asarray(estimate.value, jnp.float32)
+  bad = ~jnp.isfinite(value)
+  value = jnp.where(bad | expansion.terminal, 0.0, value)
+  if estimate.prior_logits is None:
+    logits = jnp.zeros((batch_size, num_actions), jnp.float32)
+  else:
+    logits = jnp.asarray(estimate.prior_logits, jnp.float32)
+    bad_logits = jnp.any(jnp.isnan(logits) | (logits == jnp.inf), axis=-1)
+    bad = bad | bad_logits
+    logits = jnp.where(bad_logits[:, None], 0.0, logits)
+  if estimate.action_values is None:
+    if config.bellman:
+      raise ValueError(
+          "backup='bellman' (AVTS) needs an estimator that returns Estimate.action_values "
+          "(q̂1 for every action), got action_values=None")
+    action_values = jnp.zeros((batch_size, num_actions), jnp.float32)
+  else:
+    action_values = jnp.asarray(estimate.action_values, jnp.float32)
+    finite = jnp.isfinite(action_values)
+    declared_useless = legal & (action_values == -jnp.inf)
+    bad = bad | jnp.any(legal & (jnp.isnan(action_values) | (action_values == jnp.inf)),
+                        axis=-1)
+    if config.bellman:
+      usable = legal & finite
+      none_left = ~jnp.any(usable, axis=-1, keepdims=True)
+      legal = jnp.where(none_left, legal, usable)
+      action_values = jnp.where(finite, action_values, value[:, None])
+    else:
+      action_values = jnp.where(finite, action_values, 0.0)
+  return _Sanitised(legal=legal, value=value, logits=logits, action_values=action_values,
+                    declared_useless=declared_useless, bad=bad)
+
+
+def _slot_layout(clean: _Sanitised, action_bounds, config: SearchConfig,
+                 num_actions: int) -> tuple[jax.Array, Optional[jax.Array]]:
+  """``(slot_action i32[B, K], slot_valid bool[B, K] or None)``: which action each slot holds
+  (see :func:`_node_rows`); ``slot_valid`` marks the bound slots that found an action."""
+  legal = clean.legal
+  batch_size = legal.shape[0]
+  num_slots = config.slots_for(num_actions)
+  slot_valid = None
+  if num_slots == num_actions and not config.widening:
+    slot_action = jnp.broadcast_to(jnp.arange(num_actions, dtype=jnp.int32),
+                                   (batch_size, num_actions))
+  else:
+    ranking = clean.action_values if config.bellman else clean.logits
+    # Legal actions first, best first; ties by index (top_k is stable).
+    keys = jnp.where(legal, ranking, -jnp.inf)
+    # Only a real cut (K < A) needs them; without one every action has a slot anyway.
+    reserve = min(config.bound_slots, num_slots - 1) if num_slots < num_actions else 0
+    if reserve and action_bounds is not None and config.bellman:
+      _, first = jax.lax.top_k(keys, num_slots - reserve)
+      taken = jnp.zeros(keys.shape, bool).at[jnp.arange(batch_size)[:, None], first].set(True)
+      bound_keys = jnp.where(legal & ~taken & jnp.isfinite(clean.action_values),
+                             jnp.asarray(action_bounds, jnp.float32), -jnp.inf)
+      bound_keys = jnp.where(jnp.isnan(bound_keys), -jnp.inf, bound_keys)
+      second_keys, second = jax.lax.top_k(bound_keys, reserve)
+      slot_action = jnp.concatenate([first, second], axis=1)
+      slot_valid = jnp.concatenate([jnp.ones(first.shape, bool), second_keys > -jnp.inf], axis=1)
+    else:
+      _, slot_action = jax.lax.top_k(keys, num_slots)
+    slot_action = slot_action.astype(jnp.int32)
+  return slot_action, slot_valid
+
+
+def _optimistic_bounds(expansion: Expansion, config: SearchConfig, wanted, cut, slot_action,
+                       slot_legal, bad):
+  """``(upper f32[B], cut_upper f32[B], slot_upper f32[B, K] or None, bad)``: the node's
+  optimistic bound, the best bound among the wanted actions left out of its slots, and the
+  slots' (from ``Estimate.action_bounds``; Bellman backup)."""
+  estimate = expansion.estimate
+  batch_size = wanted.shape[0]
+  no_upper = jnp.float32(tree_lib.NO_UPPER)
+  slot_upper = None
+  if expansion.optimistic is None:
+    upper = jnp.full((batch_size,), no_upper, jnp.float32)
+  else:
+    upper = jnp.where(expansion.terminal, 0.0, jnp.asarray(expansion.optimistic, jnp.float32))
+    bad = bad | ~jnp.isfinite(upper)
+    upper = jnp.where(jnp.isfinite(upper), upper, no_upper)
+  if expansion.optimistic is not None and estimate.action_bounds is not None and config.bellman:
+    # Per-action admissible bounds: NaN or +inf is misbehaviour (no bound), -inf is fine
+    # where the action is declared useless.
+    action_bounds = jnp.asarray(estimate.action_bounds, jnp.float32)
+    broken = wanted & ~jnp.isfinite(action_bounds)
+    bad = bad | jnp.any(broken, axis=-1)
+    action_bounds = jnp.where(broken, no_upper, action_bounds)
+    best_action = jnp.max(jnp.where(wanted, action_bounds, -no_upper), axis=-1)
+    upper = jnp.where(expansion.terminal | ~jnp.any(wanted, axis=-1), upper,
+                      jnp.minimum(upper, best_action))
+    # Which wanted actions have no slot (a scatter only this branch needs).
+    in_slots = jnp.zeros(wanted.shape, jnp.int32).at[
+        jnp.arange(batch_size)[:, None], slot_action].max(slot_legal.astype(jnp.int32)) > 0
+    cut_upper = jnp.max(jnp.where(wanted & ~in_slots, action_bounds, -no_upper), axis=-1)
+    slot_upper = jnp.minimum(upper[:, None],
+                             jnp.take_along_axis(action_bounds, slot_action, axis=1))
+  else:
+    cut_upper = jnp.where(cut, no_upper, -no_upper)
+  return upper, cut_upper, slot_upper, bad
+
+
+def _achievable_bound(expansion: Expansion, bad) -> tuple[jax.Array, jax.Array]:
+  """``(bound f32[B], bad)``: the game's pessimistic value (0 without one or when terminal)."""
+  if expansion.pessimistic is None:
+    return jnp.zeros((expansion.legal.shape[0],), jnp.float32), bad
+  bound = jnp.where(expansion.terminal, 0.0, jnp.asarray(expansion.pessimistic, jnp.float32))
+  bad = bad | ~jnp.isfinite(bound)
+  return jnp.where(jnp.isfinite(bound), bound, -1.0e30), bad
+
+
+def _node_rows(expansion: Expansion, config: SearchConfig, num_actions: int) -> NodeRows:
+  """Sanitises a batch of estimates and lays them out as slot rows.
+
+  Non-finite output never reaches the tree. Values that are NaN/inf become 0; a row of prior
+  logits holding NaN or ``+inf`` becomes uniform (``-inf`` is a legitimate zero prior). Action
+  values: ``-inf`` masks an action on purpose — the estimator declares it never optimal (e.g. a
+  useless Wordle guess), and certification trusts that; NaN and ``+inf`` mask it too, count as
+  misbehaviour and leave the node's optimistic bound uncertifiable. If that masks every legal
+  action of a live state, they all stay selectable with q̂1 = the (sanitised) value. ``bad``
+  flags misbehaving rows.
+
+  Slots: with ``K = A`` and no widening, slot ``k`` is action ``k``; otherwise the slots hold
+  the top-``K`` actions by q̂1 (Bellman backup) or prior logit, best first, so that widening
+  activates them in order and illegal ones come last; with ``config.bound_slots`` the last
+  ones are instead the best action bounds among the rest.
+  """
+  clean = _sanitise(expansion, config, num_actions)
+  batch_size = clean.legal.shape[0]
+  num_slots = config.slots_for(num_actions)
+  slot_action, slot_valid = _slot_layout(clean, expansion.estimate.action_bounds, config,
+                                         num_actions)
+
+  def gather(x):
+    return jnp.take_along_axis(x, slot_action, axis=1)
+
+  slot_legal = gather(clean.legal)
+  if slot_valid is not None:
+    slot_legal = slot_legal & slot_valid
+  slot_action_value = jnp.where(slot_legal, gather(clean.action_values), 0.0)
+  num_candidates = jnp.sum(slot_legal, axis=-1).astype(jnp.int32)
+  if config.widening:
+    num_active = jnp.minimum(num_candidates, 1)
+  else:
+    num_active = jnp.full((batch_size,), num_slots, jnp.int32)
+  if config.bellman:
+    # V = best q̂1 among the active slots (the debias statistics are empty in a new node).
+    active = slot_legal & (jnp.arange(num_slots) < num_active[:, None])
+    node_value = jnp.max(jnp.where(active, slot_action_value, -jnp.inf), axis=-1)
+    node_value = jnp.where(jnp.any(active, axis=-1) & ~expansion.terminal, node_value, 0.0)
+    slot_value = slot_action_value
+  else:
+    node_value = clean.value
+    slot_value = jnp.zeros_like(slot_action_value)
+  wanted = expansion.legal & ~clean.declared_useless
+  cut = jnp.sum(wanted, axis=-1) > jnp.sum(slot_legal, axis=-1)
+  upper, cut_upper, slot_upper, bad = _optimistic_bounds(expansion, config, wanted, cut,
+                                                         slot_action, slot_legal, clean.bad)
+  bound, bad = _achievable_bound(expansion, bad)
+  entropy = leaves = closed = None
+  if config.subtree_entropy is not None:
+    entropy, leaves, closed = entropy_lib.fresh_node(slot_legal, gather(clean.logits),
+                                                     expansion.terminal, config.entropy_policy)
+  return NodeRows(slot_action=slot_action, slot_legal=slot_legal,
+                  slot_prior_logits=gather(clean.logits), slot_action_value=slot_action_value,
+                  slot_value=slot_value, num_active=num_active, value=node_value,
+                  raw_value=clean.value, bound=bound, upper=upper, cut_upper=cut_upper, bad=bad,
+                  slot_upper=slot_upper,
+                  entropy=entropy, leaves=leaves, closed=closed)
+
+
+def _set_node(tree: Tree, index, expansion: Expansion, rows: NodeRows, parent, depth) -> Tree:
+  """Writes decision node(s) ``index`` of one (unbatched) tree from unbatched ``rows``:
+  ``index`` is a scalar (rows unbatched) or ``[M]`` (rows ``[M, ...]``); out-of-range indices
+  are dropped."""
+
+  def put(field, x):
+    return field.at[index].set(x, mode="drop")
+
+  if tree.slot_upper.shape[-1] == rows.slot_action.shape[-1]:  # Bellman trees only
+    tree = tree.replace(slot_upper=put(tree.slot_upper, jnp.broadcast_to(
+        rows.upper[..., None], rows.slot_action.shape) if rows.slot_upper is None
+                                       else rows.slot_upper))
+  if rows.entropy is not None:  # subtree-entropy trees only
+    tree = tree.replace(node_entropy=put(tree.node_entropy, rows.entropy),
+                        node_leaves=put(tree.node_leaves, rows.leaves),
+                        node_closed=put(tree.node_closed, rows.closed))
+  return tree.replace(
+      node_visits=put(tree.node_visits, 1),
+      node_value=put(tree.node_value, rows.value),
+      node_raw_value=put(tree.node_raw_value, rows.raw_value),
+      node_parent=put(tree.node_parent, parent),
+      node_depth=put(tree.node_depth, depth),
+      node_terminal=put(tree.node_terminal, expansion.terminal),
+      node_state=jax.tree.map(put, tree.node_state, expansion.state),
+      node_num_active=put(tree.node_num_active, rows.num_active),
+      node_solved=put(tree.node_solved, expansion.terminal),
+      node_bound=put(tree.node_bound, rows.bound),
+      node_upper=put(tree.node_upper, rows.upper),
+      node_cut_upper=put(tree.node_cut_upper, rows.cut_upper),
+      slot_action=put(tree.slot_action, rows.slot_action),
+      slot_legal=put(tree.slot_legal, rows.slot_legal),
+      slot_prior_logits=put(tree.slot_prior_logits, rows.slot_prior_logits),
+      slot_action_value=put(tree.slot_action_value, rows.slot_action_value),
+      slot_value=put(tree.slot_value, rows.slot_value),
+  )
+
+
+def _write_root(tree: Tree, expansion: Expansion, rows: NodeRows) -> Tree:
+  """Writes node 0 of one empty tree (unbatched)."""
+  tree = _set_node(tree, 0, expansion, rows, UNEXPANDED, 0)
+  return tree.replace(num_nodes=jnp.int32(1),
+                      nonfinite_estimates=tree.nonfinite_estimates + rows.bad.astype(jnp.int32))
+
+
+def _root_noise_logits(key, logits, legal, fraction, alpha):
+  """Dirichlet noise over the legal actions of one root, as logits (``-inf`` = illegal)."""
+  gammas = jax.random.gamma(key, alpha, logits.shape)
+  gammas = jnp.where(legal, gammas, 0.0)
+  noise = gammas / jnp.maximum(jnp.sum(gammas), jnp.finfo(jnp.float32).tiny)
+  mixed = (1.0 - fraction) * masked_softmax(logits, legal) + fraction * noise
+  return jnp.where(legal & (mixed > 0), jnp.log(jnp.maximum(mixed, 1e-30)), -jnp.inf)

@@ -1,0 +1,98 @@
+"""Subtree-entropy statistics along the backup path (entropy-guided PUCT, ALGORITHMS.md §4)."""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+
+from jaxsearch import entropy as entropy_lib
+from jaxsearch.search.config import SearchConfig
+from jaxsearch.search.descent import Path
+from jaxsearch.selection.base import NodeView
+from jaxsearch.tree import UNEXPANDED, Tree
+
+
+def _node_entropy(legal, visits, values, logits, node_visits, node_value, terminal, has_chance,
+                  probs, kids, kid_entropy, kid_leaves, kid_closed, *, config: SearchConfig):
+  """``(H, K, closed)`` of one node from its ``[K]`` slot rows and its children's ``[K, O]``
+  statistics, under ``config.entropy_policy``'s playout policy."""
+  view = NodeView(visits=node_visits, value=node_value, child_visits=visits,
+                  child_values=values, prior_logits=logits, action_values=values,
+                  legal=legal, depth=jnp.int32(0), debiased_values=values,
+                  value_variance=values, upper_bounds=values)
+  probs_policy = entropy_lib.playout_policy(view, config.entropy_policy, config.entropy_pibar_c)
+  edge = entropy_lib.edge_stats(has_chance, probs, kids, kid_entropy, kid_leaves, kid_closed)
+  return entropy_lib.node_stats(probs_policy, legal, terminal, *edge,
+                                mode=config.subtree_entropy)
+
+
+def _level_entropy(tree: Tree, path: Path, node, row, depth, child_h, child_k, child_c, *,
+                   config: SearchConfig):
+  """``(H, K, closed)`` ``[B]`` of the path nodes ``node[B]`` at ``row[B]``: the path child
+  (below every level but the deepest) takes the carried statistics ``child_*``."""
+  rows = jnp.arange(tree.batch_size)
+  chance = tree.slot_chance[rows, node]
+  safe_chance = jnp.maximum(chance, 0)
+  kids = jnp.where((chance >= 0)[:, :, None], tree.chance_child[rows[:, None], safe_chance],
+                   UNEXPANDED)
+  safe_kids = jnp.maximum(kids, 0)
+  carried = ((jnp.arange(tree.num_slots) == path.slots[rows, row][:, None])[:, :, None] &
+             (jnp.arange(tree.num_outcomes) == path.outcomes[rows, row][:, None])[:, None, :] &
+             (depth < path.length)[:, None, None])
+
+  def kid(field, value):
+    return jnp.where(carried, value[:, None, None], field[rows[:, None, None], safe_kids])
+
+  return jax.vmap(functools.partial(_node_entropy, config=config))(
+      tree.slot_legal[rows, node], tree.slot_visits[rows, node], tree.slot_value[rows, node],
+      tree.slot_prior_logits[rows, node], tree.node_visits[rows, node],
+      tree.node_value[rows, node], tree.node_terminal[rows, node], chance >= 0,
+      tree.chance_prob[rows[:, None], safe_chance], kids, kid(tree.node_entropy, child_h),
+      kid(tree.node_leaves, child_k), kid(tree.node_closed, child_c))
+
+
+def _entropy_update(tree: Tree, path: Path, config: SearchConfig) -> Tree:
+  """Recomputes the subtree entropy ``H``, leaf count ``K`` and all-terminal flag of the
+  nodes on every path, leaf to root, by the chain rule (:mod:`jaxsearch.entropy`).
+
+  Runs after the running-mean backup (the playout policy reads the new visit counts and
+  values). Only path nodes change: each level reads one node's ``[K]`` slot rows and its
+  children's ``[K, O]`` statistics from the tree, replaces the path child's by the value the
+  loop carries up, and the results are written once per field after the loop — the loop
+  carries ``O(B)`` values, never the tree (DESIGN.md performance rules). ``O(D·K·O)``.
+  """
+  batch_size, depth_limit = path.slots.shape
+  rows = jnp.arange(batch_size)
+  # The path's nodes with the new node (index num_nodes - 1 after the expansion) at the end.
+  new_node = jnp.where(path.expand, tree.num_nodes - 1, path.nodes[rows, path.length])
+  nodes = path.nodes.at[rows, path.length].set(new_node)
+
+  def body(carry):
+    depth, child_h, child_k, child_c, out_h, out_k, out_c = carry
+    depth = depth - 1
+    live = depth >= 0
+    row = jnp.maximum(depth, 0)
+    node = jnp.maximum(nodes[rows, row], 0)
+    h, k, c = _level_entropy(tree, path, node, row, depth, child_h, child_k, child_c,
+                             config=config)
+    out_row = jnp.where(live, depth, depth_limit + 1)
+    out_h = out_h.at[rows, out_row].set(h, mode="drop")
+    out_k = out_k.at[rows, out_row].set(k, mode="drop")
+    out_c = out_c.at[rows, out_row].set(c, mode="drop")
+    return (row, jnp.where(live, h, child_h), jnp.where(live, k, child_k),
+            jnp.where(live, c, child_c), out_h, out_k, out_c)
+
+  zeros = jnp.zeros((batch_size,), jnp.float32)
+  levels = (batch_size, depth_limit + 1)
+  init = (path.length + 1, zeros, zeros + 1.0, jnp.zeros((batch_size,), bool),
+          jnp.zeros(levels, jnp.float32), jnp.ones(levels, jnp.float32),
+          jnp.zeros(levels, bool))
+  *_, out_h, out_k, out_c = jax.lax.while_loop(lambda carry: jnp.any(carry[0] > 0), body, init)
+  on_path = jnp.arange(depth_limit + 1)[None, :] <= path.length[:, None]
+  ids = jnp.where(on_path & (nodes >= 0), nodes, tree.max_nodes)
+  return tree.replace(
+      node_entropy=tree.node_entropy.at[rows[:, None], ids].set(out_h, mode="drop"),
+      node_leaves=tree.node_leaves.at[rows[:, None], ids].set(out_k, mode="drop"),
+      node_closed=tree.node_closed.at[rows[:, None], ids].set(out_c, mode="drop"))

@@ -1,0 +1,180 @@
+"""Exact certificates of optimality for guessing games, in integers.
+
+"Proven optimal" for Mastermind and Wordle is checked after the search by :func:`certify`,
+with the game's exact admissible bounds (``puzzle.exact``, e.g.
+:class:`games.mastermind.ExactBounds`): every comparison that decides is between integers.
+(:mod:`jaxsearch.solve.exact` certifies any game's bounds in exact rationals.)
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import jax
+import numpy as np
+
+from jaxsearch.solve.extract import _remaining
+from jaxsearch.solve.loop import _row_of
+
+
+# Children of at most this many secrets are given their exact optimum as their target
+# (``exact.optimum_within``); larger ones what the tree's float bound suggests.
+CLAIM_MAX_SECRETS = 24
+
+
+class _Certifier:
+  """Checks, in exact integers, that no policy from a node of one tree needs fewer than a
+  target number of guesses in total (over the node's secrets).
+
+  ``holds(node, target)`` is a proof by the game's exact admissible bounds
+  (``puzzle.exact``, :class:`games.mastermind.ExactBounds`): the target is met outright when
+  the node's counting bound reaches it; otherwise every guess that could still do better —
+  its exact action bound below the target — must have been expanded in the tree, and for
+  each such guess the targets of its feedbacks' children, summed with the ``n`` guesses it
+  costs, must reach the target and hold recursively. The search's float bounds only choose
+  the children's targets (rounded to integers, lowered where there is slack); every
+  comparison that decides is between integers, so a float rounding error can make a true
+  claim fail to certify, never a false one pass.
+
+  Where the game offers an exact search of small sets (``exact.guess_at_least``,
+  ``exact.optimum_within``: :class:`games.guessing_exact.ExactSolver`), a guess the tree never
+  expanded, or whose subtree falls short, is settled by that search instead, and small
+  children get their exact optimum as their target: the tree proves the top of a large
+  problem, the exact search its many small leaves.
+  """
+
+  def __init__(self, puzzle, trees, row: int):
+    trees, row = _row_of(trees, row)
+    take = lambda x: np.asarray(x[row])  # noqa: E731
+    self.puzzle = puzzle
+    self.exact = puzzle.exact
+    self.states = jax.tree.map(take, trees.node_state)
+    self.node_upper = take(trees.node_upper).astype(np.float64)
+    self.node_terminal = take(trees.node_terminal)
+    self.slot_action = take(trees.slot_action)
+    self.slot_chance = take(trees.slot_chance)
+    self.chance_prob = take(trees.chance_prob)
+    self.chance_child = take(trees.chance_child)
+    self.num_nodes = int(np.asarray(trees.num_nodes)[row])
+    self._proven: dict[int, int] = {}  # node -> largest target shown to hold
+    self._failed: dict[int, int] = {}  # node -> smallest target that did not certify
+
+  def secrets_at(self, node: int) -> np.ndarray:
+    return _remaining(self.states.remaining[node], len(self.puzzle.secrets))
+
+  def claim(self, node: int) -> tuple[int, bool]:
+    """``(total, settled)``: the integer total to certify for ``node`` — its exact optimum
+    where the game's exact search finds it (``exact.optimum_within``, small sets; then
+    ``settled``), else what the tree's float optimistic bound suggests (at least the
+    counting bound) — and whether asking more of it is hopeless."""
+    secrets = self.secrets_at(node)
+    n = len(secrets)
+    if n == 0 or self.states.solved[node] or self.node_terminal[node]:
+      return 0, True
+    optimum = self._exact_optimum(secrets)
+    if optimum is not None:
+      return optimum, True
+    total = -self.node_upper[node] * n
+    floor = self.floor(node)
+    if not (np.isfinite(total) and abs(total) < 1e15):
+      return floor, False
+    return max(floor, int(round(total))), False
+
+  def floor(self, node: int) -> int:
+    """The counting bound of ``node``'s secrets (0 where none remain)."""
+    n = len(self.secrets_at(node))
+    return self.exact.node_total(n) if n else 0
+
+  def _exact_optimum(self, secrets: np.ndarray):
+    find = getattr(self.exact, "optimum_within", None)
+    return None if find is None or len(secrets) > CLAIM_MAX_SECRETS else find(secrets)
+
+  def _guess_shown(self, secrets: np.ndarray, action: int, target: int) -> bool:
+    """Whether the game's exact search shows that opening with ``action`` needs at least
+    ``target`` guesses (where the tree cannot: unexpanded, or its children fall short)."""
+    check = getattr(self.exact, "guess_at_least", None)
+    return check is not None and bool(check(secrets, int(action), target))
+
+  def holds(self, node: int, target: int) -> bool:
+    if target <= self._proven.get(node, 0):
+      return True
+    if target >= self._failed.get(node, 1 << 62):
+      return False
+    proven = self._holds(node, target)
+    if proven:
+      self._proven[node] = max(self._proven.get(node, 0), target)
+    else:
+      self._failed[node] = min(self._failed.get(node, 1 << 62), target)
+    return proven
+
+  def _holds(self, node: int, target: int) -> bool:
+    secrets = self.secrets_at(node)
+    n = len(secrets)
+    if n == 0 or bool(self.states.solved[node]) or self.node_terminal[node]:
+      return target <= 0
+    if target <= self.exact.node_total(n):
+      return True
+    optimum = self._exact_optimum(secrets)
+    if optimum is not None:  # the exact search has settled this set outright
+      return target <= optimum
+    state = jax.tree.map(lambda x: x[node], self.states)
+    totals, considered = self.exact.action_totals(secrets, state)
+    expanded = {int(self.slot_action[node, slot]): int(self.slot_chance[node, slot])
+                for slot in np.flatnonzero(self.slot_chance[node] >= 0)}
+    for action in np.flatnonzero(considered & (totals < target)):
+      chance = expanded.get(int(action))
+      if chance is not None:
+        children = [int(self.chance_child[chance, o])
+                    for o in np.flatnonzero(self.chance_prob[chance] > 0)
+                    if o != self.puzzle.solved_outcome]
+        if self.children_hold(children, target - n):
+          continue
+      # Never searched, or its subtree falls short: the exact search may still settle it.
+      if not self._guess_shown(secrets, action, target):
+        return False
+    return True
+
+  def children_hold(self, children: Sequence[int], target: int) -> bool:
+    """Whether the totals of ``children`` provably sum to at least ``target``: each child is
+    given a target (:func:`_share_out`), then each is certified."""
+    claims = {child: self.claim(child) for child in children}
+    floors = {child: self.floor(child) for child in children}
+    targets = _share_out(claims, floors, target)
+    return targets is not None and all(self.holds(child, targets[child]) for child in children)
+
+
+def _share_out(claims: dict, floors: dict, target: int):
+  """Targets for nodes whose totals must sum to at least ``target``, or ``None`` where that
+  is hopeless: each starts from its claim (``(total, settled)``, :meth:`_Certifier.claim`).
+  Slack above ``target`` is taken off the largest ones first, down to their counting bounds
+  ``floors``; a shortfall is asked of the largest node not settled (its float bound may be
+  loose, and the exact search may show more)."""
+  targets = {key: total for key, (total, _) in claims.items()}
+  slack = sum(targets.values()) - target
+  if slack < 0:
+    unsettled = [key for key, (_, settled) in claims.items() if not settled]
+    if not unsettled:
+      return None
+    targets[max(unsettled, key=lambda key: targets[key])] -= slack
+    return targets
+  for key in sorted(targets, key=lambda key: -targets[key]):
+    cut = min(slack, max(targets[key] - floors[key], 0))
+    targets[key] -= cut
+    slack -= cut
+  return targets
+
+
+def certify(puzzle, trees, rows: Sequence[int], target: int,
+            cost: int = 0) -> bool:
+  """Whether, in exact integers, no policy does better than ``target`` total guesses, where a
+  policy's total is ``cost`` plus the totals of the sub-problems at the roots ``rows`` of
+  ``trees`` (one root: ``rows = [0]``, ``cost = 0``; a fixed first guess: every feedback's
+  root, ``cost`` = the number of secrets, who all pay for it). See :class:`_Certifier`.
+  Needs ``puzzle.exact``; ``False`` without it."""
+  if puzzle.exact is None:
+    return False
+  certifiers = {row: _Certifier(puzzle, trees, row) for row in rows}
+  claims = {row: certifiers[row].claim(0) for row in rows}
+  floors = {row: certifiers[row].floor(0) for row in rows}
+  targets = _share_out(claims, floors, target - cost)
+  return targets is not None and all(certifiers[row].holds(0, targets[row]) for row in rows)

@@ -1,0 +1,289 @@
+"""The solver's search loop: AVTS in chunks of simulations that continue the same trees.
+
+:func:`run` searches a batch of root states of any :class:`jaxsearch.game.Game` with an
+estimator, chunk after chunk, and after every chunk reads each root's two float bounds (the
+achievable one, ``PolicyOutput.root_bound``, and the optimistic one, ``root_upper``). It stops
+once they meet (a ``meets`` rule given by the caller), out of time, out of simulations, or
+when every open tree is full. Proven roots then leave the batch and the open ones go on in
+larger trees (:func:`_regrow`). It knows nothing of any particular game: a *problem* is any
+object with ``game``, ``estimator`` and, optionally, ``tables`` and ``bind`` (see
+:class:`Problem` and :class:`jaxsearch.solve.Puzzle`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any, Callable, Optional
+
+import jax
+import numpy as np
+
+from jaxsearch.game import Estimator, Game
+from jaxsearch.memory import MemoryEstimate, RUNTIME_BYTES, check_memory
+
+# Simulations descend at most this many moves below a root unless the game has a
+# ``max_length``: far more than an optimal guessing policy needs (Mastermind 4×6 and Wordle
+# take at most 6 guesses), cheap (a path is ``O(D)``), and independent of the chunk size.
+DEFAULT_MAX_DEPTH = 24
+
+
+@dataclasses.dataclass(frozen=True)
+class Problem:
+  """What the loop searches: a game and its estimator.
+
+  Attributes:
+    game, estimator: the JAX game and its batched action-value estimator.
+    tables: large arrays the game and estimator read (a pytree), or ``None``. With ``bind``
+      the compiled programs take them as arguments instead of embedding them as constants.
+    bind: ``tables -> (game, estimator)`` built over the given (traced) tables, or ``None``.
+  """
+
+  game: Game
+  estimator: Estimator
+  tables: Any = None
+  bind: Optional[Callable[[Any], tuple[Game, Estimator]]] = None
+
+
+def _program(problem, **options):
+  """``(init, step)``, jitted: ``init(tables, key, roots) -> trees`` and
+  ``step(tables, key, roots, trees) -> PolicyOutput`` of one AVTS configuration
+  (:func:`jaxsearch.policies.avts` ``options``). The game and estimator are built inside the
+  traced functions from ``tables`` (``problem.bind``), so the programs take the tables as
+  inputs instead of embedding them; ``tables`` is ``None`` where the problem has no ``bind``
+  (or the batch is split over devices) and the closures are used as they are."""
+  from jaxsearch import policies
+
+  bind = getattr(problem, "bind", None)
+
+  def search(tables):
+    if tables is None or bind is None:
+      return policies.avts(problem.game, problem.estimator, **options)
+    game, estimator = bind(tables)
+    return policies.avts(game, estimator, **options)
+
+  def init(tables, key, roots):
+    return search(tables).init_tree(None, key, roots)
+
+  def step(tables, key, roots, trees):
+    return search(tables)(None, key, roots, trees)
+
+  if options.get("devices") is not None:  # the sharded search jits itself, per device
+    return init, step
+  return jax.jit(init), jax.jit(step)
+
+
+def estimate_memory(problem, init, tables, key, roots) -> MemoryEstimate:
+  """What a solve with the initialiser ``init`` (:func:`_program`) will hold, from the shapes
+  of the trees it allocates (``jax.eval_shape``: nothing is computed)."""
+  shapes = jax.eval_shape(init, tables, key, roots)
+  trees = sum(int(np.prod(x.shape)) * x.dtype.itemsize for x in jax.tree.leaves(shapes))
+  nodes = int(shapes.node_visits.shape[0] * shapes.node_visits.shape[1])
+  table_bytes = sum(int(np.asarray(x).nbytes)
+                    for x in jax.tree.leaves(getattr(problem, "tables", None)))
+  from jaxsearch.search import SearchConfig
+  expand_chunk = SearchConfig.__dataclass_fields__["expand_chunk"].default
+  # Regrowing the open trees holds the old rows, the fresh larger trees and the copy at once.
+  working = 8 * 4 * expand_chunk * problem.game.num_actions + 3 * trees
+  return MemoryEstimate(trees=trees, per_node=trees / max(nodes, 1), tables=2 * table_bytes,
+                        working=working, runtime=RUNTIME_BYTES, nodes=nodes)
+
+
+def _regrow(trees, fresh):
+  """``trees`` copied into the larger ``fresh`` trees (more nodes and chance records, same
+  batch): every index stays valid, the new entries are fresh."""
+  return jax.tree.map(
+      lambda new, old: new.at[tuple(slice(0, size) for size in old.shape)].set(old),
+      fresh, trees)
+
+
+def _row_of(trees, row: int):
+  """``(batch, index)`` of root ``row``: ``trees`` is a batch of trees, or a list with one
+  batch of one tree per root (after :func:`run` regrew the open ones)."""
+  return (trees[row], 0) if isinstance(trees, list) else (trees, row)
+
+
+_PROGRAMS: dict = {}  # the most recent few compiled programs (see _cached_program)
+_PROGRAM_CACHE_SIZE = 4
+
+
+def _cached_program(problem, rule, config: dict, build):
+  """``build()``, or the programs it built before for the same problem (the same game,
+  estimator and binding objects), selection rule and options."""
+  parts = (problem.game, problem.estimator, getattr(problem, "bind", None), rule)
+  try:
+    key = tuple(id(p) for p in parts) + (tuple(sorted(config.items())),)
+    hash(key)
+  except TypeError:  # options that cannot key a cache (e.g. a list of devices)
+    return build()
+  found = _PROGRAMS.get(key)
+  if found is not None and all(a is b for a, b in zip(found[0], parts)):
+    return found[1]
+  programs = build()
+  if len(_PROGRAMS) >= _PROGRAM_CACHE_SIZE:
+    _PROGRAMS.pop(next(iter(_PROGRAMS)))
+  _PROGRAMS[key] = (parts, programs)
+  return programs
+
+
+def _sums(bound, upper):
+  return float(bound.sum()), None if upper is None else float(upper.sum())
+
+
+class _Loop:
+  """The state of one :func:`run`: the trees searched now (roots ``rows`` of the batch),
+  those of the roots that left the batch (``kept``) and the compiled programs."""
+
+  def __init__(self, problem, roots, weights, options, selection, prove, devices):
+    self.problem, self.options, self.selection = problem, options, selection
+    self.prove, self.devices = prove, devices
+    self.batch = int(jax.tree.leaves(roots)[0].shape[0])
+    self.weights = np.asarray(weights, np.float64).reshape(self.batch)
+    self.rows = np.arange(self.batch)
+    self.kept: dict[int, Any] = {}
+    self.roots, self.nodes_per_tree = roots, options["max_nodes"]
+    self.bound = np.full(self.batch, np.nan)
+    self.upper = None
+    self.init, self.step, self.proof_step = self.programs()
+    bind = getattr(problem, "bind", None)
+    self.tables = (getattr(problem, "tables", None) if bind is not None and devices is None
+                   else None)
+
+  def programs(self, **sizes):
+    """``(init, step, proof_step)`` for trees of the given sizes (compiled once per problem,
+    rule and sizes in a process: a later run on the same problem reuses them)."""
+    from jaxsearch import selection as selection_lib
+    config = {**self.options, **sizes}
+    init, step = _cached_program(self.problem, self.selection, config, lambda: _program(
+        self.problem, selection=self.selection, **config))
+    proof_step = (_cached_program(self.problem, "proof", config, lambda: _program(
+        self.problem, selection=selection_lib.optimistic(), outcome_rule="gap",
+        **config))[1] if self.prove else None)
+    return init, step, proof_step
+
+  def advance(self, key, simulations: int, proof: bool):
+    """One chunk on the current trees; updates the per-root bounds."""
+    run = self.proof_step if proof else self.step
+    out = run(self.tables, jax.random.fold_in(key, simulations), self.roots, self.tree)
+    self.tree = out.tree
+    if out.root_bound is not None:
+      self.bound[self.rows] = np.asarray(out.root_bound, np.float64) * self.weights[self.rows]
+    if out.root_upper is not None:
+      self.upper = np.zeros(self.batch) if self.upper is None else self.upper
+      self.upper[self.rows] = (np.asarray(out.root_upper, np.float64) *
+                               self.weights[self.rows])
+
+  def nodes(self) -> int:
+    return int(np.asarray(self.tree.num_nodes).sum()) + sum(
+        int(np.asarray(t.num_nodes).sum()) for t in self.kept.values())
+
+  def regrow(self, key, meets) -> bool:
+    """Whether the search can go on: some open tree can still grow, or, every open tree
+    being full, the proven roots leave the batch and the open ones move into larger trees
+    (the node budget ``B × max_nodes`` shared among them; one recompile)."""
+    tree, max_nodes = self.tree, self.options["max_nodes"]
+    stuck = ((np.asarray(tree.num_nodes) + self.problem.game.num_outcomes > self.nodes_per_tree)
+             | (np.asarray(tree.num_chance) >= tree.max_chance))
+    closed = np.array([self.upper is not None and meets(self.bound[r], self.upper[r])
+                       for r in self.rows])
+    open_stuck = stuck[~closed]
+    if open_stuck.size == 0 or not np.all(open_stuck):
+      return True
+    larger = max_nodes * self.batch // max(int((~closed).sum()), 1)
+    if not closed.any() or larger < 2 * self.nodes_per_tree or self.devices is not None:
+      return False  # every open tree is full and there is no room to give them
+    for index in np.flatnonzero(closed):
+      self.kept[int(self.rows[index])] = jax.tree.map(
+          lambda x: np.asarray(x[index:index + 1]), tree)
+    keep = np.flatnonzero(~closed)
+    self.rows, self.nodes_per_tree = self.rows[keep], larger
+    self.roots = jax.tree.map(lambda x: x[keep], self.roots)
+    ratio = max(max_nodes // max(self.options["max_chance"], 1), 1)
+    self.init, self.step, self.proof_step = self.programs(
+        max_nodes=larger, max_chance=max(larger // ratio, 1))
+    self.tree = _regrow(jax.tree.map(lambda x: x[keep], tree),
+                        self.init(self.tables, key, self.roots))
+    return True
+
+  def final_trees(self):
+    """The final batch, or (where roots left it) a list of one batch of one tree per root."""
+    if not self.kept:
+      return self.tree
+    final = [self.kept.get(r) for r in range(self.batch)]
+    for index, r in enumerate(self.rows):
+      final[int(r)] = jax.tree.map(lambda x: np.asarray(x[index:index + 1]), self.tree)
+    return final
+
+
+def _options(game, chunk, max_nodes, num_slots, bound_slots, max_depth, max_chance,
+             variance, devices) -> dict:
+  """The AVTS options of a run (defaults filled in from the game)."""
+  if max_depth is None:
+    max_depth = game.max_length or DEFAULT_MAX_DEPTH
+  if max_chance is None:
+    # Nodes per record = possible outcomes per expansion: measured 5.4 on Wordle after
+    # tarse (243 feedbacks), 2.7 on Mastermind 3×3 (9).
+    max_chance = max(max_nodes // (4 if game.num_outcomes >= 64 else 2), 1)
+  return dict(num_simulations=chunk, max_nodes=max_nodes, max_depth=max_depth,
+              num_slots=num_slots, bound_slots=bound_slots, variance=variance,
+              max_chance=min(max_chance, max_nodes), devices=devices)
+
+
+def run(problem, roots, *, weights, meets: Callable[[float, Optional[float]], bool],
+        seconds: float = 60.0, max_simulations: Optional[int] = None, chunk: int = 128,
+        max_nodes: int = 100_000, num_slots: Optional[int] = 64, bound_slots: int = 0,
+        max_depth: Optional[int] = None, max_chance: Optional[int] = None,
+        memory: Optional[float] = None, seed: int = 0, selection=None,
+        variance: str = "avts", proof_every: int = 1,
+        on_chunk: Optional[Callable[[dict], None]] = None,
+        combine: Optional[Callable] = None, devices=None):
+  """Searches ``roots`` until ``meets``, out of time, simulations or nodes.
+
+  Args:
+    problem: a :class:`Problem` (or any object with its attributes).
+    roots: ``[B]`` root states.
+    weights: ``f64[B]``, each root's figures are its float bounds times its weight (a
+      guessing game: minus its number of secrets, so that figures are total guesses).
+    meets: ``(bound, upper) -> bool``, whether two figures prove a root (or, with
+      ``combine``, the whole batch) solved; ``upper`` may be ``None``.
+    combine: ``(bound f64[B], upper f64[B] | None) -> (bound, upper)`` figures shown to
+      ``on_chunk`` and used to stop (default: sums over the batch).
+    The other arguments are :func:`jaxsearch.solve.solve`'s.
+  Returns:
+    ``(found, trees)``: ``found`` holds ``bound`` and ``upper`` (``f64[B]`` figures;
+    ``upper`` ``None`` without an optimistic bound), ``proven`` (by ``combine``'s figures),
+    ``simulations``, ``nodes``, ``seconds``, ``memory`` and ``history``
+    (``(simulations, seconds, bound[B], upper[B])`` per chunk); ``trees`` is the final batch
+    or a list of one batch of one tree per root (see :meth:`_Loop.final_trees`).
+  """
+  options = _options(problem.game, chunk, max_nodes, num_slots, bound_slots, max_depth,
+                     max_chance, variance, devices)
+  prove = problem.game.optimistic_value is not None and proof_every > 0
+  loop = _Loop(problem, roots, weights, options, selection, prove, devices)
+  key = jax.random.PRNGKey(seed)
+  memory_estimate = estimate_memory(problem, loop.init, loop.tables, key, roots)
+  check_memory(memory_estimate, memory)
+  loop.tree = loop.init(loop.tables, key, roots)
+  start, history, simulations, chunks = time.perf_counter(), [], 0, 0
+  while True:
+    chunks += 1
+    loop.advance(key, simulations, prove and chunks % proof_every == 0)
+    simulations += chunk
+    elapsed = time.perf_counter() - start
+    upper = None if loop.upper is None else loop.upper.copy()
+    history.append((simulations, elapsed, loop.bound.copy(), upper))
+    shown_bound, shown_upper = (combine or _sums)(loop.bound, loop.upper)
+    proven = meets(shown_bound, shown_upper)
+    nodes = loop.nodes()
+    if on_chunk is not None:
+      on_chunk({"simulations": simulations, "seconds": elapsed, "bound": shown_bound,
+                "upper": shown_upper, "nodes": nodes, "proven": proven})
+    if (proven or elapsed >= seconds or
+        (max_simulations is not None and simulations >= max_simulations)):
+      break
+    if not loop.regrow(key, meets):
+      break
+  found = dict(bound=loop.bound, upper=loop.upper, proven=proven, simulations=simulations,
+               nodes=nodes, memory=memory_estimate, seconds=time.perf_counter() - start,
+               history=history)
+  return found, loop.final_trees()

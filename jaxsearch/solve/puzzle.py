@@ -1,0 +1,309 @@
+"""Guessing games ("find the secret") as the solver sees them, and their solve.
+
+A :class:`Puzzle` is the protocol through which a guessing game plugs into the solver: its JAX
+game and estimator, and the names, scoring and header of its exported policies. The games
+build their own (``games.mastermind.puzzle``, ``games.wordle.puzzle``); this module knows none
+of them. Guesses cost 1 each: a root's value is minus its expected number of guesses, so the
+figures here are totals of guesses over the root's secrets.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Callable, Optional, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxsearch import policy_file
+from jaxsearch.game import Estimator, Game
+from jaxsearch.memory import MemoryEstimate
+from jaxsearch.solve import loop
+from jaxsearch.solve.certify import certify
+from jaxsearch.solve.extract import _remaining, _TreeReader, extract_policy
+
+
+def meets(bound_total: float, upper_total: Optional[float]) -> bool:
+  """Whether the achievable bound meets the optimistic one, in total guesses.
+
+  Totals of guesses are integers: the achievable one is a policy's total, and the optimum is
+  at least ``upper_total``, hence at least its ceiling. Both are float32 sums whose rounding
+  errors grow with the number of secrets (21.0000014 against 20.9999993 on Mastermind 2×3),
+  so each is rounded to its integer with a 0.01 tolerance before they are compared.
+  """
+  if upper_total is None:
+    return False
+  return math.floor(bound_total + 1e-2) <= math.ceil(upper_total - 1e-2)
+
+
+@dataclasses.dataclass(frozen=True)
+class Puzzle:
+  """A guessing game as the solver sees it (built by the game's module, e.g.
+  ``games.mastermind.puzzle``).
+
+  Attributes:
+    name: the game's name in policy file headers (``"mastermind"``, ``"wordle"``).
+    game, estimator: the JAX game (states hold the remaining secrets as a bitset
+      ``remaining``, and ``solved``) and its action-value estimator.
+    secrets: the secrets in state-bit order.
+    guess_names: the name of every action (a code or a word).
+    outcome_name: feedback index -> feedback key of the export format.
+    solved_outcome: the all-correct feedback.
+    score: ``(guess, secret) -> feedback key``, for exact evaluation.
+    valid_guesses: allowed guesses for evaluation (``None``: the secrets).
+    header: the export file's header (:mod:`jaxsearch.policy_file`).
+    initial_state: the unbatched state before any guess.
+    table: ``u8[S, G]`` (numpy) feedback index of guess ``g`` for secret ``s``.
+    guess_of_secret: ``int[S]`` (numpy) the action that guesses each secret.
+    greedy_guess: ``int[n] secrets -> action``, the game's greedy guess for a set of
+      remaining secrets (by index): the policy that completes the exported one below the
+      searched nodes.
+    openings: first guesses that cover every first guess up to the game's symmetries, or
+      ``None``.
+    tables: large arrays the game and estimator read (a pytree), or ``None``. With ``bind``,
+      the solver passes them to its compiled programs as arguments instead of letting
+      ``game``/``estimator`` close over them (a closed-over array is embedded in every
+      compiled program as a constant).
+    bind: ``tables -> (game, estimator)``, the same pair built over the given (traced)
+      tables, or ``None`` to use ``game`` and ``estimator`` as they are.
+    exact: the game's admissible bounds in exact integers (an object with ``node_total(n)``
+      and ``action_totals(secrets, state)``), which :func:`certify` checks a proof of
+      optimality with; ``None``: nothing is ever claimed proven.
+  """
+
+  name: str
+  game: Game
+  estimator: Estimator
+  secrets: tuple[str, ...]
+  guess_names: Sequence[str]
+  outcome_name: Callable[[int], str]
+  solved_outcome: int
+  score: Callable[[str, str], str]
+  valid_guesses: Optional[Sequence[str]]
+  header: dict
+  initial_state: Any
+  table: np.ndarray
+  guess_of_secret: np.ndarray
+  greedy_guess: Callable[[np.ndarray], int]
+  openings: Optional[tuple[str, ...]] = None
+  tables: Any = None
+  bind: Optional[Callable[[Any], tuple[Game, Estimator]]] = None
+  exact: Any = None
+
+
+@dataclasses.dataclass
+class SolveResult:
+  """What :func:`solve_puzzle` found.
+
+  Attributes:
+    policy: the exported decision tree (a :mod:`jaxsearch.policy_file` node).
+    evaluation: its exact evaluation over every secret (``total_guesses`` is *the* figure).
+    bound_total: the achievable bound in total guesses: the search's, or the exported
+      policy's exact total where that is better.
+    upper_total: the optimistic bound in total guesses (no policy does better), or ``None``.
+    proven_optimal: the exact certificate holds (so ``evaluation.total_guesses`` is optimal).
+    simulations, nodes, seconds: work done (nodes summed over the batch of trees).
+    history: ``(simulations, seconds, bound_total, upper_total)`` after every chunk.
+    memory: the run's memory estimate (:class:`MemoryEstimate`), or ``None``.
+    trees: the final batch of search trees (numpy arrays, leading ``[B]``; with openings,
+      every opening's sub-problems in order), e.g. to draw (:func:`jaxsearch.viz.draw`).
+    subproblems: with a fixed first guess (or openings), ``(proven, total)``: how many of
+      the chosen opening's feedback sub-problems are certified solved optimally by the
+      policy found (:func:`certify`); ``None`` otherwise.
+  """
+
+  policy: dict
+  evaluation: policy_file.Evaluation
+  bound_total: float
+  upper_total: Optional[float]
+  proven_optimal: bool
+  simulations: int
+  nodes: int
+  seconds: float
+  history: list
+  memory: Optional[MemoryEstimate] = None
+  subproblems: Optional[tuple[int, int]] = None
+  trees: Any = None
+
+
+def solve(puzzle: Puzzle, roots=None, *, extract: bool = True, **options):
+  """Searches a guessing game until proven optimal, out of time, simulations or nodes.
+
+  Args:
+    puzzle: the game (e.g. ``games.mastermind.puzzle(4, 6)``).
+    roots: ``[B]`` root states (default: the initial state, ``B = 1``); a batch of
+      sub-problems is searched as one batch of trees.
+    extract: extract every root's policy (``False``: ``policies`` is ``None``; use
+      :func:`extract_policy` on the roots wanted).
+    seconds: wall-clock budget (checked between chunks; default 60).
+    max_simulations: budget per tree (default: none).
+    chunk: simulations per jitted call (default 128).
+    max_nodes, num_slots: tree capacity ``N`` (default 100,000) and slots per node ``K``
+      (default 64; ``None``: every action; a cutoff ``K < A`` keeps the top-``K`` guesses by
+      q̂1 and forgoes the proof at nodes where it cut).
+    bound_slots: of the ``K`` slots, how many hold the best action bounds instead of the best
+      q̂1 (:class:`jaxsearch.search.SearchConfig`): what a proof through cut nodes needs.
+    max_chance: chance records per tree (``C``; default ``max_nodes // 2``, ``// 4`` for
+      games with at least 64 outcomes). See :class:`SearchConfig`.
+    memory: bytes the run may use (default: the memory available now). A run whose
+      estimate (:func:`estimate_memory`) exceeds it raises :class:`MemoryBudgetError`
+      before anything is compiled.
+    max_depth: the longest path a simulation descends (static ``D``; default the game's
+      ``max_length``, else :data:`DEFAULT_MAX_DEPTH`).
+    seed: PRNG seed. selection: AVTS selection rule (default Thompson sampling).
+    variance: AVTS variance model.
+    proof_every: where the game has an optimistic bound, every ``proof_every``-th chunk runs
+      the proof-directed rule (:func:`jaxsearch.selection.optimistic`) on the same trees, the
+      others ``selection``; 0 never. The default, 1, runs only the proof rule.
+    on_chunk: called after every chunk with a dict of progress figures.
+    combine: ``(bound f64[B], upper f64[B] | None) -> (bound, upper)`` totals shown to
+      ``on_chunk`` and used to stop once proven (default: sums over the batch).
+    devices: split the batch of trees over devices (:mod:`jaxsearch.sharding`).
+  Returns:
+    ``(found, trees)``: ``found`` is a dict — ``policies`` (one exported policy node per
+    root), ``bound`` and ``upper`` (``f64[B]`` totals per root), ``sizes`` (secrets per
+    root), ``proven`` (by ``combine``'s totals), ``simulations``, ``nodes``, ``seconds``,
+    ``memory``, ``history``; ``trees`` is the final batch or, where the open sub-problems
+    were moved into larger trees, a list with one batch of one tree per root
+    (:func:`jaxsearch.solve.loop.run`).
+  """
+  if roots is None:
+    roots = jax.tree.map(lambda x: jnp.asarray(x)[None], puzzle.initial_state)
+  sizes = np.array([len(_remaining(np.asarray(b), len(puzzle.secrets)))
+                    for b in np.asarray(roots.remaining)])
+  found, trees = loop.run(puzzle, roots, weights=-sizes.astype(np.float64), meets=meets,
+                          **options)
+  found["sizes"] = sizes
+  found["policies"] = ([extract_policy(puzzle, trees, b) for b in range(len(sizes))]
+                       if extract else None)
+  return found, trees
+
+
+def evaluate(puzzle: Puzzle, policy: dict) -> policy_file.Evaluation:
+  """Exact evaluation of ``policy`` over every secret of ``puzzle``."""
+  return policy_file.evaluate(policy, puzzle.secrets, puzzle.score,
+                              guesses=puzzle.valid_guesses)
+
+
+def _opening_roots(puzzle: Puzzle, first: str):
+  """``(outcomes, states)``: the non-solving feedbacks of ``first`` at the start and the state
+  after each (unbatched states, in outcome order)."""
+  if first not in puzzle.guess_names:
+    raise ValueError(f"first guess {first!r} is not an allowed guess")
+  action = jnp.int32(list(puzzle.guess_names).index(first))
+  state = puzzle.initial_state
+  probs = np.asarray(puzzle.game.outcome_probs(state, action))
+  outcomes = [int(o) for o in np.flatnonzero(probs > 0) if o != puzzle.solved_outcome]
+  return outcomes, [puzzle.game.step(state, action, jnp.int32(o)).state for o in outcomes]
+
+
+def _solve_from_start(puzzle: Puzzle, kwargs: dict):
+  """One tree from the initial state: ``(found, trees, policy, evaluation, bound_total,
+  upper_total, proven, subproblems)``."""
+  found, trees = solve(puzzle, **kwargs)
+  found["history"] = [(sims, secs, float(bound.sum()),
+                       None if upper is None else float(upper.sum()))
+                      for sims, secs, bound, upper in found["history"]]
+  policy = found["policies"][0]
+  upper_total = None if found["upper"] is None else float(found["upper"].sum())
+  evaluation = evaluate(puzzle, policy)
+  proven = certify(puzzle, trees, [0], evaluation.total_guesses)
+  return (found, trees, policy, evaluation, float(found["bound"].sum()), upper_total, proven,
+          None)
+
+
+def _best_opening(puzzle, openings, groups, offsets, found, trees):
+  """``(evaluation, policy, index, sub_totals)`` of the best opening by exact evaluation.
+  Openings go in order of their achievable bound; one whose optimistic bound cannot beat the
+  best policy evaluated so far is proven no better and is not extracted."""
+  num_secrets = len(puzzle.secrets)
+  opening_bounds = [float(found["bound"][a:b].sum()) for a, b in zip(offsets, offsets[1:])]
+  best = None
+  for index in np.argsort(opening_bounds, kind="stable"):
+    guess, (outcomes, _) = openings[index], groups[index]
+    if best is not None and found["upper"] is not None and meets(
+        best[0].total_guesses, num_secrets + found["upper"][
+            offsets[index]:offsets[index + 1]].sum()):
+      continue
+    readers = [_TreeReader(trees, row, puzzle)
+               for row in range(offsets[index], offsets[index + 1])]
+    candidate = {"guess": guess, "children": {
+        puzzle.outcome_name(o): reader.policy(0) for o, reader in zip(outcomes, readers)}}
+    evaluated = evaluate(puzzle, candidate)
+    if best is None or evaluated.total_guesses < best[0].total_guesses:
+      best = (evaluated, candidate, index, [reader.best(0)[0] for reader in readers])
+  return best
+
+
+def _solve_openings(puzzle: Puzzle, openings: Sequence[str], kwargs: dict):
+  """Every opening's feedback sub-problems in one batch of trees (see :func:`solve_puzzle`);
+  returns what :func:`_solve_from_start` does."""
+  num_secrets = len(puzzle.secrets)
+  openings = list(openings)
+  groups = [_opening_roots(puzzle, guess) for guess in openings]
+  states = [state for _, opening_states in groups for state in opening_states]
+  roots = jax.tree.map(lambda *xs: jnp.stack(xs), *states)
+  # ``max_nodes`` is the budget of the whole batch, shared out between the trees.
+  kwargs["max_nodes"] = max(kwargs.get("max_nodes", 100_000) // len(states),
+                            4 * puzzle.game.num_outcomes + 1)
+  offsets = np.cumsum([0] + [len(outcomes) for outcomes, _ in groups])
+
+  def totals(bound, upper):
+    """Per opening: every secret pays the first guess, the sub-problems' totals come on
+    top. The achievable bound is the best opening's; the optimistic one too (no policy
+    beats every opening's bound)."""
+    bounds = [num_secrets + bound[a:b].sum() for a, b in zip(offsets, offsets[1:])]
+    uppers = (None if upper is None else
+              [num_secrets + upper[a:b].sum() for a, b in zip(offsets, offsets[1:])])
+    return float(min(bounds)), None if uppers is None else float(min(uppers))
+
+  found, trees = solve(puzzle, roots, combine=totals, extract=False, **kwargs)
+  found["history"] = [(sims, secs) + totals(bound, upper)
+                      for sims, secs, bound, upper in found["history"]]
+  trees = jax.tree.map(np.asarray, trees)
+  evaluation, policy, chosen, sub_totals = _best_opening(puzzle, openings, groups, offsets,
+                                                         found, trees)
+  # Which of the chosen opening's sub-problems are solved optimally (exact certificates).
+  a, b = offsets[chosen], offsets[chosen + 1]
+  subproblems = (int(sum(certify(puzzle, trees, [row], total)
+                         for row, total in zip(range(a, b), sub_totals))), int(b - a))
+  bound_total, upper_total = totals(found["bound"], found["upper"])
+  # Optimal (given the openings) when no opening can do better than the policy found.
+  proven = all(certify(puzzle, trees, range(a, b), evaluation.total_guesses, num_secrets)
+               for a, b in zip(offsets, offsets[1:]))
+  return (found, trees, policy, evaluation, bound_total, upper_total, proven, subproblems)
+
+
+def solve_puzzle(puzzle: Puzzle, first: Optional[str] = None,
+                 openings: Optional[Sequence[str]] = None, **kwargs) -> SolveResult:
+  """Solves the whole puzzle, in one of three ways:
+
+  * default: one tree from the initial state;
+  * ``first``: the first guess is fixed and every feedback's sub-problem is a tree of one
+    batch; "proven optimal" then means optimal *given that first guess*;
+  * ``openings``: the same for several first guesses at once (all their sub-problems in one
+    batch of trees, ``max_nodes`` shared out); the best opening by exact evaluation wins.
+    When the openings cover every first guess up to symmetry (``puzzle.openings``), the
+    optimistic bound — the best opening's — is unconditional.
+
+  ``kwargs`` go to :func:`solve`. Returns a :class:`SolveResult` whose figure is the exact
+  evaluation of the exported policy.
+  """
+  if first is not None:
+    openings = [first]
+  if openings is None:
+    outcome = _solve_from_start(puzzle, kwargs)
+  else:
+    outcome = _solve_openings(puzzle, openings, kwargs)
+  found, trees, policy, evaluation, bound_total, upper_total, proven, subproblems = outcome
+  # The achievable bound is the exported policy's exact total where that is better; "proven"
+  # comes from the exact certificate, never from comparing the float totals.
+  bound_total = min(bound_total, float(evaluation.total_guesses))
+  return SolveResult(policy=policy, evaluation=evaluation, bound_total=bound_total,
+                     upper_total=upper_total, proven_optimal=bool(proven),
+                     simulations=found["simulations"], nodes=found["nodes"],
+                     seconds=found["seconds"], history=found["history"],
+                     memory=found.get("memory"), subproblems=subproblems,
+                     trees=jax.tree.map(np.asarray, trees))

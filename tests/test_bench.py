@@ -1,0 +1,63 @@
+"""The benchmark's kernel count, read off optimised HLO."""
+
+import jax
+
+from jaxsearch import bench
+
+_HLO = """HloModule toy
+
+%body (arg: (s32[], f32[4])) -> (s32[], f32[4]) {
+  %arg = (s32[], f32[4]{0}) parameter(0)
+  %i = s32[] get-tuple-element(%arg), index=0
+  %x = f32[4]{0} get-tuple-element(%arg), index=1
+  %level = (s32[], f32[4]{0}) while(%arg), condition=%inner_cond, body=%inner_body
+  %y = f32[4]{0} fusion(%x), kind=kLoop, calls=%fused
+  %z = f32[4]{0} sort(%y), dimensions={0}
+  ROOT %t = (s32[], f32[4]{0}) tuple(%i, %z)
+}
+
+%cond (arg: (s32[], f32[4])) -> pred[] {
+  %arg = (s32[], f32[4]{0}) parameter(0)
+  ROOT %lt = pred[] fusion(%arg), kind=kLoop, calls=%fused_lt
+}
+
+%inner_body (arg: (s32[], f32[4])) -> (s32[], f32[4]) {
+  %arg = (s32[], f32[4]{0}) parameter(0)
+  %a = f32[4]{0} fusion(%arg), kind=kLoop, calls=%fused_a
+  ROOT %b = (s32[], f32[4]{0}) tuple(%arg, %a)
+}
+
+%inner_cond (arg: (s32[], f32[4])) -> pred[] {
+  %arg = (s32[], f32[4]{0}) parameter(0)
+  ROOT %c = pred[] fusion(%arg), kind=kLoop, calls=%fused_c
+}
+
+ENTRY %main (p: f32[4]) -> f32[4] {
+  %p = f32[4]{0} parameter(0)
+  %zero = s32[] constant(0)
+  %init = (s32[], f32[4]{0}) tuple(%zero, %p)
+  %small = (s32[], f32[4]{0}) while(%init), condition=%inner_cond, body=%inner_body
+  %loop = (s32[], f32[4]{0}) while(%init), condition=%cond, body=%body
+  ROOT %out = f32[4]{0} get-tuple-element(%loop), index=1
+}
+"""
+
+
+def test_kernel_counts_of_a_known_module():
+  # Outer loop: fusion + sort in the body, one fusion in the condition (the nested while and
+  # the bookkeeping are not kernels); per level: the inner body's and condition's fusions.
+  assert bench.kernel_counts(_HLO) == {"per_simulation": 3, "per_level": 2}
+
+
+def test_kernel_counts_of_a_compiled_search():
+  import jaxsearch as js
+  from games import hashed
+
+  game = hashed.make(4)
+  search = js.policies.puct(game, hashed.estimator(4), num_simulations=2)
+  roots = hashed.distinct_roots(game, 2)
+  compiled = jax.jit(lambda key, states: search(None, key, states)).lower(
+      jax.random.PRNGKey(0), roots).compile()
+  counts = bench.kernel_counts(compiled.as_text())
+  assert counts["per_simulation"] > 10 and counts["per_level"] > 0
+  assert bench.kernel_counts("HloModule empty\n") == {"per_simulation": 0, "per_level": 0}

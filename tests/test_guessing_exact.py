@@ -1,0 +1,95 @@
+"""The exact small-set solver behind certificates, against brute force."""
+
+import functools
+
+import numpy as np
+import pytest
+
+from games import guessing_exact, mastermind
+
+
+@functools.lru_cache(maxsize=None)
+def _bounds(pegs: int, colours: int):
+  return mastermind.make(pegs, colours).exact_bounds
+
+
+def _brute_force(table: np.ndarray, solved: int, secrets: tuple[int, ...]) -> int:
+  """Optimal total guesses for ``secrets``: every guess that teaches something or may win,
+  every part recursively — no bound, no pruning (an oracle sharing no code with the solver)."""
+  memo: dict[tuple[int, ...], int] = {}
+
+  def optimum(group: tuple[int, ...]) -> int:
+    if group in memo:
+      return memo[group]
+    best = None
+    for guess in range(table.shape[1]):
+      parts: dict[int, list[int]] = {}
+      for secret in group:
+        parts.setdefault(int(table[secret, guess]), []).append(secret)
+      if len(parts) == 1 and solved not in parts:
+        continue  # teaches nothing and cannot win
+      total = len(group) + sum(optimum(tuple(part)) for code, part in parts.items()
+                               if code != solved)
+      best = total if best is None else min(best, total)
+    memo[group] = best
+    return best
+
+  return optimum(tuple(secrets))
+
+
+@pytest.mark.parametrize("pegs,colours", [(2, 3), (3, 3)])
+def test_optimum_matches_brute_force_on_random_sets(pegs, colours):
+  bounds = _bounds(pegs, colours)
+  rng = np.random.default_rng(pegs * 10 + colours)
+  solver = guessing_exact.ExactSolver(bounds)
+  num_secrets = bounds.table.shape[0]
+  for _ in range(12):
+    size = int(rng.integers(1, min(num_secrets, 7) + 1))
+    secrets = np.sort(rng.choice(num_secrets, size, replace=False))
+    expected = _brute_force(bounds.table, bounds.solved_code, tuple(secrets.tolist()))
+    assert solver.optimum(secrets) == expected
+    # The decision at the optimum and one above: exact, whatever was memoised before.
+    fresh = guessing_exact.ExactSolver(bounds)
+    assert fresh.at_least(secrets, expected)
+    assert not fresh.at_least(secrets, expected + 1)
+    assert solver.at_least(secrets, expected) and not solver.at_least(secrets, expected + 1)
+
+
+@pytest.mark.parametrize("pegs,colours", [(2, 3), (2, 4), (3, 3)])
+def test_whole_small_games_match_brute_force(pegs, colours):
+  # 21, 45 and 73 guesses in total (9, 16 and 27 codes), from the start of the game.
+  bounds = _bounds(pegs, colours)
+  everything = np.arange(bounds.table.shape[0])
+  expected = _brute_force(bounds.table, bounds.solved_code, tuple(everything.tolist()))
+  assert guessing_exact.ExactSolver(bounds).optimum(everything) == expected
+
+
+@pytest.mark.parametrize("pegs,colours,published", [(3, 4, 206), (4, 3, 246)])
+def test_whole_games_match_the_published_optima(pegs, colours, published):
+  bounds = _bounds(pegs, colours)
+  assert guessing_exact.ExactSolver(bounds).optimum(np.arange(bounds.table.shape[0])) == published
+
+
+def test_a_work_cap_never_proves_a_false_bound():
+  bounds = _bounds(3, 3)
+  everything = np.arange(bounds.table.shape[0])
+  optimum = guessing_exact.ExactSolver(bounds).optimum(everything)
+  for cap in (0, 100, 1_000, 10_000, 100_000):
+    solver = guessing_exact.ExactSolver(bounds, max_work=cap)
+    assert not solver.at_least(everything, optimum + 1)  # false: never shown
+    shown = solver.at_least(everything, optimum)  # true: shown when the cap allows
+    assert shown == guessing_exact.ExactSolver(bounds, max_work=cap).at_least(
+        everything, optimum)
+  # A set above ``max_secrets`` only gets its counting bound.
+  small = guessing_exact.ExactSolver(bounds, max_secrets=4)
+  assert small.at_least(everything, bounds.node_total(27))
+  assert not small.at_least(everything, optimum)
+
+
+def test_optimum_within_a_cap_is_exact_or_none():
+  bounds = _bounds(3, 3)
+  everything = np.arange(bounds.table.shape[0])
+  optimum = guessing_exact.ExactSolver(bounds).optimum(everything)
+  answers = {guessing_exact.ExactSolver(bounds, max_work=cap).optimum_within(everything)
+             for cap in (0, 200, 10**7)}
+  assert answers <= {None, optimum} and optimum in answers and None in answers
