@@ -126,7 +126,10 @@ class ExactSolver:
     """The total of the best policy opening with ``guess`` where it is below ``best``;
     otherwise some total ``>= best`` that every such policy needs."""
     feedback = self.bounds.table[secrets, guess]
-    parts = [secrets[feedback == code] for code in np.unique(feedback)
+    order = np.argsort(feedback, kind="stable")  # each part stays in ascending order
+    runs = np.flatnonzero(np.diff(feedback[order])) + 1
+    codes = feedback[order][np.append(0, runs)]
+    parts = [part for part, code in zip(np.split(secrets[order], runs), codes)
              if code != self.bounds.solved_code]
     parts.sort(key=len, reverse=True)  # the largest part decides most often: first
     floors = [self.bounds.node_total(len(part)) for part in parts]

@@ -198,9 +198,9 @@ def greedy_guess(table: np.ndarray, guess_of_secret: np.ndarray, secrets: np.nda
 
 # The exact search behind certificates (:class:`games.guessing_exact.ExactSolver`) settles
 # nodes of at most this many secrets, sorting at most this many feedback codes per question
-# (about half a second).
-EXACT_MAX_SECRETS = 64
-EXACT_MAX_WORK = 50_000_000
+# (a few seconds).
+EXACT_MAX_SECRETS = 512
+EXACT_MAX_WORK = 500_000_000
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -258,9 +258,14 @@ class ExactBounds:
       total += (level + 1) * np.clip(sizes - start, 0, cap)
     return total
 
+  @functools.cached_property
+  def _node_totals(self) -> np.ndarray:
+    """``int64[S + 1]``: ``T(n)`` for every ``n`` (looked up: certificates ask millions)."""
+    return self.counting_total(np.arange(self.table.shape[0] + 1))
+
   def node_total(self, n: int) -> int:
     """``T(n)``: no policy finds ``n`` secrets in fewer guesses in total."""
-    return int(self.counting_total(n))
+    return int(self._node_totals[n])
 
   @functools.cached_property
   def _solver(self):
@@ -285,14 +290,25 @@ class ExactBounds:
     ``considered`` is False for guesses that can never be optimal there: non-candidates
     whose feedback is the same for every remaining secret (they cost a guess and teach
     nothing, so ``opt = n + opt`` would follow) and, with ``state``, guesses the game's
-    symmetry makes redundant. Cost: one sort of the ``[n, G]`` rows.
+    symmetry makes redundant. Cost: one sort of each guess's ``n`` feedbacks.
     """
-    codes, sizes = feedback_parts(self.table[np.asarray(secrets, np.int64)])  # [n, G]
-    n = codes.shape[0]
-    parts = np.where(codes != self.solved_code, self.counting_total(sizes), 0)  # T(0) = 0
-    totals = n + parts.sum(axis=0)
-    candidate = (codes == self.solved_code).any(axis=0)
-    considered = ~((sizes == n).any(axis=0) & ~candidate)  # one part, and not a candidate
+    # Each guess's feedbacks in one contiguous row, sorted: a part is a run of equal codes.
+    codes = np.ascontiguousarray(self.table[np.asarray(secrets, np.int64)].T)  # [G, n]
+    codes.sort(axis=1)
+    num_guesses, n = codes.shape
+    flat = codes.reshape(-1)
+    first = np.ones(flat.shape, bool)  # where a part starts (every row starts one)
+    first[1:] = flat[1:] != flat[:-1]
+    first[::n] = True
+    starts = np.flatnonzero(first)
+    sizes = np.diff(np.append(starts, flat.size))
+    guess = starts // n
+    solving = flat[starts] == self.solved_code
+    totals = n + np.bincount(guess, weights=np.where(solving, 0, self._node_totals[sizes]),
+                             minlength=num_guesses).astype(np.int64)
+    candidate = np.bincount(guess, weights=solving, minlength=num_guesses) > 0
+    one_part = np.bincount(guess, minlength=num_guesses) == 1
+    considered = ~(one_part & ~candidate)  # one part, and not a candidate
     if self.redundant is not None and state is not None:
       considered &= ~np.asarray(self.redundant(state), bool)
     return totals, considered

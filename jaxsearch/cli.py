@@ -432,7 +432,7 @@ def _solve(args: argparse.Namespace) -> int:
           puzzle, first=args.first, openings=openings, seconds=args.seconds,
           max_simulations=args.simulations,
           chunk=args.chunk, max_nodes=args.nodes, num_slots=num_slots,
-          bound_slots=args.bound_slots, seed=args.seed,
+          bound_slots=args.bound_slots, seed=args.seed, certify_seconds=args.certify_seconds,
           memory=None if args.memory is None else args.memory * (1 << 30),
           on_chunk=on_chunk)
     except solve_lib.MemoryBudgetError as error:
@@ -647,9 +647,12 @@ def _parser() -> argparse.ArgumentParser:
                           "needs them (default: three quarters of --slots for Mastermind, 0 "
                           "for Wordle)")
   solve.add_argument("--exact-search", type=_non_negative_int, default=None, metavar="N",
-                     help="the certificate settles sets of at most N secrets by exact "
-                          "depth-first search where the tree cannot (default 64; 0: the tree "
-                          "alone)")
+                     help="the certificates settle guesses at nodes of at most N secrets by "
+                          "exact depth-first search where the tree cannot (default 512; 0: "
+                          "the tree alone)")
+  solve.add_argument("--certify-seconds", type=float, default=600.0, metavar="S",
+                     help="time the certificates may spend in that exact search after the "
+                          "search (default 600); what they cannot show by then is not claimed")
   solve.add_argument("--memory", type=float, default=None,
                      help="memory budget in GB (default: the memory available); a run whose "
                           "estimate exceeds it is refused before it starts, with the estimate")

@@ -8,7 +8,8 @@ with the game's exact admissible bounds (``puzzle.exact``, e.g.
 
 from __future__ import annotations
 
-from typing import Sequence
+import time
+from typing import Optional, Sequence
 
 import jax
 import numpy as np
@@ -43,11 +44,12 @@ class _Certifier:
   problem, the exact search its many small leaves.
   """
 
-  def __init__(self, puzzle, trees, row: int):
+  def __init__(self, puzzle, trees, row: int, deadline: Optional[float] = None):
     trees, row = _row_of(trees, row)
     take = lambda x: np.asarray(x[row])  # noqa: E731
     self.puzzle = puzzle
     self.exact = puzzle.exact
+    self.deadline = deadline  # ``time.monotonic()`` after which the exact search stops
     self.states = jax.tree.map(take, trees.node_state)
     self.node_upper = take(trees.node_upper).astype(np.float64)
     self.node_terminal = take(trees.node_terminal)
@@ -93,7 +95,9 @@ class _Certifier:
     """Whether the game's exact search shows that opening with ``action`` needs at least
     ``target`` guesses (where the tree cannot: unexpanded, or its children fall short)."""
     check = getattr(self.exact, "guess_at_least", None)
-    return check is not None and bool(check(secrets, int(action), target))
+    if check is None or (self.deadline is not None and time.monotonic() > self.deadline):
+      return False
+    return bool(check(secrets, int(action), target))
 
   def holds(self, node: int, target: int) -> bool:
     if target <= self._proven.get(node, 0):
@@ -165,15 +169,16 @@ def _share_out(claims: dict, floors: dict, target: int):
 
 
 def certify(puzzle, trees, rows: Sequence[int], target: int,
-            cost: int = 0) -> bool:
+            cost: int = 0, deadline: Optional[float] = None) -> bool:
   """Whether, in exact integers, no policy does better than ``target`` total guesses, where a
   policy's total is ``cost`` plus the totals of the sub-problems at the roots ``rows`` of
   ``trees`` (one root: ``rows = [0]``, ``cost = 0``; a fixed first guess: every feedback's
   root, ``cost`` = the number of secrets, who all pay for it). See :class:`_Certifier`.
-  Needs ``puzzle.exact``; ``False`` without it."""
+  Needs ``puzzle.exact``; ``False`` without it. After ``deadline`` (``time.monotonic()``)
+  the game's exact search is not asked any more: what the tree alone shows still counts."""
   if puzzle.exact is None:
     return False
-  certifiers = {row: _Certifier(puzzle, trees, row) for row in rows}
+  certifiers = {row: _Certifier(puzzle, trees, row, deadline) for row in rows}
   claims = {row: certifiers[row].claim(0) for row in rows}
   floors = {row: certifiers[row].floor(0) for row in rows}
   targets = _share_out(claims, floors, target - cost)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 from typing import Any, Callable, Optional, Sequence
 
 import jax
@@ -199,7 +200,7 @@ def _opening_roots(puzzle: Puzzle, first: str):
   return outcomes, [puzzle.game.step(state, action, jnp.int32(o)).state for o in outcomes]
 
 
-def _solve_from_start(puzzle: Puzzle, kwargs: dict):
+def _solve_from_start(puzzle: Puzzle, kwargs: dict, certify_seconds: float):
   """One tree from the initial state: ``(found, trees, policy, evaluation, bound_total,
   upper_total, proven, subproblems)``."""
   found, trees = solve(puzzle, **kwargs)
@@ -209,7 +210,8 @@ def _solve_from_start(puzzle: Puzzle, kwargs: dict):
   policy = found["policies"][0]
   upper_total = None if found["upper"] is None else float(found["upper"].sum())
   evaluation = evaluate(puzzle, policy)
-  proven = certify(puzzle, trees, [0], evaluation.total_guesses)
+  proven = certify(puzzle, trees, [0], evaluation.total_guesses,
+                   deadline=time.monotonic() + certify_seconds)
   return (found, trees, policy, evaluation, float(found["bound"].sum()), upper_total, proven,
           None)
 
@@ -237,7 +239,8 @@ def _best_opening(puzzle, openings, groups, offsets, found, trees):
   return best
 
 
-def _solve_openings(puzzle: Puzzle, openings: Sequence[str], kwargs: dict):
+def _solve_openings(puzzle: Puzzle, openings: Sequence[str], kwargs: dict,
+                    certify_seconds: float):
   """Every opening's feedback sub-problems in one batch of trees (see :func:`solve_puzzle`);
   returns what :func:`_solve_from_start` does."""
   num_secrets = len(puzzle.secrets)
@@ -265,19 +268,26 @@ def _solve_openings(puzzle: Puzzle, openings: Sequence[str], kwargs: dict):
   trees = jax.tree.map(np.asarray, trees)
   evaluation, policy, chosen, sub_totals = _best_opening(puzzle, openings, groups, offsets,
                                                          found, trees)
-  # Which of the chosen opening's sub-problems are solved optimally (exact certificates).
+  # Which of the chosen opening's sub-problems are solved optimally (exact certificates):
+  # the small ones first, so that the certificates' time goes where it settles the most.
+  deadline = time.monotonic() + certify_seconds
   a, b = offsets[chosen], offsets[chosen + 1]
-  subproblems = (int(sum(certify(puzzle, trees, [row], total)
-                         for row, total in zip(range(a, b), sub_totals))), int(b - a))
+  sizes = [len(_remaining(np.asarray(roots.remaining[row]), num_secrets)) for row in range(a, b)]
+  certified = {row: certify(puzzle, trees, [row], sub_totals[row - a], deadline=deadline)
+               for row in sorted(range(a, b), key=lambda row: sizes[row - a])}
+  subproblems = (int(sum(certified.values())), int(b - a))
   bound_total, upper_total = totals(found["bound"], found["upper"])
-  # Optimal (given the openings) when no opening can do better than the policy found.
-  proven = all(certify(puzzle, trees, range(a, b), evaluation.total_guesses, num_secrets)
-               for a, b in zip(offsets, offsets[1:]))
+  # Optimal (given the openings) when no opening can do better than the policy found: the
+  # chosen one's sub-problems each at their optimum, and every other one certified.
+  proven = all(certified.values()) and all(
+      certify(puzzle, trees, range(a, b), evaluation.total_guesses, num_secrets, deadline)
+      for index, (a, b) in enumerate(zip(offsets, offsets[1:])) if index != chosen)
   return (found, trees, policy, evaluation, bound_total, upper_total, proven, subproblems)
 
 
 def solve_puzzle(puzzle: Puzzle, first: Optional[str] = None,
-                 openings: Optional[Sequence[str]] = None, **kwargs) -> SolveResult:
+                 openings: Optional[Sequence[str]] = None, certify_seconds: float = 600.0,
+                 **kwargs) -> SolveResult:
   """Solves the whole puzzle, in one of three ways:
 
   * default: one tree from the initial state;
@@ -288,19 +298,23 @@ def solve_puzzle(puzzle: Puzzle, first: Optional[str] = None,
     When the openings cover every first guess up to symmetry (``puzzle.openings``), the
     optimistic bound — the best opening's — is unconditional.
 
+  After the search, the certificates (:func:`certify`) may ask the game's exact search of
+  small sets for up to ``certify_seconds``; what they cannot show by then is not claimed.
   ``kwargs`` go to :func:`solve`. Returns a :class:`SolveResult` whose figure is the exact
   evaluation of the exported policy.
   """
   if first is not None:
     openings = [first]
   if openings is None:
-    outcome = _solve_from_start(puzzle, kwargs)
+    outcome = _solve_from_start(puzzle, kwargs, certify_seconds)
   else:
-    outcome = _solve_openings(puzzle, openings, kwargs)
+    outcome = _solve_openings(puzzle, openings, kwargs, certify_seconds)
   found, trees, policy, evaluation, bound_total, upper_total, proven, subproblems = outcome
   # The achievable bound is the exported policy's exact total where that is better; "proven"
   # comes from the exact certificate, never from comparing the float totals.
   bound_total = min(bound_total, float(evaluation.total_guesses))
+  if proven:  # the certificate shows that no policy does better: the optimistic bound meets
+    upper_total = float(evaluation.total_guesses)
   return SolveResult(policy=policy, evaluation=evaluation, bound_total=bound_total,
                      upper_total=upper_total, proven_optimal=bool(proven),
                      simulations=found["simulations"], nodes=found["nodes"],
