@@ -104,6 +104,17 @@ class ExactSolver:
     needs = max(self._needs.get(key, 0), self.bounds.node_total(n))
     if needs >= limit:
       return needs
+    separated = self._separated(secrets)
+    if separated is not None:
+      if separated:  # the least possible: one secret found first, every other second
+        self._optimum[key] = 2 * n - 1
+        return 2 * n - 1
+      # No secret, guessed, tells the others apart: some secret needs a third guess (or
+      # a non-secret is guessed first), so at least 2n.
+      needs = max(needs, 2 * n)
+      if needs >= limit:
+        self._needs[key] = max(self._needs.get(key, 0), needs)
+        return needs
     self._work += n * self.bounds.table.shape[1]
     if self._work > self.max_work:
       raise OutOfWork
@@ -121,6 +132,15 @@ class ExactSolver:
       return best
     self._needs[key] = max(self._needs.get(key, 0), limit)
     return limit
+
+  def _separated(self, secrets: np.ndarray):
+    """Whether guessing one of ``secrets`` gives every other one a different feedback
+    (``None`` where the bounds do not say which guess names which secret). ``O(n²)``."""
+    names = getattr(self.bounds, "guess_of_secret", None)
+    if names is None:
+      return None
+    columns = np.sort(self.bounds.table[secrets][:, names[secrets]], axis=0)  # [n, n]
+    return bool(np.any(np.all(columns[1:] != columns[:-1], axis=0)))
 
   def _guess_total(self, secrets: np.ndarray, guess: int, best: int) -> int:
     """The total of the best policy opening with ``guess`` where it is below ``best``;

@@ -226,6 +226,9 @@ class ExactBounds:
       the others is the minimum over all.
     search_secrets: the exact search (:meth:`guess_at_least`, :meth:`optimum_within`)
       settles sets of at most this many secrets; 0 turns it off.
+    guess_of_secret: ``int[S]`` the guess that names each secret, or ``None``: lets the
+      exact search settle a set outright when one of its own secrets, guessed, tells all
+      the others apart (``2n - 1`` guesses, the least possible).
   """
 
   table: np.ndarray
@@ -234,6 +237,7 @@ class ExactBounds:
   starts: np.ndarray
   redundant: Optional[Callable[[State], np.ndarray]] = None
   search_secrets: int = EXACT_MAX_SECRETS
+  guess_of_secret: Optional[np.ndarray] = None
 
   def without_search(self) -> "ExactBounds":
     """The same bounds with the exact search of small sets off: certificates then rest on
@@ -242,13 +246,15 @@ class ExactBounds:
 
   @classmethod
   def build(cls, table, num_outcomes: int, solved_code: int,
-            branching: Optional[int] = None, redundant=None) -> "ExactBounds":
+            branching: Optional[int] = None, redundant=None,
+            guess_of_secret=None) -> "ExactBounds":
     table = np.asarray(table, np.uint8)
     if branching is None:
       branching = feedback_branching(table, num_outcomes, solved_code)
     caps = counting_bound_levels(table.shape[0], branching)
     return cls(table=table, solved_code=int(solved_code), caps=caps,
-               starts=counting_bound_starts(caps), redundant=redundant)
+               starts=counting_bound_starts(caps), redundant=redundant,
+               guess_of_secret=None if guess_of_secret is None else np.asarray(guess_of_secret))
 
   def counting_total(self, sizes) -> np.ndarray:
     """``int64[...]``: ``T(h)`` of every entry of ``sizes`` (integers)."""
@@ -816,7 +822,7 @@ class Mastermind:
       check = jax.jit(self.symmetry.redundant)
       redundant = lambda state: np.asarray(check(jnp.asarray(state.symmetries)))  # noqa: E731
     return ExactBounds.build(self.by_secret, self.num_outcomes, self.solved_code,
-                             redundant=redundant)
+                             redundant=redundant, guess_of_secret=np.arange(self.num_codes))
 
   @property
   def feedback(self) -> jax.Array:

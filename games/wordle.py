@@ -240,7 +240,9 @@ class Wordle:
   def exact_bounds(self) -> _guessing.ExactBounds:
     """The game's bounds in exact integers, for certificates
     (:class:`games.mastermind.ExactBounds`)."""
-    return _guessing.ExactBounds.build(self.by_secret, NUM_PATTERNS, SOLVED)
+    return _guessing.ExactBounds.build(
+        self.by_secret, NUM_PATTERNS, SOLVED,
+        guess_of_secret=[self.guess_index(word) for word in self.answers])
 
   @functools.cached_property
   def feedback(self) -> jax.Array:

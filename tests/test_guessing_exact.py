@@ -93,3 +93,21 @@ def test_optimum_within_a_cap_is_exact_or_none():
   answers = {guessing_exact.ExactSolver(bounds, max_work=cap).optimum_within(everything)
              for cap in (0, 200, 10**7)}
   assert answers <= {None, optimum} and optimum in answers and None in answers
+
+
+def test_wordle_sets_match_brute_force():
+  # Guesses are not all secrets here (answers ⊂ guesses): the shortcut for sets that one of
+  # their own words tells apart must map each secret to its guess.
+  from games import wordle
+
+  answers = ["cigar", "rebut", "sissy", "humph", "awake", "blush", "focal", "evade", "naval",
+             "serve", "heath", "dwarf", "model", "karma", "stink", "grade", "quiet", "bench"]
+  game = wordle.make(answers, ["tarse", "crane", "lymph"] + answers)
+  bounds = game.exact_bounds
+  assert bounds.guess_of_secret is not None
+  rng = np.random.default_rng(7)
+  solver = guessing_exact.ExactSolver(bounds)
+  for size in (3, 4, 5, 6, 8, 18):
+    secrets = np.sort(rng.choice(len(answers), size, replace=False))
+    expected = _brute_force(bounds.table, bounds.solved_code, tuple(secrets.tolist()))
+    assert solver.optimum(secrets) == expected

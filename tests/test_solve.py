@@ -126,6 +126,7 @@ def test_cli_solve_exports_and_evaluate_reads_it(tmp_path, capsys):
   lines = capsys.readouterr().out.strip().splitlines()
   summary = json.loads(lines[-1])
   assert summary["game"] == "mastermind" and summary["secrets"] == 16
+  assert summary["first_guess"] == policy_file.load(policy)[1]["guess"]
   assert summary["total_guesses"] == 45 and summary["proven_optimal"] is True
   assert summary["expected_guesses"] == 45 / 16 and summary["seconds"] > 0
   assert plot.stat().st_size > 1000

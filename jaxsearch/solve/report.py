@@ -28,7 +28,8 @@ def plot_history(result, path, title: str) -> None:
 def summary(puzzle, result) -> dict:
   """The ``--json`` object."""
   ev = result.evaluation
-  return {"game": puzzle.name, "secrets": ev.secrets, "total_guesses": ev.total_guesses,
+  return {"game": puzzle.name, "secrets": ev.secrets, "first_guess": result.policy.get("guess"),
+          "total_guesses": ev.total_guesses,
           "expected_guesses": round(ev.expected_guesses, 6), "worst_case": ev.worst_case,
           "proven_optimal": result.proven_optimal,
           "bound_total": round(result.bound_total, 3),
