@@ -510,26 +510,22 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 # ---- entry point -------------------------------------------------------------------------------
 
-def _non_negative_int(text: str) -> int:
-  """argparse type of a count that may be 0."""
-  try:
-    value = int(text)
-  except ValueError:
-    raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
-  if value < 0:
-    raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {value}")
-  return value
+def _int_at_least(minimum: int, kind: str):
+  """argparse type of an integer option of at least ``minimum`` (``kind`` names it in the
+  message): a usage error naming the option, not a traceback later."""
+  def parse(text: str) -> int:
+    try:
+      value = int(text)
+    except ValueError:
+      raise argparse.ArgumentTypeError(f"expected {kind}, got {text!r}") from None
+    if value < minimum:
+      raise argparse.ArgumentTypeError(f"expected {kind}, got {value}")
+    return value
+  return parse
 
 
-def _positive_int(text: str) -> int:
-  """argparse type of the size options: a usage error naming the option, not a traceback later."""
-  try:
-    value = int(text)
-  except ValueError:
-    raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-  if value < 1:
-    raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-  return value
+_positive_int = _int_at_least(1, "a positive integer")  # sizes
+_non_negative_int = _int_at_least(0, "a non-negative integer")  # counts that may be 0
 
 
 def _game_name(names: Sequence[str]):

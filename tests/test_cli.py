@@ -176,6 +176,8 @@ def test_bad_play_checkpoint_and_train_out(capsys, tmp_path):
     ["train", "tictactoe", "--steps", "-2"], ["train", "tictactoe", "--steps", "1.5"],
     ["play", "tictactoe", "--simulations", "many"], ["bench", "--only", "chess"],
     ["bench", "--repeats", "two"], ["evaluate"],
+    ["solve", "mastermind", "--exact-search", "-1"],
+    ["solve", "mastermind", "--certify-seconds", "soon"],
 ])
 def test_non_positive_or_non_int_sizes_are_usage_errors(capsys, argv):
   """argparse's usage error (usage line + one error line naming the option), status 2;
