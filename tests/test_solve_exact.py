@@ -259,3 +259,23 @@ def test_exact_search_closes_what_a_small_tree_cannot():
   assert not solve_lib.certify(tree_only, trees, [0], 206)
   assert solve_lib.certify(with_search, trees, [0], 206)
   assert not solve_lib.certify(with_search, trees, [0], 207)
+
+
+def test_sub_problems_certified_in_worker_processes_as_in_one(tmp_path):
+  """Certificates of a fixed first guess's sub-problems, two worker processes against one
+  (Wordle's exact bounds are plain arrays, so they can be sent to the workers)."""
+  (tmp_path / "a.txt").write_text("\n".join(WORDS))
+  (tmp_path / "g.txt").write_text("\n".join(WORDS + EXTRA))
+  puzzle = wordle.puzzle(tmp_path / "a.txt", tmp_path / "g.txt")
+  outcomes, states = solve_lib._opening_roots(puzzle, "tarse")
+  roots = jax.tree.map(lambda *xs: jnp.stack(xs), *states)
+  found, trees = solve_lib.solve(puzzle, roots, seconds=60, max_simulations=8, chunk=8,
+                                 max_nodes=600, num_slots=None, extract=False)
+  trees = jax.tree.map(np.asarray, trees)
+  targets = {row: solve_lib._TreeReader(trees, row, puzzle).best(0)[0]
+             for row in range(len(states))}
+  serial = solve_lib.certify_each(puzzle, trees, targets, workers=1)
+  parallel = solve_lib.certify_each(puzzle, trees, targets, workers=2)
+  assert parallel == serial and any(serial.values())
+  raised = {row: target + 1 for row, target in targets.items()}  # false claims: never proven
+  assert not any(solve_lib.certify_each(puzzle, trees, raised, workers=2).values())

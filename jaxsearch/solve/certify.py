@@ -8,7 +8,12 @@ with the game's exact admissible bounds (``puzzle.exact``, e.g.
 
 from __future__ import annotations
 
+import concurrent.futures
+import dataclasses
+import multiprocessing
+import os
 import time
+import types
 from typing import Optional, Sequence
 
 import jax
@@ -183,3 +188,51 @@ def certify(puzzle, trees, rows: Sequence[int], target: int,
   floors = {row: certifiers[row].floor(0) for row in rows}
   targets = _share_out(claims, floors, target - cost)
   return targets is not None and all(certifiers[row].holds(0, targets[row]) for row in rows)
+
+
+def certify_each(puzzle, trees, targets: dict, deadline: Optional[float] = None,
+                 workers: Optional[int] = None) -> dict:
+  """``{row: certify(puzzle, trees, [row], target)}`` for ``targets = {row: target}``, the
+  roots in parallel processes (``workers``, default one per CPU core) where the game's exact
+  bounds can be sent to them (a dataclass of arrays, no closures), else one after another.
+  Each root is independent, and the exact search is single-threaded numpy: the cores are
+  otherwise idle while it runs. Largest roots first, so that the processes finish together."""
+  workers = min(workers or os.cpu_count() or 1, len(targets))
+  exact = puzzle.exact
+  portable = (exact is not None and dataclasses.is_dataclass(exact)
+              and getattr(exact, "redundant", None) is None)
+  if workers <= 1 or not portable:
+    return {row: certify(puzzle, trees, [row], target, deadline=deadline)
+            for row, target in targets.items()}
+  def size(row):
+    batch, index = _row_of(trees, row)
+    return len(_remaining(np.asarray(batch.node_state.remaining[index, 0]), len(puzzle.secrets)))
+
+  order = sorted(targets, key=size, reverse=True)
+  light = (dataclasses.replace(exact), len(puzzle.secrets), puzzle.solved_outcome)
+  context = multiprocessing.get_context("spawn")  # JAX's threads do not survive a fork
+  with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context,
+                                              initializer=_start_worker,
+                                              initargs=light) as pool:
+    futures = {row: pool.submit(_certify_row, _one_tree(trees, row), targets[row], deadline)
+               for row in order}
+    return {row: futures[row].result() for row in targets}
+
+
+def _one_tree(trees, row: int):
+  """Root ``row``'s tree as a batch of one, in numpy (what a worker process is sent)."""
+  trees, index = _row_of(trees, row)
+  return jax.tree.map(lambda x: np.asarray(x[index:index + 1]), trees)
+
+
+_WORKER_PUZZLE = None  # in a worker process: what a certificate needs of the puzzle
+
+
+def _start_worker(exact, num_secrets: int, solved_outcome: int) -> None:
+  global _WORKER_PUZZLE
+  _WORKER_PUZZLE = types.SimpleNamespace(exact=exact, secrets=range(num_secrets),
+                                         solved_outcome=solved_outcome)
+
+
+def _certify_row(tree, target: int, deadline: Optional[float]) -> bool:
+  return certify(_WORKER_PUZZLE, tree, [0], target, deadline=deadline)

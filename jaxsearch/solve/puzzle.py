@@ -22,7 +22,7 @@ from jaxsearch import policy_file
 from jaxsearch.game import Estimator, Game
 from jaxsearch.memory import MemoryEstimate
 from jaxsearch.solve import loop
-from jaxsearch.solve.certify import certify
+from jaxsearch.solve.certify import certify, certify_each
 from jaxsearch.solve.extract import _remaining, _TreeReader, extract_policy
 
 
@@ -268,13 +268,12 @@ def _solve_openings(puzzle: Puzzle, openings: Sequence[str], kwargs: dict,
   trees = jax.tree.map(np.asarray, trees)
   evaluation, policy, chosen, sub_totals = _best_opening(puzzle, openings, groups, offsets,
                                                          found, trees)
-  # Which of the chosen opening's sub-problems are solved optimally (exact certificates):
-  # the small ones first, so that the certificates' time goes where it settles the most.
+  # Which of the chosen opening's sub-problems are solved optimally (exact certificates, one
+  # process per core).
   deadline = time.monotonic() + certify_seconds
   a, b = offsets[chosen], offsets[chosen + 1]
-  sizes = [len(_remaining(np.asarray(roots.remaining[row]), num_secrets)) for row in range(a, b)]
-  certified = {row: certify(puzzle, trees, [row], sub_totals[row - a], deadline=deadline)
-               for row in sorted(range(a, b), key=lambda row: sizes[row - a])}
+  certified = certify_each(puzzle, trees, {row: sub_totals[row - a] for row in range(a, b)},
+                           deadline)
   subproblems = (int(sum(certified.values())), int(b - a))
   bound_total, upper_total = totals(found["bound"], found["upper"])
   # Optimal (given the openings) when no opening can do better than the policy found: the
