@@ -19,6 +19,9 @@ certificate treats as a failure — never as a proof.
 
 from __future__ import annotations
 
+import time
+from typing import Optional
+
 import numpy as np
 
 
@@ -43,7 +46,9 @@ class ExactSolver:
     self.max_work = max_work
     self._optimum: dict[bytes, int] = {}  # set -> its exact optimal total
     self._needs: dict[bytes, int] = {}  # set -> a total it is known to need (a lower bound)
+    self._choice: dict[bytes, int] = {}  # set -> the guess its memoised optimum opens with
     self._work = 0
+    self._deadline: Optional[float] = None
 
   def at_least(self, secrets: np.ndarray, target: int) -> bool:
     """Whether every policy needs at least ``target`` guesses in total to find each of
@@ -92,6 +97,53 @@ class ExactSolver:
     finally:
       self.max_work = saved
 
+  def best_policy(self, secrets: np.ndarray, below: int,
+                  deadline: Optional[float] = None) -> Optional[tuple[int, Optional[dict]]]:
+    """The best policy for ``secrets`` if its total is below ``below``, found exactly:
+
+    * ``(total, policy)`` — an optimal policy and its total (``< below``), ``policy =
+      {"guess": g, "children": {code: policy}}`` in guess indices and feedback codes (the
+      code that solves is left out);
+    * ``(bound, None)`` — proven: every policy needs at least ``bound >= below``;
+    * ``None`` — the search could not tell by ``deadline`` (``time.monotonic()``; no work
+      cap then), within ``max_work``, or the set is larger than ``max_secrets``.
+    """
+    secrets = np.sort(np.asarray(secrets, np.int64))
+    if len(secrets) > self.max_secrets:
+      return None
+    self._work, self._deadline = 0, deadline
+    saved = self.max_work
+    if deadline is not None:
+      self.max_work = 1 << 62
+    try:
+      total = self._solve(secrets, below)
+    except OutOfWork:
+      return None
+    finally:
+      self.max_work, self._deadline = saved, None
+    return (total, None) if total >= below else (total, self._policy(secrets))
+
+  def _policy(self, secrets: np.ndarray) -> dict:
+    """The memoised optimal policy of a set whose optimum :meth:`_solve` found."""
+    if len(secrets) <= 2:  # guess one; if wrong, the other
+      names = getattr(self.bounds, "guess_of_secret", None)
+      # Without names, a secret's index is its guess's (Mastermind: every code is both).
+      guess = int(secrets[0] if names is None else names[secrets[0]])
+    else:
+      guess = self._choice[secrets.tobytes()]
+    return {"guess": guess, "children": {
+        code: self._policy(part) for code, part in self._parts(secrets, guess)}}
+
+  def _parts(self, secrets: np.ndarray, guess: int) -> list:
+    """``(code, part)`` for each feedback of ``guess`` that does not solve, each part in
+    ascending order."""
+    feedback = self.bounds.table[secrets, guess]
+    order = np.argsort(feedback, kind="stable")
+    runs = np.flatnonzero(np.diff(feedback[order])) + 1
+    codes = feedback[order][np.append(0, runs)]
+    return [(int(code), part) for part, code in zip(np.split(secrets[order], runs), codes)
+            if code != self.bounds.solved_code]
+
   def _solve(self, secrets: np.ndarray, limit: int) -> int:
     """The optimum of ``secrets`` where it is below ``limit``; otherwise some total
     ``>= limit`` that every policy needs (a proof that the optimum is not below it)."""
@@ -106,8 +158,9 @@ class ExactSolver:
       return needs
     separated = self._separated(secrets)
     if separated is not None:
-      if separated:  # the least possible: one secret found first, every other second
+      if separated >= 0:  # the least possible: one secret found first, every other second
         self._optimum[key] = 2 * n - 1
+        self._choice[key] = separated
         return 2 * n - 1
       # No secret, guessed, tells the others apart: some secret needs a third guess (or
       # a non-secret is guessed first), so at least 2n.
@@ -116,41 +169,41 @@ class ExactSolver:
         self._needs[key] = max(self._needs.get(key, 0), needs)
         return needs
     self._work += n * self.bounds.table.shape[1]
-    if self._work > self.max_work:
+    if self._work > self.max_work or (
+        self._deadline is not None and time.monotonic() > self._deadline):
       raise OutOfWork
     totals, considered = self.bounds.action_totals(secrets)
     order = np.flatnonzero(considered)
     order = order[np.argsort(totals[order], kind="stable")]
-    best = limit  # the best total found below ``limit``, else ``limit``
+    best, best_guess = limit, -1  # the best total found below ``limit``, else ``limit``
     for guess in order.tolist():
       if totals[guess] >= best:
         break  # sorted: no later guess can do better either
       total = self._guess_total(secrets, guess, best)
-      best = min(best, total)
+      if total < best:
+        best, best_guess = total, guess
     if best < limit:
       self._optimum[key] = best
+      self._choice[key] = best_guess
       return best
     self._needs[key] = max(self._needs.get(key, 0), limit)
     return limit
 
   def _separated(self, secrets: np.ndarray):
-    """Whether guessing one of ``secrets`` gives every other one a different feedback
-    (``None`` where the bounds do not say which guess names which secret). ``O(n²)``."""
+    """The guess of one of ``secrets`` that gives every other one a different feedback, or
+    -1 where none does (``None`` where the bounds do not say which guess names which
+    secret). ``O(n²)``."""
     names = getattr(self.bounds, "guess_of_secret", None)
     if names is None:
       return None
     columns = np.sort(self.bounds.table[secrets][:, names[secrets]], axis=0)  # [n, n]
-    return bool(np.any(np.all(columns[1:] != columns[:-1], axis=0)))
+    apart = np.flatnonzero(np.all(columns[1:] != columns[:-1], axis=0))
+    return int(names[secrets[apart[0]]]) if len(apart) else -1
 
   def _guess_total(self, secrets: np.ndarray, guess: int, best: int) -> int:
     """The total of the best policy opening with ``guess`` where it is below ``best``;
     otherwise some total ``>= best`` that every such policy needs."""
-    feedback = self.bounds.table[secrets, guess]
-    order = np.argsort(feedback, kind="stable")  # each part stays in ascending order
-    runs = np.flatnonzero(np.diff(feedback[order])) + 1
-    codes = feedback[order][np.append(0, runs)]
-    parts = [part for part, code in zip(np.split(secrets[order], runs), codes)
-             if code != self.bounds.solved_code]
+    parts = [part for _, part in self._parts(secrets, guess)]
     parts.sort(key=len, reverse=True)  # the largest part decides most often: first
     floors = [self.bounds.node_total(len(part)) for part in parts]
     total = len(secrets) + sum(floors)

@@ -201,6 +201,7 @@ def greedy_guess(table: np.ndarray, guess_of_secret: np.ndarray, secrets: np.nda
 # (a few seconds).
 EXACT_MAX_SECRETS = 512
 EXACT_MAX_WORK = 500_000_000
+RADIX_SORT_FROM = 24  # secrets per node from which action_totals sorts by radix
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -289,6 +290,12 @@ class ExactBounds:
     search cannot tell (:class:`games.guessing_exact.ExactSolver`)."""
     return self._solver.optimum_within(secrets)
 
+  def best_policy(self, secrets: np.ndarray, below: int, deadline: Optional[float] = None):
+    """An exactly optimal policy for a set of secrets where one beats ``below``, or the
+    proof that none does, or ``None`` where the search cannot tell by ``deadline``
+    (:meth:`games.guessing_exact.ExactSolver.best_policy`)."""
+    return self._solver.best_policy(secrets, below, deadline)
+
   def action_totals(self, secrets: np.ndarray, state=None) -> tuple[np.ndarray, np.ndarray]:
     """``(totals int64[G], considered bool[G])`` at the node whose remaining secrets are
     ``secrets`` (``int[n]``, ``n >= 1``).
@@ -300,7 +307,9 @@ class ExactBounds:
     """
     # Each guess's feedbacks in one contiguous row, sorted: a part is a run of equal codes.
     codes = np.ascontiguousarray(self.table[np.asarray(secrets, np.int64)].T)  # [G, n]
-    codes.sort(axis=1)
+    # numpy sorts 8-bit keys by radix when asked for a stable sort: linear in ``n``, 7-15x
+    # faster than its default from 30 secrets up; below that the default wins.
+    codes.sort(axis=1, kind="stable" if codes.shape[1] >= RADIX_SORT_FROM else "quicksort")
     num_guesses, n = codes.shape
     flat = codes.reshape(-1)
     first = np.ones(flat.shape, bool)  # where a part starts (every row starts one)

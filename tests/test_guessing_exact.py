@@ -111,3 +111,40 @@ def test_wordle_sets_match_brute_force():
     secrets = np.sort(rng.choice(len(answers), size, replace=False))
     expected = _brute_force(bounds.table, bounds.solved_code, tuple(secrets.tolist()))
     assert solver.optimum(secrets) == expected
+
+
+def _walk_total(table: np.ndarray, solved: int, policy: dict, secrets) -> int:
+  """Guesses the exported ``policy`` (guess indices, feedback codes) takes over ``secrets``,
+  played out secret by secret (shares no code with the solver)."""
+  total = 0
+  for secret in secrets:
+    node, guesses = policy, 1
+    while table[secret, node["guess"]] != solved:
+      node = node["children"][int(table[secret, node["guess"]])]
+      guesses += 1
+    total += guesses
+  return total
+
+
+@pytest.mark.parametrize("game", ["mastermind", "wordle"])
+def test_best_policy_plays_to_its_optimum_and_proves_below_it(game):
+  if game == "mastermind":
+    bounds, sizes = _bounds(3, 3), (3, 5, 8, 27)
+  else:
+    from games import wordle
+    answers = ["cigar", "rebut", "sissy", "humph", "awake", "blush", "focal", "evade",
+               "naval", "serve", "heath", "dwarf", "model", "karma", "stink", "grade"]
+    bounds, sizes = wordle.make(answers, ["tarse", "lymph"] + answers).exact_bounds, (3, 7, 16)
+  rng = np.random.default_rng(3)
+  for size in sizes:
+    secrets = np.sort(rng.choice(bounds.table.shape[0], size, replace=False))
+    expected = _brute_force(bounds.table, bounds.solved_code, tuple(secrets.tolist()))
+    solver = guessing_exact.ExactSolver(bounds)
+    total, policy = solver.best_policy(secrets, below=expected + 1)
+    assert total == expected
+    assert _walk_total(bounds.table, bounds.solved_code, policy, secrets) == expected
+    # Nothing below the optimum: answered None, and proven so.
+    assert solver.best_policy(secrets, below=expected) == (expected, None)
+  # Out of time: no answer, and no proof either.
+  late = guessing_exact.ExactSolver(_bounds(3, 3))
+  assert late.best_policy(np.arange(27), below=1 << 40, deadline=0.0) is None

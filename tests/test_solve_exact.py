@@ -30,6 +30,18 @@ WORDS = ["cigar", "rebut", "sissy", "humph", "awake", "blush", "focal", "evade",
 EXTRA = ["tarse", "crane", "slate", "pious", "lymph"]
 
 
+def _played_total(puzzle, policy: dict, secrets) -> int:
+  """Guesses an exported policy takes over ``secrets`` (indices), played secret by secret."""
+  total = 0
+  for secret in secrets:
+    node, answer = policy, puzzle.secrets[secret]
+    total += 1
+    while node["guess"] != answer:
+      node = node["children"][puzzle.score(node["guess"], answer)]
+      total += 1
+  return total
+
+
 def _split_total(table, solved, secrets, guess):
   """Exact optimum of the policies that start with ``guess`` (``table`` is ``[G, S]``)."""
   parts = defaultdict(list)
@@ -274,8 +286,27 @@ def test_sub_problems_certified_in_worker_processes_as_in_one(tmp_path):
   trees = jax.tree.map(np.asarray, trees)
   targets = {row: solve_lib._TreeReader(trees, row, puzzle).best(0)[0]
              for row in range(len(states))}
-  serial = solve_lib.certify_each(puzzle, trees, targets, workers=1)
-  parallel = solve_lib.certify_each(puzzle, trees, targets, workers=2)
-  assert parallel == serial and any(serial.values())
-  raised = {row: target + 1 for row, target in targets.items()}  # false claims: never proven
-  assert not any(solve_lib.certify_each(puzzle, trees, raised, workers=2).values())
+  serial = solve_lib.settle_each(puzzle, trees, targets, workers=1)
+  parallel = solve_lib.settle_each(puzzle, trees, targets, workers=2)
+  assert parallel == serial
+  table = np.asarray(puzzle.table).T  # [G, S]
+  for row, found in serial.items():
+    secrets = solve_lib._remaining(trees.node_state.remaining[row, 0], len(WORDS))
+    # Each sub-problem ends at its brute-force optimum, proven: the tree's policy where it
+    # is optimal, else the exact search's, which plays out to the total it reports.
+    assert found.proven and found.total == _optimal_total(table, puzzle.solved_outcome, secrets)
+    assert (found.policy is None) == (found.total == targets[row])
+    if found.policy is not None:
+      named = solve_lib.puzzle._named(puzzle, found.policy)
+      assert _played_total(puzzle, named, secrets) == found.total
+
+
+def test_exact_search_replaces_a_tree_policy_that_is_not_optimal():
+  """One simulation leaves Mastermind 3×4's tree policy above the optimum (206); the
+  certificate's exact search finds the optimal policy, which is exported and evaluated."""
+  options = dict(seconds=60, max_simulations=1, chunk=1, max_nodes=1000, num_slots=None)
+  tree_only = solve_lib.solve_puzzle(mm.puzzle(3, 4, exact_search=False), **options)
+  assert tree_only.evaluation.total_guesses > 206 and not tree_only.proven_optimal
+  result = solve_lib.solve_puzzle(mm.puzzle(3, 4), **options)
+  assert result.evaluation.total_guesses == 206 and result.proven_optimal
+  assert result.upper_total == 206

@@ -29,7 +29,8 @@ By default the trees are grown by the proof-directed rule alone
 
 from jaxsearch.memory import (  # noqa: F401  (part of this package's interface)
     RUNTIME_BYTES, MemoryBudgetError, MemoryEstimate, available_memory, check_memory)
-from jaxsearch.solve.certify import _Certifier, certify, certify_each  # noqa: F401
+from jaxsearch.solve.certify import (  # noqa: F401
+    Settled, _Certifier, certify, settle, settle_each)
 from jaxsearch.solve.exact import (  # noqa: F401
     GameSolution, RootSolution, exact_value, solve_game)
 from jaxsearch.solve.extract import _remaining, _TreeReader, extract_policy  # noqa: F401

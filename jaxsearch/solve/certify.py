@@ -190,9 +190,45 @@ def certify(puzzle, trees, rows: Sequence[int], target: int,
   return targets is not None and all(certifiers[row].holds(0, targets[row]) for row in rows)
 
 
-def certify_each(puzzle, trees, targets: dict, deadline: Optional[float] = None,
-                 workers: Optional[int] = None) -> dict:
-  """``{row: certify(puzzle, trees, [row], target)}`` for ``targets = {row: target}``, the
+@dataclasses.dataclass(frozen=True)
+class Settled:
+  """What the certificate made of one sub-problem's policy (:func:`settle`).
+
+  Attributes:
+    proven: no policy for the sub-problem needs fewer than ``total`` guesses.
+    total: the best total known: the claimed one, or the exact search's better one.
+    policy: the exact search's policy where it beat the claim (``{"guess": g, "children":
+      {code: policy}}`` in guess indices and feedback codes, the solving code left out);
+      ``None``: the claimed policy stands.
+  """
+
+  proven: bool
+  total: int
+  policy: Optional[dict] = None
+
+
+def settle(puzzle, trees, row: int, target: int, deadline: Optional[float] = None) -> Settled:
+  """Certifies that root ``row``'s policy of ``target`` guesses is optimal (:func:`certify`)
+  and, where that fails, asks the game's exact search (``exact.best_policy``, small sets)
+  for the optimum outright: a better policy, with its total, or the proof that none exists.
+  A tree policy that is not optimal is so corrected, not only left unproven."""
+  if certify(puzzle, trees, [row], target, deadline=deadline):
+    return Settled(True, int(target))
+  search = getattr(puzzle.exact, "best_policy", None)
+  if search is None or (deadline is not None and time.monotonic() > deadline):
+    return Settled(False, int(target))
+  batch, index = _row_of(trees, row)
+  secrets = _remaining(np.asarray(batch.node_state.remaining[index, 0]), len(puzzle.secrets))
+  found = search(secrets, int(target), deadline)
+  if found is None:
+    return Settled(False, int(target))
+  total, policy = found
+  return Settled(True, int(target) if policy is None else int(total), policy)
+
+
+def settle_each(puzzle, trees, targets: dict, deadline: Optional[float] = None,
+                workers: Optional[int] = None) -> dict:
+  """``{row: settle(puzzle, trees, row, target)}`` for ``targets = {row: target}``, the
   roots in parallel processes (``workers``, default one per CPU core) where the game's exact
   bounds can be sent to them (a dataclass of arrays, no closures), else one after another.
   Each root is independent, and the exact search is single-threaded numpy: the cores are
@@ -202,7 +238,7 @@ def certify_each(puzzle, trees, targets: dict, deadline: Optional[float] = None,
   portable = (exact is not None and dataclasses.is_dataclass(exact)
               and getattr(exact, "redundant", None) is None)
   if workers <= 1 or not portable:
-    return {row: certify(puzzle, trees, [row], target, deadline=deadline)
+    return {row: settle(puzzle, trees, row, target, deadline)
             for row, target in targets.items()}
   def size(row):
     batch, index = _row_of(trees, row)
@@ -214,7 +250,7 @@ def certify_each(puzzle, trees, targets: dict, deadline: Optional[float] = None,
   with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context,
                                               initializer=_start_worker,
                                               initargs=light) as pool:
-    futures = {row: pool.submit(_certify_row, _one_tree(trees, row), targets[row], deadline)
+    futures = {row: pool.submit(_settle_row, _one_tree(trees, row), targets[row], deadline)
                for row in order}
     return {row: futures[row].result() for row in targets}
 
@@ -234,5 +270,5 @@ def _start_worker(exact, num_secrets: int, solved_outcome: int) -> None:
                                          solved_outcome=solved_outcome)
 
 
-def _certify_row(tree, target: int, deadline: Optional[float]) -> bool:
-  return certify(_WORKER_PUZZLE, tree, [0], target, deadline=deadline)
+def _settle_row(tree, target: int, deadline: Optional[float]) -> Settled:
+  return settle(_WORKER_PUZZLE, tree, 0, target, deadline=deadline)

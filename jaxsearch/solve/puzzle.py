@@ -22,7 +22,7 @@ from jaxsearch import policy_file
 from jaxsearch.game import Estimator, Game
 from jaxsearch.memory import MemoryEstimate
 from jaxsearch.solve import loop
-from jaxsearch.solve.certify import certify, certify_each
+from jaxsearch.solve.certify import certify, settle, settle_each
 from jaxsearch.solve.extract import _remaining, _TreeReader, extract_policy
 
 
@@ -210,10 +210,20 @@ def _solve_from_start(puzzle: Puzzle, kwargs: dict, certify_seconds: float):
   policy = found["policies"][0]
   upper_total = None if found["upper"] is None else float(found["upper"].sum())
   evaluation = evaluate(puzzle, policy)
-  proven = certify(puzzle, trees, [0], evaluation.total_guesses,
+  settled = settle(puzzle, trees, 0, evaluation.total_guesses,
                    deadline=time.monotonic() + certify_seconds)
-  return (found, trees, policy, evaluation, float(found["bound"].sum()), upper_total, proven,
-          None)
+  if settled.policy is not None:  # the exact search found better than the tree
+    policy = _named(puzzle, settled.policy)
+    evaluation = evaluate(puzzle, policy)
+  return (found, trees, policy, evaluation, float(found["bound"].sum()), upper_total,
+          settled.proven, None)
+
+
+def _named(puzzle, policy: dict) -> dict:
+  """An exact search's policy (guess indices, feedback codes) in the export format."""
+  return {"guess": puzzle.guess_names[policy["guess"]], "children": {
+      puzzle.outcome_name(code): _named(puzzle, child)
+      for code, child in policy["children"].items()}}
 
 
 def _best_opening(puzzle, openings, groups, offsets, found, trees):
@@ -269,11 +279,21 @@ def _solve_openings(puzzle: Puzzle, openings: Sequence[str], kwargs: dict,
   evaluation, policy, chosen, sub_totals = _best_opening(puzzle, openings, groups, offsets,
                                                          found, trees)
   # Which of the chosen opening's sub-problems are solved optimally (exact certificates, one
-  # process per core).
+  # process per core); where the exact search finds a better policy than the tree's, it
+  # replaces it.
   deadline = time.monotonic() + certify_seconds
   a, b = offsets[chosen], offsets[chosen + 1]
-  certified = certify_each(puzzle, trees, {row: sub_totals[row - a] for row in range(a, b)},
-                           deadline)
+  settled = settle_each(puzzle, trees, {row: sub_totals[row - a] for row in range(a, b)},
+                        deadline)
+  better = {row: found for row, found in settled.items() if found.policy is not None}
+  if better:
+    outcomes = groups[chosen][0]
+    children = dict(policy["children"])
+    for row, found in better.items():
+      children[puzzle.outcome_name(outcomes[row - a])] = _named(puzzle, found.policy)
+    policy = {"guess": policy["guess"], "children": children}
+    evaluation = evaluate(puzzle, policy)
+  certified = {row: found.proven for row, found in settled.items()}
   subproblems = (int(sum(certified.values())), int(b - a))
   bound_total, upper_total = totals(found["bound"], found["upper"])
   # Optimal (given the openings) when no opening can do better than the policy found: the
