@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import jaxsearch as js
+from games import guessing_exact
 from games import mastermind as mm
 from games import wordle
 from jaxsearch import cli
@@ -310,3 +311,23 @@ def test_exact_search_replaces_a_tree_policy_that_is_not_optimal():
   result = solve_lib.solve_puzzle(mm.puzzle(3, 4), **options)
   assert result.evaluation.total_guesses == 206 and result.proven_optimal
   assert result.upper_total == 206
+
+
+def test_exact_search_replaces_sub_problem_policies_after_a_first_guess():
+  """The same with a fixed first guess (Mastermind 4×3 after ``1111``, where one simulation
+  leaves 297 against 291): every feedback's sub-problem whose tree policy is not optimal
+  gets the exact search's, and the whole is proven at the optimum (the exact solver's, which
+  tests/test_guessing_exact.py checks against brute force)."""
+  puzzle = mm.puzzle(4, 3)
+  solver = guessing_exact.ExactSolver(puzzle.exact)
+  feedback = puzzle.table[:, puzzle.guess_names.index("1111")]
+  optimum = len(puzzle.secrets) + sum(solver.optimum(np.flatnonzero(feedback == code))
+                                      for code in np.unique(feedback)
+                                      if code != puzzle.solved_outcome)
+  options = dict(seconds=60, max_simulations=1, chunk=1, max_nodes=1000, num_slots=None)
+  tree_only = solve_lib.solve_puzzle(mm.puzzle(4, 3, exact_search=False), first="1111",
+                                     **options)
+  assert tree_only.evaluation.total_guesses > optimum
+  result = solve_lib.solve_puzzle(puzzle, first="1111", **options)
+  assert result.evaluation.total_guesses == optimum and result.proven_optimal
+  assert result.subproblems[0] == result.subproblems[1]

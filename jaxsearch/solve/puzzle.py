@@ -285,15 +285,15 @@ def _solve_openings(puzzle: Puzzle, openings: Sequence[str], kwargs: dict,
   a, b = offsets[chosen], offsets[chosen + 1]
   settled = settle_each(puzzle, trees, {row: sub_totals[row - a] for row in range(a, b)},
                         deadline)
-  better = {row: found for row, found in settled.items() if found.policy is not None}
+  better = {row: one for row, one in settled.items() if one.policy is not None}
   if better:
     outcomes = groups[chosen][0]
     children = dict(policy["children"])
-    for row, found in better.items():
-      children[puzzle.outcome_name(outcomes[row - a])] = _named(puzzle, found.policy)
+    for row, one in better.items():
+      children[puzzle.outcome_name(outcomes[row - a])] = _named(puzzle, one.policy)
     policy = {"guess": policy["guess"], "children": children}
     evaluation = evaluate(puzzle, policy)
-  certified = {row: found.proven for row, found in settled.items()}
+  certified = {row: one.proven for row, one in settled.items()}
   subproblems = (int(sum(certified.values())), int(b - a))
   bound_total, upper_total = totals(found["bound"], found["upper"])
   # Optimal (given the openings) when no opening can do better than the policy found: the
