@@ -331,3 +331,31 @@ def test_exact_search_replaces_sub_problem_policies_after_a_first_guess():
   result = solve_lib.solve_puzzle(puzzle, first="1111", **options)
   assert result.evaluation.total_guesses == optimum and result.proven_optimal
   assert result.subproblems[0] == result.subproblems[1]
+
+
+def test_worker_processes_do_not_rerun_an_unguarded_script(tmp_path):
+  """A user's script that solves at top level, with no ``if __name__ == "__main__"`` guard,
+  runs once: the spawned certificate workers do not re-import it."""
+  (tmp_path / "a.txt").write_text("\n".join(WORDS))
+  (tmp_path / "g.txt").write_text("\n".join(WORDS + EXTRA))
+  script = tmp_path / "solve_it.py"
+  script.write_text(
+      "import sys\n"
+      "from games import wordle\n"
+      "from jaxsearch import solve\n"
+      "print('top level ran', flush=True)\n"
+      f"puzzle = wordle.puzzle({str(tmp_path / 'a.txt')!r}, {str(tmp_path / 'g.txt')!r})\n"
+      "result = solve.solve_puzzle(puzzle, first='tarse', seconds=60, max_simulations=4,\n"
+      "                            chunk=4, max_nodes=600, num_slots=None)\n"
+      "print('total', result.evaluation.total_guesses, result.proven_optimal)\n")
+  import os
+  import subprocess
+  import sys
+  env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+      [str(__import__("pathlib").Path(__file__).resolve().parents[1])] +
+      os.environ.get("PYTHONPATH", "").split(os.pathsep)))
+  done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                        env=env, timeout=600)
+  assert done.returncode == 0, done.stderr[-2000:]
+  assert done.stdout.count("top level ran") == 1
+  assert "True" in done.stdout.splitlines()[-1]

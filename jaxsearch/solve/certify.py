@@ -9,9 +9,11 @@ with the game's exact admissible bounds (``puzzle.exact``, e.g.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import dataclasses
 import multiprocessing
 import os
+import sys
 import time
 import types
 from typing import Optional, Sequence
@@ -217,9 +219,7 @@ def settle(puzzle, trees, row: int, target: int, deadline: Optional[float] = Non
   search = getattr(puzzle.exact, "best_policy", None)
   if search is None or (deadline is not None and time.monotonic() > deadline):
     return Settled(False, int(target))
-  batch, index = _row_of(trees, row)
-  secrets = _remaining(np.asarray(batch.node_state.remaining[index, 0]), len(puzzle.secrets))
-  found = search(secrets, int(target), deadline)
+  found = search(_root_secrets(puzzle, trees, row), int(target), deadline)
   if found is None:
     return Settled(False, int(target))
   total, policy = found
@@ -240,19 +240,34 @@ def settle_each(puzzle, trees, targets: dict, deadline: Optional[float] = None,
   if workers <= 1 or not portable:
     return {row: settle(puzzle, trees, row, target, deadline)
             for row, target in targets.items()}
-  def size(row):
-    batch, index = _row_of(trees, row)
-    return len(_remaining(np.asarray(batch.node_state.remaining[index, 0]), len(puzzle.secrets)))
-
-  order = sorted(targets, key=size, reverse=True)
+  order = sorted(targets, key=lambda row: len(_root_secrets(puzzle, trees, row)), reverse=True)
   light = (dataclasses.replace(exact), len(puzzle.secrets), puzzle.solved_outcome)
   context = multiprocessing.get_context("spawn")  # JAX's threads do not survive a fork
-  with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context,
-                                              initializer=_start_worker,
-                                              initargs=light) as pool:
+  with _workers_skip_main(), concurrent.futures.ProcessPoolExecutor(
+      workers, mp_context=context, initializer=_start_worker, initargs=light) as pool:
     futures = {row: pool.submit(_settle_row, _one_tree(trees, row), targets[row], deadline)
                for row in order}
-    return {row: futures[row].result() for row in targets}
+  return {row: futures[row].result() for row in targets}
+
+
+@contextlib.contextmanager
+def _workers_skip_main():
+  """Hides the caller's ``__main__`` while worker processes run. A spawned process
+  re-imports the parent's main module, and a user's script without an ``if __name__ ==
+  "__main__"`` guard would then run again in every worker (and fail); the workers need
+  only this module."""
+  main = sys.modules.get("__main__")
+  sys.modules["__main__"] = types.ModuleType("__main__")
+  try:
+    yield
+  finally:
+    sys.modules["__main__"] = main
+
+
+def _root_secrets(puzzle, trees, row: int) -> np.ndarray:
+  """The secrets remaining at root ``row`` (indices)."""
+  batch, index = _row_of(trees, row)
+  return _remaining(np.asarray(batch.node_state.remaining[index, 0]), len(puzzle.secrets))
 
 
 def _one_tree(trees, row: int):
