@@ -46,6 +46,9 @@ from flax import struct
 class DebiasStats:
   """One node's statistics, ``V`` visit buckets (bucket ``i`` holds visit count ``v = i + 1``).
 
+  The functions here take one node's ``[V]`` arrays; a tree keeps every node's as
+  ``Tree.debias`` with leading ``[B, N]`` axes.
+
   Attributes:
     count: ``i32[V]`` changes recorded per bucket.
     bias_mean: ``f32[V]`` running mean of the change of q̂2 per bucket.

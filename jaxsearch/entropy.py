@@ -19,8 +19,8 @@ would give ``E = 0`` to every fresh node.
 
 Only the nodes on a simulated path change (their visits, values and one child), so the engine
 recomputes ``H, K, closed`` for those nodes only, leaf to root, in ``O(D·K·O)``
-(:func:`jaxsearch.search` keeps them in ``Tree.node_entropy`` / ``node_leaves`` /
-``node_closed``). Everything here is one node (no batch axis); the engine vmaps.
+(:func:`jaxsearch.search` keeps them in ``Tree.entropy``, a :class:`jaxsearch.tree.EntropyStats`).
+Everything here is one node (no batch axis); the engine vmaps.
 
 The **one-level proxy** (``mode="one_level"``) ignores the subtree: ``H(n) = H(π_n)`` and
 ``K(n) = |A|``, i.e. ``E`` of a child is the normalised entropy of its own playout policy.

@@ -77,23 +77,23 @@ class PolicyOutput:
 def _slots_to_actions(tree: Tree, slot_values, num_actions: int, fill=0.0) -> jax.Array:
   """``[B, A]`` per-action values from ``[B, K]`` root-slot values (legal slots only)."""
   batch_ids = jnp.arange(tree.batch_size)[:, None]
-  legal = tree.slot_legal[:, 0]
+  legal = tree.slots.legal[:, 0]
   return jnp.full((tree.batch_size, num_actions), fill, slot_values.dtype).at[
-      batch_ids, tree.slot_action[:, 0]].set(jnp.where(legal, slot_values, fill))
+      batch_ids, tree.slots.action[:, 0]].set(jnp.where(legal, slot_values, fill))
 
 
 def root_view(tree: Tree) -> selection_lib.NodeView:
   """``[B]`` batched :class:`~jaxsearch.selection.NodeView` of the roots (stored prior logits,
   no root noise; running-mean statistics)."""
-  child_values = tree.slot_value[:, 0]
+  root = jax.tree.map(lambda x: x[:, 0], tree.slots)
+  child_values = root.value
   zeros = jnp.zeros_like(child_values)
   return selection_lib.NodeView(
-      visits=tree.node_visits[:, 0], value=tree.node_value[:, 0],
-      child_visits=tree.slot_visits[:, 0], child_values=child_values,
-      prior_logits=tree.slot_prior_logits[:, 0], action_values=tree.slot_action_value[:, 0],
-      legal=tree.slot_legal[:, 0], depth=jnp.zeros((tree.batch_size,), jnp.int32),
-      debiased_values=jnp.where(tree.slot_visits[:, 0] > 0, child_values,
-                                tree.slot_action_value[:, 0]),
+      visits=tree.nodes.visits[:, 0], value=tree.nodes.value[:, 0],
+      child_visits=root.visits, child_values=child_values,
+      prior_logits=root.prior_logits, action_values=root.action_value,
+      legal=root.legal, depth=jnp.zeros((tree.batch_size,), jnp.int32),
+      debiased_values=jnp.where(root.visits > 0, child_values, root.action_value),
       value_variance=zeros, upper_bounds=zeros + jnp.float32(3.0e38))
 
 
@@ -145,23 +145,25 @@ def root_summary(tree: Tree, num_actions: int, temperature: float, key,
   """
   bellman = config is not None and config.bellman
   batch_ids = jnp.arange(tree.batch_size)[:, None]
-  actions = tree.slot_action[:, 0]
-  legal_slots = tree.slot_legal[:, 0]
+  root = jax.tree.map(lambda x: x[:, 0], tree.slots)
+  actions = root.action
+  legal_slots = root.legal
   visits = jnp.zeros((tree.batch_size, num_actions), jnp.int32).at[batch_ids, actions].add(
-      jnp.where(legal_slots, tree.slot_visits[:, 0], 0))
+      jnp.where(legal_slots, root.visits, 0))
   legal = jnp.zeros((tree.batch_size, num_actions), bool).at[batch_ids, actions].max(
       legal_slots)
   visited = jnp.zeros((tree.batch_size, num_actions), bool).at[batch_ids, actions].max(
-      legal_slots & (tree.slot_visits[:, 0] > 0))
+      legal_slots & (root.visits > 0))
   slot_q = jnp.zeros((tree.batch_size, num_actions), jnp.float32).at[batch_ids, actions].add(
-      jnp.where(legal_slots, tree.slot_value[:, 0], 0.0))
-  root_value = tree.node_value[:, 0]
+      jnp.where(legal_slots, root.value, 0.0))
+  root_value = tree.nodes.value[:, 0]
   most = jnp.max(jnp.where(legal, visits, -1), axis=-1, keepdims=True)
   if bellman:
-    active_slots = legal_slots & (jnp.arange(tree.num_slots) < tree.node_num_active[:, [0]])
+    root_solved = tree.slot_bounds.solved[:, 0]
+    active_slots = legal_slots & (jnp.arange(tree.num_slots) < tree.nodes.num_active[:, [0]])
     debiased, _ = jax.vmap(functools.partial(search_lib.slot_estimates, config=config))(
-        search_lib.node_stats(tree, jnp.arange(tree.batch_size), 0), tree.slot_value[:, 0],
-        tree.slot_visits[:, 0], tree.slot_solved[:, 0], tree.node_num_active[:, 0])
+        search_lib.node_stats(tree, jnp.arange(tree.batch_size), 0), root.value,
+        root.visits, root_solved, tree.nodes.num_active[:, 0])
     active = jnp.zeros((tree.batch_size, num_actions), bool).at[batch_ids, actions].max(
         active_slots)
     slot_q3 = jnp.zeros((tree.batch_size, num_actions), jnp.float32).at[
@@ -170,7 +172,7 @@ def root_summary(tree: Tree, num_actions: int, temperature: float, key,
     # A solved slot's value is exact but it gets no more visits (the descent skips it), so
     # it competes on value with the most visited ones.
     solved = jnp.zeros((tree.batch_size, num_actions), bool).at[batch_ids, actions].max(
-        active_slots & tree.slot_solved[:, 0])
+        active_slots & root_solved)
     candidates = legal & ((visits == most) | solved)
   else:
     q_values = jnp.where(visited, slot_q, root_value[:, None])
@@ -196,9 +198,9 @@ def root_summary(tree: Tree, num_actions: int, temperature: float, key,
   action = jnp.where(has_action, action, -1).astype(jnp.int32)
   return PolicyOutput(action=action, action_weights=weights, visit_counts=visits,
                       root_value=root_value, q_values=q_values, tree=tree,
-                      root_bound=tree.node_bound[:, 0] if has_bound else None,
-                      root_solved=tree.node_solved[:, 0],
-                      root_upper=tree.node_upper[:, 0] if has_upper and bellman else None)
+                      root_bound=tree.bounds.bound[:, 0] if has_bound else None,
+                      root_solved=tree.bounds.solved[:, 0],
+                      root_upper=tree.bounds.upper[:, 0] if has_upper and bellman else None)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -450,11 +452,11 @@ class GumbelSearch(Search):
                        self.model.has_bound, self.model.has_upper)
     decide = functools.partial(gumbel_lib.root_decision, c_visit=self.c_visit,
                                c_scale=self.c_scale, normalize=self.normalize)
-    slot, improved = jax.vmap(decide)(noise, tree.slot_prior_logits[:, 0],
-                                      tree.slot_value[:, 0], tree.slot_visits[:, 0],
-                                      tree.slot_legal[:, 0], tree.node_raw_value[:, 0])
+    root = jax.tree.map(lambda x: x[:, 0], tree.slots)
+    slot, improved = jax.vmap(decide)(noise, root.prior_logits, root.value, root.visits,
+                                      root.legal, tree.nodes.raw_value[:, 0])
     has_action = out.action >= 0
-    action = jnp.take_along_axis(tree.slot_action[:, 0], slot[:, None], axis=1)[:, 0]
+    action = jnp.take_along_axis(root.action, slot[:, None], axis=1)[:, 0]
     weights = _slots_to_actions(tree, improved, self.model.num_actions)
     out = out.replace(action=jnp.where(has_action, action, -1).astype(jnp.int32),
                       action_weights=weights, policy_target=weights)

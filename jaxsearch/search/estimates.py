@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 
 from jaxsearch import debias as debias_lib
@@ -10,10 +11,8 @@ from jaxsearch.tree import Tree
 
 
 def node_stats(tree: Tree, batch_ids, node) -> debias_lib.DebiasStats:
-  """``[B, V]`` debias statistics of ``node[B]``."""
-  return debias_lib.DebiasStats(count=tree.node_bias_count[batch_ids, node],
-                                bias_mean=tree.node_bias_mean[batch_ids, node],
-                                sq_sum=tree.node_bias_sq_sum[batch_ids, node])
+  """``[B, V]`` debias statistics of ``node[B]`` (a tree that keeps them, ``tree.debias``)."""
+  return jax.tree.map(lambda x: x[batch_ids, node], tree.debias)
 
 
 def slot_estimates(stats: debias_lib.DebiasStats, tree_values, visits, solved, num_active, *,

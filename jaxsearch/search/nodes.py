@@ -18,32 +18,28 @@ from jaxsearch.tree import UNEXPANDED, Tree
 
 @struct.dataclass
 class NodeRows:
-  """Everything a new decision node stores (leading ``[B]``; ``K`` slots).
+  """Everything a new decision node stores (leading ``[B]``; ``K`` slots), as partial rows of
+  the tree's parts (:func:`jaxsearch.tree.rows`): :func:`_set_node` adds what comes from the
+  expansion and the path (visits, parent, depth, terminal, state, solved) and leaves the
+  ``None`` fields as allocated (slot visits and chance links).
 
-  ``slot_*`` are ``[B, K]``; ``value``, ``raw_value``, ``bound``, ``upper`` ``f32[B]``;
-  ``num_active`` ``i32[B]``; ``cut_upper`` ``f32[B]`` the best optimistic bound among legal
-  actions that have no slot (``Tree.node_cut_upper``); ``bad``
-  ``bool[B]`` flags estimator output that was NaN/inf and was replaced. ``entropy``,
-  ``leaves``, ``closed`` (``[B]``): the new node's subtree-entropy statistics, ``None``
-  unless ``config.subtree_entropy``.
+  Attributes:
+    nodes: ``value``, ``raw_value`` ``f32[B]``, ``num_active`` ``i32[B]``.
+    slots: ``action``, ``legal``, ``prior_logits``, ``action_value``, ``value`` ``[B, K]``.
+    bounds: ``bound``, ``upper``, ``cut_upper`` ``f32[B]`` (``cut_upper``: the best
+      optimistic bound among legal actions that have no slot, ``BoundStats.cut_upper``).
+    bad: ``bool[B]`` flags estimator output that was NaN/inf and was replaced.
+    slot_bounds: ``upper`` ``f32[B, K]`` (Bellman backup), else ``None``.
+    entropy: the new node's subtree-entropy statistics ``[B]``, ``None`` unless
+      ``config.subtree_entropy``.
   """
 
-  slot_action: jax.Array
-  slot_legal: jax.Array
-  slot_prior_logits: jax.Array
-  slot_action_value: jax.Array
-  slot_value: jax.Array
-  num_active: jax.Array
-  value: jax.Array
-  raw_value: jax.Array
-  bound: jax.Array
-  upper: jax.Array
-  cut_upper: jax.Array
+  nodes: tree_lib.NodeStats
+  slots: tree_lib.SlotStats
+  bounds: tree_lib.BoundStats
   bad: jax.Array
-  slot_upper: Optional[jax.Array] = None
-  entropy: Optional[jax.Array] = None
-  leaves: Optional[jax.Array] = None
-  closed: Optional[jax.Array] = None
+  slot_bounds: Optional[tree_lib.SlotBounds] = None
+  entropy: Optional[tree_lib.EntropyStats] = None
 
 
 class _Sanitised(NamedTuple):
@@ -221,53 +217,35 @@ def _node_rows(expansion: Expansion, config: SearchConfig, num_actions: int) -> 
   upper, cut_upper, slot_upper, bad = _optimistic_bounds(expansion, config, wanted, cut,
                                                          slot_action, slot_legal, clean.bad)
   bound, bad = _achievable_bound(expansion, bad)
-  entropy = leaves = closed = None
+  slot_bounds = entropy = None
+  if config.bellman:
+    slot_bounds = tree_lib.rows(tree_lib.SlotBounds, upper=jnp.broadcast_to(
+        upper[:, None], slot_action.shape) if slot_upper is None else slot_upper)
   if config.subtree_entropy is not None:
-    entropy, leaves, closed = entropy_lib.fresh_node(slot_legal, gather(clean.logits),
-                                                     expansion.terminal, config.entropy_policy)
-  return NodeRows(slot_action=slot_action, slot_legal=slot_legal,
-                  slot_prior_logits=gather(clean.logits), slot_action_value=slot_action_value,
-                  slot_value=slot_value, num_active=num_active, value=node_value,
-                  raw_value=clean.value, bound=bound, upper=upper, cut_upper=cut_upper, bad=bad,
-                  slot_upper=slot_upper,
-                  entropy=entropy, leaves=leaves, closed=closed)
+    entropy = tree_lib.EntropyStats(*entropy_lib.fresh_node(
+        slot_legal, gather(clean.logits), expansion.terminal, config.entropy_policy))
+  return NodeRows(
+      nodes=tree_lib.rows(tree_lib.NodeStats, value=node_value, raw_value=clean.value,
+                          num_active=num_active),
+      slots=tree_lib.rows(tree_lib.SlotStats, action=slot_action, legal=slot_legal,
+                          prior_logits=gather(clean.logits), action_value=slot_action_value,
+                          value=slot_value),
+      bounds=tree_lib.rows(tree_lib.BoundStats, bound=bound, upper=upper, cut_upper=cut_upper),
+      bad=bad, slot_bounds=slot_bounds, entropy=entropy)
 
 
 def _set_node(tree: Tree, index, expansion: Expansion, rows: NodeRows, parent, depth) -> Tree:
   """Writes decision node(s) ``index`` of one (unbatched) tree from unbatched ``rows``:
   ``index`` is a scalar (rows unbatched) or ``[M]`` (rows ``[M, ...]``); out-of-range indices
   are dropped."""
-
-  def put(field, x):
-    return field.at[index].set(x, mode="drop")
-
-  if tree.slot_upper.shape[-1] == rows.slot_action.shape[-1]:  # Bellman trees only
-    tree = tree.replace(slot_upper=put(tree.slot_upper, jnp.broadcast_to(
-        rows.upper[..., None], rows.slot_action.shape) if rows.slot_upper is None
-                                       else rows.slot_upper))
-  if rows.entropy is not None:  # subtree-entropy trees only
-    tree = tree.replace(node_entropy=put(tree.node_entropy, rows.entropy),
-                        node_leaves=put(tree.node_leaves, rows.leaves),
-                        node_closed=put(tree.node_closed, rows.closed))
+  nodes = rows.nodes.replace(visits=1, parent=parent, depth=depth,
+                             terminal=expansion.terminal, state=expansion.state)
   return tree.replace(
-      node_visits=put(tree.node_visits, 1),
-      node_value=put(tree.node_value, rows.value),
-      node_raw_value=put(tree.node_raw_value, rows.raw_value),
-      node_parent=put(tree.node_parent, parent),
-      node_depth=put(tree.node_depth, depth),
-      node_terminal=put(tree.node_terminal, expansion.terminal),
-      node_state=jax.tree.map(put, tree.node_state, expansion.state),
-      node_num_active=put(tree.node_num_active, rows.num_active),
-      node_solved=put(tree.node_solved, expansion.terminal),
-      node_bound=put(tree.node_bound, rows.bound),
-      node_upper=put(tree.node_upper, rows.upper),
-      node_cut_upper=put(tree.node_cut_upper, rows.cut_upper),
-      slot_action=put(tree.slot_action, rows.slot_action),
-      slot_legal=put(tree.slot_legal, rows.slot_legal),
-      slot_prior_logits=put(tree.slot_prior_logits, rows.slot_prior_logits),
-      slot_action_value=put(tree.slot_action_value, rows.slot_action_value),
-      slot_value=put(tree.slot_value, rows.slot_value),
-  )
+      nodes=tree_lib.write(tree.nodes, nodes, index),
+      slots=tree_lib.write(tree.slots, rows.slots, index),
+      bounds=tree_lib.write(tree.bounds, rows.bounds.replace(solved=expansion.terminal), index),
+      slot_bounds=tree_lib.write(tree.slot_bounds, rows.slot_bounds, index),
+      entropy=tree_lib.write(tree.entropy, rows.entropy, index))
 
 
 def _write_root(tree: Tree, expansion: Expansion, rows: NodeRows) -> Tree:

@@ -55,13 +55,13 @@ class _Certifier:
     self.puzzle = puzzle
     self.exact = puzzle.exact
     self.deadline = deadline  # ``time.monotonic()`` after which the exact search stops
-    self.states = jax.tree.map(take, trees.node_state)
-    self.node_upper = take(trees.node_upper).astype(np.float64)
-    self.node_terminal = take(trees.node_terminal)
-    self.slot_action = take(trees.slot_action)
-    self.slot_chance = take(trees.slot_chance)
-    self.chance_prob = take(trees.chance_prob)
-    self.chance_child = take(trees.chance_child)
+    self.states = jax.tree.map(take, trees.nodes.state)
+    self.node_upper = take(trees.bounds.upper).astype(np.float64)
+    self.node_terminal = take(trees.nodes.terminal)
+    self.slot_action = take(trees.slots.action)
+    self.slot_chance = take(trees.slots.chance)
+    self.chance_prob = take(trees.chance.prob)
+    self.chance_child = take(trees.chance.child)
     self.num_nodes = int(np.asarray(trees.num_nodes)[row])
     self._proven: dict[int, int] = {}  # node -> largest target shown to hold
     self._failed: dict[int, int] = {}  # node -> smallest target that did not certify
@@ -206,7 +206,7 @@ def certify_each(puzzle, trees, targets: dict, deadline: Optional[float] = None,
             for row, target in targets.items()}
   def size(row):
     batch, index = _row_of(trees, row)
-    return len(_remaining(np.asarray(batch.node_state.remaining[index, 0]), len(puzzle.secrets)))
+    return len(_remaining(np.asarray(batch.nodes.state.remaining[index, 0]), len(puzzle.secrets)))
 
   order = sorted(targets, key=size, reverse=True)
   light = (dataclasses.replace(exact), len(puzzle.secrets), puzzle.solved_outcome)
