@@ -10,7 +10,7 @@ Sizes (static, checked when a tree is allocated):
   C  chance-record capacity: ``N`` by default (with the running-mean backup a record is only
      ever created together with a node); the Bellman backup creates one record per expanded
      slot, holding every possible outcome's node, so it may use far fewer
-     (``SearchConfig.max_chance``),
+     (``AvtsOptions.max_chance``),
   O  chance outcomes per action (1 for deterministic games),
   V  visit-count buckets of the AVTS debias statistics.
 
@@ -19,7 +19,7 @@ The tree is made of parts, each a frozen pytree of arrays with the same leading 
 ``chance`` (:class:`ChanceRecords`, ``[B, C, O]``), ``bounds`` (:class:`BoundStats`,
 ``[B, N]``) and three parts that are ``None`` when the search does not keep them:
 ``slot_bounds`` (:class:`SlotBounds`, ``[B, N, K]``, Bellman backup), ``entropy``
-(:class:`EntropyStats`, ``[B, N]``, ``SearchConfig.subtree_entropy``) and ``debias``
+(:class:`EntropyStats`, ``[B, N]``, ``SearchConfig.entropy``) and ``debias``
 (:class:`~jaxsearch.debias.DebiasStats`, ``[B, N, V]``, Bellman backup). Code that moves or
 writes whole nodes maps over a part (:func:`write`, ``jax.tree.map``), never over a list of
 its fields.
@@ -184,7 +184,7 @@ class Tree:
     bounds: :class:`BoundStats` ``[B, N]``.
     slot_bounds: :class:`SlotBounds` ``[B, N, K]``; ``None`` unless the Bellman backup.
     entropy: :class:`EntropyStats` ``[B, N]``; ``None`` unless
-      ``SearchConfig.subtree_entropy``.
+      ``SearchConfig.entropy``.
     debias: :class:`~jaxsearch.debias.DebiasStats` ``[B, N, V]`` (bias counts, means and
       squared-change sums per visit bucket); ``None`` unless the Bellman backup.
     num_nodes, num_chance: i32 ``[B]``, allocated nodes and chance records.

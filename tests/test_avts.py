@@ -831,7 +831,7 @@ def _level(slot_solved_after, config):
 def _level_config():
   return search_lib.SearchConfig(num_simulations=1, max_nodes=2, max_depth=1,
                                  selection=js.selection.thompson(), backup="bellman",
-                                 widening=True, num_buckets=4)
+                                 avts=search_lib.AvtsOptions(widening=True, num_buckets=4))
 
 
 def test_bellman_level_records_the_change_of_q2_and_q3():

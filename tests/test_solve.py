@@ -228,7 +228,7 @@ def test_proof_rule_reaches_slots_widening_has_not_activated():
 
   search = js.policies.avts(puzzle.game, reversed_estimator, num_simulations=1, max_nodes=64,
                             num_slots=None, selection=js.selection.optimistic())
-  assert search.config.widening
+  assert search.config.avts.widening
   roots = jax.tree.map(lambda x: jnp.asarray(x)[None], puzzle.initial_state)
   key = jax.random.PRNGKey(0)
   by_key = jax.jit(jax.vmap(lambda k: search(None, k, roots).tree))(key[None])
@@ -287,7 +287,8 @@ def test_bound_slots_hold_the_best_bounds_q1_left_out():
   for bad in (-1, 4, 5):
     with pytest.raises(ValueError, match="bound_slots"):
       js.search.SearchConfig(num_simulations=1, max_nodes=2, max_depth=1, num_slots=4,
-                             bound_slots=bad, selection=js.selection.uct())
+                             avts=js.search.AvtsOptions(bound_slots=bad),
+                             selection=js.selection.uct())
 
 
 @pytest.mark.slow

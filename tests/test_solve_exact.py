@@ -190,13 +190,14 @@ def test_fewer_chance_records_stop_growth_and_keep_the_tree_consistent(small_avt
   rerooted = js.reroot(few, jnp.asarray(np.asarray(few.slots.action[:, 0, 0])), 0)
   assert rerooted.chance.prob.shape == few.chance.prob.shape
   config = dict(num_simulations=4, max_nodes=8, max_depth=4, selection=js.selection.puct())
+  options = js.search.AvtsOptions
   with pytest.raises(ValueError, match="max_chance needs backup='bellman'"):
-    js.search.SearchConfig(**config, max_chance=3)
+    js.search.SearchConfig(**config, avts=options(max_chance=3))
   for bad in (0, 9, 2.5):
     with pytest.raises(ValueError, match="max_chance must be an int in"):
-      js.search.SearchConfig(**config, backup="bellman", max_chance=bad)
+      js.search.SearchConfig(**config, backup="bellman", avts=options(max_chance=bad))
   with pytest.raises(ValueError, match="expand_chunk must be a positive int"):
-    js.search.SearchConfig(**config, backup="bellman", expand_chunk=0)
+    js.search.SearchConfig(**config, backup="bellman", avts=options(expand_chunk=0))
 
 
 def test_solver_programs_take_the_table_as_an_input():

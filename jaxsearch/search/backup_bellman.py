@@ -13,6 +13,7 @@ from flax import struct
 from jaxsearch import debias as debias_lib
 from jaxsearch import tree as tree_lib
 from jaxsearch.model import Model
+from jaxsearch.enums import Variance
 from jaxsearch.search.config import SearchConfig
 from jaxsearch.search.descent import Path
 from jaxsearch.search.estimates import node_stats, slot_estimates
@@ -79,9 +80,10 @@ def _record_change(node: _NodeRow, slot, q2_new, slot_solved, *,
   stats = node.stats
   visits_before = node.visits[slot]
   change = q2_new - node.tree_values[slot]
-  if config.variance == "centred":
+  options = config.avts
+  if options.variance is Variance.CENTRED:
     debiased_change = None  # Welford's centred squares of the changes
-  elif config.debias and config.variance == "avts":
+  elif options.debias and options.variance is Variance.AVTS:
     # q̂3 after minus q̂3 before; a slot this visit solves is exact: q̂3 = q̂2, no correction.
     correction_after = jnp.where(slot_solved, 0.0,
                                  debias_lib.correction(stats, visits_before + 1))
@@ -89,6 +91,11 @@ def _record_change(node: _NodeRow, slot, q2_new, slot_solved, *,
   else:
     debiased_change = change  # q̂3 = q̂2 (no debias), or the reference code's raw change
   return debias_lib.record(stats, visits_before + 1, change, debiased_change)
+
+
+def _without_variance(config: SearchConfig) -> SearchConfig:
+  """``config`` with ``variance="off"`` (V(s) needs q̂3, not its variance)."""
+  return dataclasses.replace(config, avts=dataclasses.replace(config.avts, variance=Variance.OFF))
 
 
 def _widen(num_active, slot, num_candidates):
@@ -112,11 +119,11 @@ def _bellman_update(node: _NodeRow, edge: _EdgeRow, *, config: SearchConfig) -> 
   legal = node.legal
   num_candidates = jnp.sum(legal).astype(jnp.int32)
   num_active = node.num_active
-  if config.widening:
+  if config.avts.widening:
     num_active = _widen(num_active, slot, num_candidates)
   active = legal & (jnp.arange(legal.shape[0]) < num_active)
   debiased, _ = slot_estimates(stats, tree_values, visits, solved, num_active,
-                               config=dataclasses.replace(config, variance="off"))
+                               config=_without_variance(config))
   value = jnp.max(jnp.where(active, debiased, -jnp.inf))
   value = jnp.where(jnp.any(active), value, 0.0)
   node_solved = (jnp.sum(active) >= num_candidates) & jnp.all(jnp.where(active, solved, True))

@@ -98,6 +98,6 @@ def _mean_simulation(model: Model, config: SearchConfig, params, outcome_key, es
   leaf_value = _leaf_value(path, rows.nodes.value)
   returns = _returns(tree, path, edge_chances, leaf_value)
   tree = jax.vmap(_backup_one)(tree, path, edge_chances, leaf_value, returns)
-  if config.subtree_entropy is not None:
+  if config.entropy is not None:
     tree = _entropy_update(tree, path, config)
   return tree

@@ -11,6 +11,7 @@ from flax import struct
 
 from jaxsearch import entropy as entropy_lib
 from jaxsearch import tree as tree_lib
+from jaxsearch.enums import OutcomeRule
 from jaxsearch.search.config import SearchConfig
 from jaxsearch.search.estimates import node_stats, slot_estimates
 from jaxsearch.selection.base import NodeView, RootContext, masked_argmax
@@ -58,12 +59,13 @@ class Path:
 def _choose_outcome(probs, visits, key, rule, gaps=None):
   """Outcome at a chance record (``probs``/``visits``/``gaps`` ``[O]``); zero-probability
   outcomes are never chosen."""
+  rule = OutcomeRule(rule)
   possible = probs > 0
-  if rule == "sample":
+  if rule is OutcomeRule.SAMPLE:
     return jax.random.categorical(key, jnp.where(possible, jnp.log(probs), -jnp.inf)
                                   ).astype(jnp.int32)
   balanced = probs / (visits + 1.0)
-  if rule == "gap":
+  if rule is OutcomeRule.GAP:
     # Lexicographic: the weighted bound gap first, the balanced score among (near-)ties.
     weighted = jnp.where(possible, probs * jnp.minimum(gaps, 1e6), -jnp.inf)
     best = jnp.max(weighted)
@@ -109,13 +111,13 @@ def _node_view(tree: Tree, node, visits, value, depth, root_logits, *,
   """``[B]`` batched :class:`NodeView` of ``node[B]``: what the selection rule sees."""
   batch_ids = jnp.arange(tree.batch_size)
   logits = tree.slots.prior_logits[batch_ids, node]
-  if config.dirichlet_fraction > 0.0:
+  if config.root_noise is not None:
     logits = jnp.where((node == 0)[:, None], root_logits, logits)
   child_visits = tree.slots.visits[batch_ids, node]
   child_values = tree.slots.value[batch_ids, node]
   action_values = tree.slots.action_value[batch_ids, node]
   legal = tree.slots.legal[batch_ids, node]
-  if config.widening and not config.selection.sees_inactive:
+  if config.avts.widening and not config.selection.sees_inactive:
     legal = legal & (jnp.arange(tree.num_slots) <
                      tree.nodes.num_active[batch_ids, node][:, None])
   if config.bellman:
@@ -134,7 +136,7 @@ def _node_view(tree: Tree, node, visits, value, depth, root_logits, *,
       prior_logits=logits, action_values=action_values, legal=legal, depth=depth,
       debiased_values=debiased, value_variance=variance, upper_bounds=upper,
       child_exploration=(_exploration(tree, batch_ids, node)
-                         if config.subtree_entropy is not None else None))
+                         if config.entropy is not None else None))
 
 
 def _outcomes(tree: Tree, chance, outcome_keys, *, config: SearchConfig) -> jax.Array:
@@ -149,7 +151,7 @@ def _outcomes(tree: Tree, chance, outcome_keys, *, config: SearchConfig) -> jax.
     safe_children = jnp.maximum(children, 0)
     open_child = ~tree.bounds.solved[batch_ids[:, None], safe_children]
     probs = jnp.where(open_child & (children >= 0), probs, 0.0)
-    if config.outcome_rule == "gap":
+    if config.outcome_rule is OutcomeRule.GAP:
       gaps = (tree.bounds.upper[batch_ids[:, None], safe_children] -
               tree.bounds.bound[batch_ids[:, None], safe_children])
   return jax.vmap(_choose_outcome, in_axes=(0, 0, 0 if outcome_keys is not None else None,

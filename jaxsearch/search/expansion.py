@@ -87,7 +87,7 @@ def _expand_outcomes(model: Model, config: SearchConfig, params, key, parent_sta
   """Steps and evaluates every outcome of each tree's expanded action: ``(expansion, rows)``
   with leading ``[B·O]`` (tree-major), of which only ``wanted`` (``bool[B, O]``) matter.
 
-  Where ``B·O <= config.expand_chunk``: one model call for all ``B·O`` states. Otherwise the
+  Where ``B·O <= config.avts.expand_chunk``: one model call for all ``B·O`` states. Otherwise the
   wanted ones are compacted to the front and done ``expand_chunk`` at a time in a loop that
   runs only as many chunks as there are wanted states; each chunk is reduced to its node rows
   (``K`` slots) before the next, so the estimator's ``[·, A]`` outputs exist for one chunk
@@ -98,14 +98,14 @@ def _expand_outcomes(model: Model, config: SearchConfig, params, key, parent_sta
   batch_size, num_outcomes = wanted.shape
   total = batch_size * num_outcomes
   all_outcomes = jnp.tile(jnp.arange(num_outcomes, dtype=jnp.int32), batch_size)
-  if total <= config.expand_chunk:
+  if total <= config.avts.expand_chunk:
     def repeat(x):
       return jnp.repeat(x, num_outcomes, axis=0)
 
     expansion = model.step(params, key, jax.tree.map(repeat, parent_states), repeat(actions),
                            all_outcomes)
     return expansion, _node_rows(expansion, config, model.num_actions)
-  chunk = config.expand_chunk
+  chunk = config.avts.expand_chunk
   num_chunks = -(-total // chunk)
   flat = wanted.reshape(-1)
   count = jnp.sum(flat, dtype=jnp.int32)

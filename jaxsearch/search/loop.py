@@ -13,6 +13,7 @@ from jaxsearch.game import per_item_keys
 from jaxsearch.model import Model
 from jaxsearch.search.backup_bellman import _bellman_simulation
 from jaxsearch.search.backup_mean import _mean_simulation
+from jaxsearch.enums import OutcomeRule
 from jaxsearch.search.config import SearchConfig
 from jaxsearch.search.descent import _select
 from jaxsearch.search.nodes import _node_rows, _root_noise_logits, _write_root
@@ -28,6 +29,7 @@ def init_tree(model: Model, config: SearchConfig, params, key, root_input,
   (``num_nodes == 0``, e.g. after :func:`jaxsearch.tree.reroot` into an unexpanded child) start
   from ``root_input``.
   """
+  config = config.for_model(model)
   validation.check_inputs(model, config, params, key, root_input, tree)  # trace time only
   expansion = model.root(params, key, root_input)
   batch_size, num_actions = expansion.legal.shape
@@ -36,9 +38,9 @@ def init_tree(model: Model, config: SearchConfig, params, key, root_input,
   state_example = jax.tree.map(lambda x: x[0], expansion.state)
   fresh = tree_lib.allocate(batch_size, config.max_nodes, config.slots_for(num_actions),
                             model.num_outcomes, state_example,
-                            num_buckets=config.num_buckets if config.bellman else None,
+                            num_buckets=config.avts.num_buckets if config.bellman else None,
                             slot_bounds=config.bellman,
-                            entropy=config.subtree_entropy is not None,
+                            entropy=config.entropy is not None,
                             max_chance=config.chance_capacity)
   fresh = jax.vmap(_write_root)(fresh, expansion, _node_rows(expansion, config, num_actions))
   if tree is None:
@@ -81,7 +83,8 @@ def run(model: Model, config: SearchConfig, params, key, root_input,
 
   Args:
     model: the batched world (see :mod:`jaxsearch.model`).
-    config: static settings.
+    config: static settings (``max_nodes``, ``max_depth`` left ``None`` come from ``model``:
+      :meth:`SearchConfig.for_model`).
     params: estimator parameters (any pytree, passed through).
     key: a PRNG key.
     root_input: the root states ``[B, ...]`` (for :func:`jaxsearch.model.from_game`).
@@ -91,17 +94,18 @@ def run(model: Model, config: SearchConfig, params, key, root_input,
   Returns:
     The trees, ``[B, N, ...]``.
   """
+  config = config.for_model(model)
   root_key, noise_key, loop_key = jax.random.split(key, 3)
   tree = init_tree(model, config, params, root_key, root_input, tree)
   batch_size = tree.batch_size
   batch_ids = jnp.arange(batch_size)
   root_logits = tree.slots.prior_logits[:, 0]
-  if config.dirichlet_fraction > 0.0:
+  if config.root_noise is not None:
     root_logits = jax.vmap(_root_noise_logits, in_axes=(0, 0, 0, None, None))(
         per_item_keys(noise_key, batch_size), root_logits, tree.slots.legal[:, 0],
-        config.dirichlet_fraction, config.dirichlet_alpha)
+        config.root_noise.fraction, config.root_noise.alpha)
   needs_key = config.selection.needs_key or (
-      model.num_outcomes > 1 and config.outcome_rule == "sample")
+      model.num_outcomes > 1 and config.outcome_rule is OutcomeRule.SAMPLE)
   root_raw_value = tree.nodes.raw_value[:, 0]
   if config.root_selection is not None and root_noise is None:
     root_noise = draw_root_noise(config, jax.random.fold_in(noise_key, 1), batch_size,

@@ -31,7 +31,7 @@ class NodeRows:
     bad: ``bool[B]`` flags estimator output that was NaN/inf and was replaced.
     slot_bounds: ``upper`` ``f32[B, K]`` (Bellman backup), else ``None``.
     entropy: the new node's subtree-entropy statistics ``[B]``, ``None`` unless
-      ``config.subtree_entropy``.
+      ``config.entropy``.
   """
 
   nodes: tree_lib.NodeStats
@@ -100,7 +100,7 @@ def _slot_layout(clean: _Sanitised, action_bounds, config: SearchConfig,
   batch_size = legal.shape[0]
   num_slots = config.slots_for(num_actions)
   slot_valid = None
-  if num_slots == num_actions and not config.widening:
+  if num_slots == num_actions and not config.avts.widening:
     slot_action = jnp.broadcast_to(jnp.arange(num_actions, dtype=jnp.int32),
                                    (batch_size, num_actions))
   else:
@@ -108,7 +108,7 @@ def _slot_layout(clean: _Sanitised, action_bounds, config: SearchConfig,
     # Legal actions first, best first; ties by index (top_k is stable).
     keys = jnp.where(legal, ranking, -jnp.inf)
     # Only a real cut (K < A) needs them; without one every action has a slot anyway.
-    reserve = min(config.bound_slots, num_slots - 1) if num_slots < num_actions else 0
+    reserve = min(config.avts.bound_slots, num_slots - 1) if num_slots < num_actions else 0
     if reserve and action_bounds is not None and config.bellman:
       _, first = jax.lax.top_k(keys, num_slots - reserve)
       taken = jnp.zeros(keys.shape, bool).at[jnp.arange(batch_size)[:, None], first].set(True)
@@ -169,6 +169,24 @@ def _achievable_bound(expansion: Expansion, bad) -> tuple[jax.Array, jax.Array]:
   return jnp.where(jnp.isfinite(bound), bound, -1.0e30), bad
 
 
+def _initial_values(config: SearchConfig, terminal, value, slot_legal, slot_action_value):
+  """``(num_active i32[B], V f32[B], Q f32[B, K])`` of new nodes: with the Bellman backup,
+  ``V`` is the best q̂1 among the active slots and ``Q`` starts at q̂1; otherwise ``V`` is the
+  estimator's value and ``Q`` 0."""
+  batch_size, num_slots = slot_legal.shape
+  if config.avts.widening:
+    num_active = jnp.minimum(jnp.sum(slot_legal, axis=-1).astype(jnp.int32), 1)
+  else:
+    num_active = jnp.full((batch_size,), num_slots, jnp.int32)
+  if not config.bellman:
+    return num_active, value, jnp.zeros_like(slot_action_value)
+  # V = best q̂1 among the active slots (the debias statistics are empty in a new node).
+  active = slot_legal & (jnp.arange(num_slots) < num_active[:, None])
+  node_value = jnp.max(jnp.where(active, slot_action_value, -jnp.inf), axis=-1)
+  node_value = jnp.where(jnp.any(active, axis=-1) & ~terminal, node_value, 0.0)
+  return num_active, node_value, slot_action_value
+
+
 def _node_rows(expansion: Expansion, config: SearchConfig, num_actions: int) -> NodeRows:
   """Sanitises a batch of estimates and lays them out as slot rows.
 
@@ -182,12 +200,10 @@ def _node_rows(expansion: Expansion, config: SearchConfig, num_actions: int) -> 
 
   Slots: with ``K = A`` and no widening, slot ``k`` is action ``k``; otherwise the slots hold
   the top-``K`` actions by q̂1 (Bellman backup) or prior logit, best first, so that widening
-  activates them in order and illegal ones come last; with ``config.bound_slots`` the last
+  activates them in order and illegal ones come last; with ``config.avts.bound_slots`` the last
   ones are instead the best action bounds among the rest.
   """
   clean = _sanitise(expansion, config, num_actions)
-  batch_size = clean.legal.shape[0]
-  num_slots = config.slots_for(num_actions)
   slot_action, slot_valid = _slot_layout(clean, expansion.estimate.action_bounds, config,
                                          num_actions)
 
@@ -198,20 +214,8 @@ def _node_rows(expansion: Expansion, config: SearchConfig, num_actions: int) -> 
   if slot_valid is not None:
     slot_legal = slot_legal & slot_valid
   slot_action_value = jnp.where(slot_legal, gather(clean.action_values), 0.0)
-  num_candidates = jnp.sum(slot_legal, axis=-1).astype(jnp.int32)
-  if config.widening:
-    num_active = jnp.minimum(num_candidates, 1)
-  else:
-    num_active = jnp.full((batch_size,), num_slots, jnp.int32)
-  if config.bellman:
-    # V = best q̂1 among the active slots (the debias statistics are empty in a new node).
-    active = slot_legal & (jnp.arange(num_slots) < num_active[:, None])
-    node_value = jnp.max(jnp.where(active, slot_action_value, -jnp.inf), axis=-1)
-    node_value = jnp.where(jnp.any(active, axis=-1) & ~expansion.terminal, node_value, 0.0)
-    slot_value = slot_action_value
-  else:
-    node_value = clean.value
-    slot_value = jnp.zeros_like(slot_action_value)
+  num_active, node_value, slot_value = _initial_values(
+      config, expansion.terminal, clean.value, slot_legal, slot_action_value)
   wanted = expansion.legal & ~clean.declared_useless
   cut = jnp.sum(wanted, axis=-1) > jnp.sum(slot_legal, axis=-1)
   upper, cut_upper, slot_upper, bad = _optimistic_bounds(expansion, config, wanted, cut,
@@ -221,9 +225,9 @@ def _node_rows(expansion: Expansion, config: SearchConfig, num_actions: int) -> 
   if config.bellman:
     slot_bounds = tree_lib.rows(tree_lib.SlotBounds, upper=jnp.broadcast_to(
         upper[:, None], slot_action.shape) if slot_upper is None else slot_upper)
-  if config.subtree_entropy is not None:
+  if config.entropy is not None:
     entropy = tree_lib.EntropyStats(*entropy_lib.fresh_node(
-        slot_legal, gather(clean.logits), expansion.terminal, config.entropy_policy))
+        slot_legal, gather(clean.logits), expansion.terminal, config.entropy.policy))
   return NodeRows(
       nodes=tree_lib.rows(tree_lib.NodeStats, value=node_value, raw_value=clean.value,
                           num_active=num_active),

@@ -18,15 +18,16 @@ from jaxsearch.tree import UNEXPANDED, EntropyStats, Tree
 def _node_entropy(legal, visits, values, logits, node_visits, node_value, terminal, has_chance,
                   probs, kids, kid_entropy, kid_leaves, kid_closed, *, config: SearchConfig):
   """``(H, K, closed)`` of one node from its ``[K]`` slot rows and its children's ``[K, O]``
-  statistics, under ``config.entropy_policy``'s playout policy."""
+  statistics, under ``config.entropy.policy``'s playout policy."""
   view = NodeView(visits=node_visits, value=node_value, child_visits=visits,
                   child_values=values, prior_logits=logits, action_values=values,
                   legal=legal, depth=jnp.int32(0), debiased_values=values,
                   value_variance=values, upper_bounds=values)
-  probs_policy = entropy_lib.playout_policy(view, config.entropy_policy, config.entropy_pibar_c)
+  options = config.entropy
+  probs_policy = entropy_lib.playout_policy(view, options.policy, options.pibar_c)
   edge = entropy_lib.edge_stats(has_chance, probs, kids, kid_entropy, kid_leaves, kid_closed)
   return entropy_lib.node_stats(probs_policy, legal, terminal, *edge,
-                                mode=config.subtree_entropy)
+                                mode=options.kind)
 
 
 def _level_entropy(tree: Tree, path: Path, node, row, depth, child_h, child_k, child_c, *,

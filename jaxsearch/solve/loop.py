@@ -81,8 +81,8 @@ def estimate_memory(problem, init, tables, key, roots) -> MemoryEstimate:
   nodes = int(shapes.nodes.visits.shape[0] * shapes.nodes.visits.shape[1])
   table_bytes = sum(int(np.asarray(x).nbytes)
                     for x in jax.tree.leaves(getattr(problem, "tables", None)))
-  from jaxsearch.search import SearchConfig
-  expand_chunk = SearchConfig.__dataclass_fields__["expand_chunk"].default
+  from jaxsearch.search import AvtsOptions
+  expand_chunk = AvtsOptions().expand_chunk
   # Regrowing the open trees holds the old rows, the fresh larger trees and the copy at once.
   working = 8 * 4 * expand_chunk * problem.game.num_actions + 3 * trees
   return MemoryEstimate(trees=trees, per_node=trees / max(nodes, 1), tables=2 * table_bytes,
