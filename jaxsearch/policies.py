@@ -76,13 +76,12 @@ class Search:
   A ``config`` that leaves ``max_nodes`` or ``max_depth`` to the game gets them from ``model``
   (:meth:`~jaxsearch.search.SearchConfig.for_model`).
 
-  Options (Grill et al. 2020's π̄ variants; SEARCH is the selection rule
-  :func:`jaxsearch.selection.pibar_sample`, see :func:`pibar`):
+  Options (``root_policy``, ``pibar_target``, ``pibar_c``: Grill et al. 2020's π̄ variants;
+  SEARCH is the selection rule :func:`jaxsearch.selection.pibar_sample`, see :func:`pibar`):
     temperature: ``τ`` of the action drawn from the visit counts (0: the most visited).
-    root_policy: :class:`~jaxsearch.enums.RootPolicy`, ``"visits"`` (default) or
-      ``"pibar"`` — ACT: ``action`` and
-      ``action_weights`` come from π̄ at the root (argmax at ``temperature=0``, else sampled
-      from π̄^(1/τ)) instead of the visit counts.
+    root_policy: :class:`~jaxsearch.enums.RootPolicy`, ``"visits"`` (default) or ``"pibar"``
+      — ACT: ``action`` and ``action_weights`` come from π̄ at the root (argmax at
+      ``temperature=0``, else sampled from π̄^(1/τ)) instead of the visit counts.
     pibar_target: LEARN: ``PolicyOutput.policy_target`` (and ``.pibar``) = π̄ at the root.
     pibar_c: π̄'s constant in λ_N (``None``: the MuZero schedule).
     devices: split the batch over devices (:mod:`jaxsearch.sharding`): ``None`` (default
