@@ -8,11 +8,14 @@ import importlib
 
 __version__ = "0.1.0"
 
-_SUBMODULES = ("compat", "estimators", "game", "model", "policies", "search", "selection",
-               "sharding", "solve", "tree", "validation", "viz")
+_SUBMODULES = ("compat", "enums", "estimators", "game", "model", "policies", "search",
+               "selection", "sharding", "solve", "tree", "validation", "viz")
 _NAMES = {"Estimate": "game", "Estimator": "game", "Game": "game", "StepResult": "game",
           "PolicyOutput": "policies", "Search": "policies", "Tree": "tree", "reroot": "tree",
-          "solve_game": "solve"}
+          "solve_game": "solve", "SearchConfig": "search", "RootNoise": "search",
+          "AvtsOptions": "search", "EntropyOptions": "search", "OutcomeRule": "enums",
+          "Backup": "enums", "SubtreeEntropy": "enums", "EntropyPolicy": "enums",
+          "Variance": "enums", "RootPolicy": "enums"}
 
 __all__ = sorted(_NAMES) + list(_SUBMODULES)
 

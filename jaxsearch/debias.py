@@ -18,14 +18,14 @@ bucketed ``v = 1..V``; a slot going from ``v - 1`` to ``v`` visits records its c
   Thompson sampling from exploring).
 
   Squaring the change under the bias estimate from *before* the record instead
-  (:func:`record` with ``centred=False``, what ``SearchConfig(variance="avts")`` does) is not
+  (:func:`record` with ``centred=False``, what ``AvtsOptions(variance="avts")`` does) is not
   the seed's variance: a bucket's first record sees a mean of 0 and adds the whole ``μ_v²``,
   so ``E[var[v]] = σ_v²·(c + H_{c-1})/(c - 1) + μ_v²/(c - 1)`` after ``c`` records (``H``
   harmonic numbers): 0.097, 0.027, 0.0078 at ``c = 2, 5, 20`` for ``μ = -0.3``, ``σ = 0.05``,
   against ``σ² = 0.0025``. It is kept, and is the search's default, because Thompson sampling
   does better with that drift-inflated width on the seed's own kind of problem (Wordle
   sub-problems, Mastermind 4×3: docs/rules_wordle.md); the seed's variance is
-  ``SearchConfig(variance="centred")``, the better one on random Garnet MDPs.
+  ``AvtsOptions(variance="centred")``, the better one on random Garnet MDPs.
 
 Used by the Bellman backup of :mod:`jaxsearch.search` (``SearchConfig(backup="bellman")``).
 
@@ -45,6 +45,9 @@ from flax import struct
 @struct.dataclass
 class DebiasStats:
   """One node's statistics, ``V`` visit buckets (bucket ``i`` holds visit count ``v = i + 1``).
+
+  The functions here take one node's ``[V]`` arrays; a tree keeps every node's as
+  ``Tree.debias`` with leading ``[B, N]`` axes.
 
   Attributes:
     count: ``i32[V]`` changes recorded per bucket.

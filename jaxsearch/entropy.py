@@ -19,8 +19,8 @@ would give ``E = 0`` to every fresh node.
 
 Only the nodes on a simulated path change (their visits, values and one child), so the engine
 recomputes ``H, K, closed`` for those nodes only, leaf to root, in ``O(D·K·O)``
-(:func:`jaxsearch.search` keeps them in ``Tree.node_entropy`` / ``node_leaves`` /
-``node_closed``). Everything here is one node (no batch axis); the engine vmaps.
+(:func:`jaxsearch.search` keeps them in ``Tree.entropy``, a :class:`jaxsearch.tree.EntropyStats`).
+Everything here is one node (no batch axis); the engine vmaps.
 
 The **one-level proxy** (``mode="one_level"``) ignores the subtree: ``H(n) = H(π_n)`` and
 ``K(n) = |A|``, i.e. ``E`` of a child is the normalised entropy of its own playout policy.
@@ -31,11 +31,9 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from jaxsearch.enums import EntropyPolicy, SubtreeEntropy, coerce
 from jaxsearch.selection.base import NodeView, masked_softmax
 from jaxsearch.selection.pibar import pibar_policy
-
-MODES = ("full", "one_level")
-POLICIES = ("pi_hat", "pibar")
 
 
 def plogp_entropy(p: jax.Array, axis: int = -1) -> jax.Array:
@@ -51,21 +49,21 @@ def pi_hat(visits: jax.Array, legal: jax.Array) -> jax.Array:
   return counts / jnp.maximum(jnp.sum(counts), 1.0)
 
 
-def playout_policy(view: NodeView, policy: str = "pi_hat", pibar_c: float = 1.25) -> jax.Array:
+def playout_policy(view: NodeView, policy: EntropyPolicy = EntropyPolicy.PI_HAT,
+                   pibar_c: float = 1.25) -> jax.Array:
   """``f32[K]`` the playout policy of one node: π̂ or π̄ (see the module docstring)."""
-  if policy == "pi_hat":
+  if coerce(EntropyPolicy, policy, "policy") is EntropyPolicy.PI_HAT:
     return pi_hat(view.child_visits, view.legal)
-  if policy == "pibar":
-    return pibar_policy(view, pibar_c)
-  raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
+  return pibar_policy(view, pibar_c)
 
 
 def fresh_node(legal: jax.Array, prior_logits: jax.Array, terminal: jax.Array,
-               policy: str = "pi_hat") -> tuple[jax.Array, jax.Array, jax.Array]:
+               policy: EntropyPolicy = EntropyPolicy.PI_HAT
+               ) -> tuple[jax.Array, jax.Array, jax.Array]:
   """``(H, K, closed)`` of a just-created node, all of whose legal edges are unexpanded:
   ``π̂`` is uniform and π̄ is the prior (``N = 0``). Works on ``[..., K]`` rows."""
   legal = jnp.asarray(legal, bool)
-  if policy == "pi_hat":
+  if coerce(EntropyPolicy, policy, "policy") is EntropyPolicy.PI_HAT:
     probs = legal / jnp.maximum(jnp.sum(legal, axis=-1, keepdims=True), 1)
   else:
     probs = masked_softmax(prior_logits, legal)
@@ -111,14 +109,14 @@ def edge_exploration(has_chance, probs, children, child_entropy, child_leaves, c
 
 def node_stats(policy_probs: jax.Array, legal: jax.Array, terminal: jax.Array,
                edge_entropy: jax.Array, edge_leaves: jax.Array, edge_closed: jax.Array,
-               mode: str = "full") -> tuple[jax.Array, jax.Array, jax.Array]:
+               mode: SubtreeEntropy = SubtreeEntropy.FULL
+               ) -> tuple[jax.Array, jax.Array, jax.Array]:
   """``(H, K, closed)`` of one node from its playout policy ``f32[K]`` and edge statistics."""
-  if mode not in MODES:
-    raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+  mode = coerce(SubtreeEntropy, mode, "mode")
   legal = jnp.asarray(legal, bool)
   any_legal = jnp.any(legal)
   own = plogp_entropy(jnp.where(legal, policy_probs, 0.0))
-  if mode == "full":
+  if mode is SubtreeEntropy.FULL:
     entropy = own + jnp.sum(jnp.where(legal, policy_probs * edge_entropy, 0.0))
     leaves = jnp.sum(jnp.where(legal, edge_leaves, 0.0))
     closed = any_legal & jnp.all(jnp.where(legal, edge_closed, True))

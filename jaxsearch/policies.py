@@ -16,106 +16,32 @@ from typing import Optional
 
 import jax
 import jax.numpy as jnp
-from flax import struct
 
 from jaxsearch import gumbel as gumbel_lib
 from jaxsearch import search as search_lib
 from jaxsearch import sharding
 from jaxsearch import validation
 from jaxsearch import selection as selection_lib
+from jaxsearch.enums import Backup, RootPolicy, coerce
 from jaxsearch.game import Estimator, Game, per_item_keys
 from jaxsearch.model import Model, from_game
-from jaxsearch.selection.base import QTransform, SelectionRule, masked_argmax, q_minmax
+from jaxsearch.selection.base import QTransform, SelectionRule, q_minmax
+# What a search returns, made from the roots (re-exported: js.policies.PolicyOutput, ...).
+from jaxsearch.summary import (PolicyOutput, _slots_to_actions, root_pibar,  # noqa: F401
+                               root_summary, root_view)
 from jaxsearch.tree import Tree
-
-
-@struct.dataclass
-class PolicyOutput:
-  """What a search returns (``B`` searches, ``A`` actions).
-
-  Attributes:
-    action: ``i32[B]`` the chosen action; ``-1`` where the root has no legal action.
-    action_weights: ``f32[B, A]`` visit counts to the power ``1/τ``, normalised (one-hot of
-      the most visited action at ``τ = 0``; all zeros without a legal action).
-    visit_counts: ``i32[B, A]`` root visit counts (with a reused tree they include the
-      visits of earlier searches, so they can add up to more than ``num_simulations``).
-    root_value: ``f32[B]`` the root's backed-up value (mover's view; 0 if terminal).
-    q_values: ``f32[B, A]`` Q at the root; unvisited or illegal actions get ``root_value``.
-      With the Bellman backup (AVTS): the debiased q̂3 of every active slot.
-    tree: the searched trees (pass to :func:`jaxsearch.tree.reroot` to reuse them).
-    root_bound: ``f32[B]`` the achievable bound at the root — the exact value of a concrete
-      policy the tree holds, a certified lower bound on the optimal value (upper bound on
-      cost) that never decreases as the search goes on — or ``None`` when the game supplies
-      no ``pessimistic_value``.
-    root_solved: ``bool[B]`` the root's value is exact (Bellman backup: every reachable
-      state below it was expanded to the end) — within the searched actions: with a cutoff
-      ``K < A``, or actions the estimator declared never optimal (q̂1 = ``-inf``), exact over
-      those kept; always False with the running-mean backup.
-    root_upper: ``f32[B]`` the optimistic bound at the root (Bellman backup, games with an
-      ``optimistic_value``): no policy does better. ``root_upper - root_bound <= tolerance``
-      certifies that the achievable policy is optimal. ``None`` without one.
-    policy_target: ``f32[B, A]`` the policy a learner should regress to when it differs from
-      ``action_weights``' visit distribution — π̄ at the root (``Search(pibar_target=True)``,
-      Grill et al.'s LEARN variant) or Gumbel MuZero's improved policy π′ — else ``None``
-      (then train on ``action_weights``).
-    pibar: ``f32[B, A]`` π̄ at the root (ACT or LEARN variants), else ``None``.
-  """
-
-  action: jax.Array
-  action_weights: jax.Array
-  visit_counts: jax.Array
-  root_value: jax.Array
-  q_values: jax.Array
-  tree: Tree
-  root_bound: Optional[jax.Array] = None
-  root_solved: Optional[jax.Array] = None
-  root_upper: Optional[jax.Array] = None
-  policy_target: Optional[jax.Array] = None
-  pibar: Optional[jax.Array] = None
-
-
-def _slots_to_actions(tree: Tree, slot_values, num_actions: int, fill=0.0) -> jax.Array:
-  """``[B, A]`` per-action values from ``[B, K]`` root-slot values (legal slots only)."""
-  batch_ids = jnp.arange(tree.batch_size)[:, None]
-  legal = tree.slot_legal[:, 0]
-  return jnp.full((tree.batch_size, num_actions), fill, slot_values.dtype).at[
-      batch_ids, tree.slot_action[:, 0]].set(jnp.where(legal, slot_values, fill))
-
-
-def root_view(tree: Tree) -> selection_lib.NodeView:
-  """``[B]`` batched :class:`~jaxsearch.selection.NodeView` of the roots (stored prior logits,
-  no root noise; running-mean statistics)."""
-  child_values = tree.slot_value[:, 0]
-  zeros = jnp.zeros_like(child_values)
-  return selection_lib.NodeView(
-      visits=tree.node_visits[:, 0], value=tree.node_value[:, 0],
-      child_visits=tree.slot_visits[:, 0], child_values=child_values,
-      prior_logits=tree.slot_prior_logits[:, 0], action_values=tree.slot_action_value[:, 0],
-      legal=tree.slot_legal[:, 0], depth=jnp.zeros((tree.batch_size,), jnp.int32),
-      debiased_values=jnp.where(tree.slot_visits[:, 0] > 0, child_values,
-                                tree.slot_action_value[:, 0]),
-      value_variance=zeros, upper_bounds=zeros + jnp.float32(3.0e38))
-
-
-def root_pibar(tree: Tree, num_actions: int, c: Optional[float] = 1.25,
-               q_transform: QTransform = q_minmax) -> jax.Array:
-  """``f32[B, A]`` π̄ (Grill et al. 2020) at the roots of ``tree``
-  (:func:`jaxsearch.selection.pibar_policy`; the prior where the root has no visits)."""
-  pibar = jax.vmap(lambda view: selection_lib.pibar_policy(view, c, q_transform))(
-      root_view(tree))
-  return _slots_to_actions(tree, pibar, num_actions)
 
 
 def _apply_root_options(search: "Search", out: PolicyOutput, key) -> PolicyOutput:
   """π̄ options of a :class:`Search`: ACT (``root_policy="pibar"``: play from π̄) and LEARN
   (``pibar_target=True``: π̄ as ``policy_target``)."""
-  if search.root_policy == "visits" and not search.pibar_target:
+  if search.root_policy is RootPolicy.VISITS and not search.pibar_target:
     return out
   pibar = root_pibar(out.tree, search.model.num_actions, search.pibar_c)
   out = out.replace(pibar=pibar)
   if search.pibar_target:
     out = out.replace(policy_target=pibar)
-  if search.root_policy == "pibar":
+  if search.root_policy is RootPolicy.PIBAR:
     has_action = out.action >= 0
     greedy = jnp.argmax(pibar, axis=-1).astype(jnp.int32)
     if search.temperature == 0.0:
@@ -130,75 +56,6 @@ def _apply_root_options(search: "Search", out: PolicyOutput, key) -> PolicyOutpu
     out = out.replace(action=jnp.where(has_action, action, -1),
                       action_weights=jnp.where(has_action[:, None], weights, 0.0))
   return out
-
-
-def root_summary(tree: Tree, num_actions: int, temperature: float, key,
-                 config: Optional[search_lib.SearchConfig] = None,
-                 has_bound: bool = False, has_upper: bool = False) -> PolicyOutput:
-  """Turns the roots of ``tree`` into a :class:`PolicyOutput`.
-
-  The greedy action is the most visited, ties broken by Q — with the Bellman backup
-  (``config.bellman``) by the debiased q̂3, which ``q_values`` then reports for every active
-  slot, and solved slots (exact values, no more visits) compete too. Measured on Garnet MDPs (``scripts/bench_sample_efficiency.py``): under Thompson
-  sampling the argmax of q̂3 flips between lightly visited actions and recommends worse
-  actions than the visit counts, which estimate each action's chance of being the best.
-  """
-  bellman = config is not None and config.bellman
-  batch_ids = jnp.arange(tree.batch_size)[:, None]
-  actions = tree.slot_action[:, 0]
-  legal_slots = tree.slot_legal[:, 0]
-  visits = jnp.zeros((tree.batch_size, num_actions), jnp.int32).at[batch_ids, actions].add(
-      jnp.where(legal_slots, tree.slot_visits[:, 0], 0))
-  legal = jnp.zeros((tree.batch_size, num_actions), bool).at[batch_ids, actions].max(
-      legal_slots)
-  visited = jnp.zeros((tree.batch_size, num_actions), bool).at[batch_ids, actions].max(
-      legal_slots & (tree.slot_visits[:, 0] > 0))
-  slot_q = jnp.zeros((tree.batch_size, num_actions), jnp.float32).at[batch_ids, actions].add(
-      jnp.where(legal_slots, tree.slot_value[:, 0], 0.0))
-  root_value = tree.node_value[:, 0]
-  most = jnp.max(jnp.where(legal, visits, -1), axis=-1, keepdims=True)
-  if bellman:
-    active_slots = legal_slots & (jnp.arange(tree.num_slots) < tree.node_num_active[:, [0]])
-    debiased, _ = jax.vmap(functools.partial(search_lib.slot_estimates, config=config))(
-        search_lib.node_stats(tree, jnp.arange(tree.batch_size), 0), tree.slot_value[:, 0],
-        tree.slot_visits[:, 0], tree.slot_solved[:, 0], tree.node_num_active[:, 0])
-    active = jnp.zeros((tree.batch_size, num_actions), bool).at[batch_ids, actions].max(
-        active_slots)
-    slot_q3 = jnp.zeros((tree.batch_size, num_actions), jnp.float32).at[
-        batch_ids, actions].add(jnp.where(active_slots, debiased, 0.0))
-    q_values = jnp.where(active, slot_q3, root_value[:, None])
-    # A solved slot's value is exact but it gets no more visits (the descent skips it), so
-    # it competes on value with the most visited ones.
-    solved = jnp.zeros((tree.batch_size, num_actions), bool).at[batch_ids, actions].max(
-        active_slots & tree.slot_solved[:, 0])
-    candidates = legal & ((visits == most) | solved)
-  else:
-    q_values = jnp.where(visited, slot_q, root_value[:, None])
-    candidates = legal & (visits == most)
-  # Most visited, ties broken by Q (q̂3 with the Bellman backup), then by index.
-  greedy = jax.vmap(masked_argmax)(q_values, candidates)
-  has_action = jnp.any(legal, axis=-1)
-  if temperature == 0.0:
-    weights = jax.nn.one_hot(greedy, num_actions, dtype=jnp.float32)
-    action = greedy
-  else:
-    counts = visits.astype(jnp.float32)
-    scaled = jnp.where(legal & (counts > 0),
-                       jnp.exp((jnp.log(jnp.maximum(counts, 1.0)) -
-                                jnp.log(jnp.maximum(most, 1)).astype(jnp.float32)) / temperature),
-                       0.0)
-    weights = scaled / jnp.maximum(jnp.sum(scaled, axis=-1, keepdims=True), 1e-30)
-    sampled = jax.vmap(jax.random.categorical)(
-        per_item_keys(key, tree.batch_size),
-        jnp.where(weights > 0, jnp.log(weights), -jnp.inf))
-    action = jnp.where(jnp.any(weights > 0, axis=-1), sampled, greedy)
-  weights = jnp.where(has_action[:, None], weights, 0.0)
-  action = jnp.where(has_action, action, -1).astype(jnp.int32)
-  return PolicyOutput(action=action, action_weights=weights, visit_counts=visits,
-                      root_value=root_value, q_values=q_values, tree=tree,
-                      root_bound=tree.node_bound[:, 0] if has_bound else None,
-                      root_solved=tree.node_solved[:, 0],
-                      root_upper=tree.node_upper[:, 0] if has_upper and bellman else None)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -216,11 +73,15 @@ class Search:
       the kept subtree plus ``num_simulations`` new nodes; a tree that fills up stops growing
       (``tree.num_nodes == max_nodes``) and its simulations re-back existing nodes.
 
-  Options (Grill et al. 2020's π̄ variants; SEARCH is the selection rule
-  :func:`jaxsearch.selection.pibar_sample`, see :func:`pibar`):
-    root_policy: ``"visits"`` (default) or ``"pibar"`` — ACT: ``action`` and
-      ``action_weights`` come from π̄ at the root (argmax at ``temperature=0``, else sampled
-      from π̄^(1/τ)) instead of the visit counts.
+  A ``config`` that leaves ``max_nodes`` or ``max_depth`` to the game gets them from ``model``
+  (:meth:`~jaxsearch.search.SearchConfig.for_model`).
+
+  Options (``root_policy``, ``pibar_target``, ``pibar_c``: Grill et al. 2020's π̄ variants;
+  SEARCH is the selection rule :func:`jaxsearch.selection.pibar_sample`, see :func:`pibar`):
+    temperature: ``τ`` of the action drawn from the visit counts (0: the most visited).
+    root_policy: :class:`~jaxsearch.enums.RootPolicy`, ``"visits"`` (default) or ``"pibar"``
+      — ACT: ``action`` and ``action_weights`` come from π̄ at the root (argmax at
+      ``temperature=0``, else sampled from π̄^(1/τ)) instead of the visit counts.
     pibar_target: LEARN: ``PolicyOutput.policy_target`` (and ``.pibar``) = π̄ at the root.
     pibar_c: π̄'s constant in λ_N (``None``: the MuZero schedule).
     devices: split the batch over devices (:mod:`jaxsearch.sharding`): ``None`` (default
@@ -231,7 +92,7 @@ class Search:
   model: Model
   config: search_lib.SearchConfig
   temperature: float = 0.0
-  root_policy: str = "visits"
+  root_policy: RootPolicy = RootPolicy.VISITS
   pibar_target: bool = False
   pibar_c: Optional[float] = 1.25
   devices: Optional[tuple] = None
@@ -240,8 +101,8 @@ class Search:
     object.__setattr__(self, "devices", sharding.resolve_devices(self.devices))
     if self.temperature < 0:
       raise ValueError(f"temperature must be >= 0, got {self.temperature}")
-    if self.root_policy not in ("visits", "pibar"):
-      raise ValueError(f"root_policy must be 'visits' or 'pibar', got {self.root_policy!r}")
+    object.__setattr__(self, "root_policy", coerce(RootPolicy, self.root_policy, "root_policy"))
+    object.__setattr__(self, "config", self.config.for_model(self.model))
 
   def init_tree(self, params, key, root) -> Tree:
     """Fresh trees for ``root`` (``[B]`` states) of exactly the shapes this search uses.
@@ -282,46 +143,38 @@ def _model(game: Optional[Game], estimator: Optional[Estimator], model: Optional
   return from_game(game, estimator)
 
 
-def custom(game: Optional[Game] = None, estimator: Optional[Estimator] = None, *,
-           selection: SelectionRule, num_simulations: int, max_nodes: Optional[int] = None,
-           max_depth: Optional[int] = None, dirichlet_fraction: float = 0.0,
-           dirichlet_alpha: float = 0.3, temperature: float = 0.0,
-           outcome_rule: str = "balanced", model: Optional[Model] = None,
-           backup: str = "mean", num_slots: Optional[int] = None, bound_slots: int = 0,
-           widening: bool = False,
-           debias: bool = True, variance: str = "avts", num_buckets: int = 32,
-           root_selection: Optional[selection_lib.RootRule] = None,
-           subtree_entropy: Optional[str] = None, entropy_policy: str = "pi_hat",
-           entropy_pibar_c: float = 1.25, root_policy: str = "visits",
-           pibar_target: bool = False, pibar_c: Optional[float] = 1.25,
-           max_chance: Optional[int] = None, expand_chunk: int = 256,
-           devices=None) -> Search:
-  """A search with any selection rule and either backup (see
-  :class:`jaxsearch.search.SearchConfig` for every option).
+# Search's own options, passed by keyword to the constructors below.
+SEARCH_OPTIONS = ("temperature", "root_policy", "pibar_target", "pibar_c", "devices")
 
-  Defaults: ``max_nodes = num_simulations + 1`` for the running-mean backup and
-  ``num_simulations * O + 1`` for the Bellman backup (each expansion creates all ``O``
-  outcomes); ``max_depth`` = the game's ``max_length`` (else ``num_simulations``).
-  ``root_policy``, ``pibar_target`` and ``pibar_c`` are :class:`Search`'s π̄ options;
-  ``devices`` splits the batch over devices (:class:`Search`, :mod:`jaxsearch.sharding`).
+
+def custom(game: Optional[Game] = None, estimator: Optional[Estimator] = None, *,
+           config: Optional[search_lib.SearchConfig] = None, model: Optional[Model] = None,
+           **options) -> Search:
+  """A search with any selection rule and either backup::
+
+      config = js.search.SearchConfig(num_simulations=64, selection=js.selection.puct(),
+                                      root_noise=js.search.RootNoise(0.25, 0.3))
+      search = js.policies.custom(game, estimator, config=config, temperature=1.0)
+
+  Args:
+    game, estimator: the world (or ``model=``, a :class:`~jaxsearch.model.Model`).
+    config: the :class:`~jaxsearch.search.SearchConfig`; ``max_nodes`` and ``max_depth``
+      left ``None`` come from the game (``num_simulations · O + 1`` nodes for the Bellman
+      backup, ``num_simulations + 1`` otherwise; the game's ``max_length``).
+    **options: :class:`Search`'s own (``temperature``, ``root_policy``, ``pibar_target``,
+      ``pibar_c``, ``devices``). Without ``config``, the config's settings as flat keywords
+      too (:func:`jaxsearch.search.config_from_keywords`: ``selection=...,
+      num_simulations=..., dirichlet_fraction=..., widening=...``), the form the named
+      constructors below pass on.
   """
   model = _model(game, estimator, model)
-  if max_depth is None:
-    max_depth = model.max_length if model.max_length else num_simulations
-  if max_nodes is None:
-    per_simulation = model.num_outcomes if backup == "bellman" else 1
-    max_nodes = num_simulations * per_simulation + 1
-  config = search_lib.SearchConfig(
-      num_simulations=num_simulations, max_nodes=max_nodes, max_depth=max_depth,
-      selection=selection, outcome_rule=outcome_rule, dirichlet_fraction=dirichlet_fraction,
-      dirichlet_alpha=dirichlet_alpha, backup=backup, num_slots=num_slots,
-      bound_slots=bound_slots, widening=widening,
-      debias=debias, variance=variance, num_buckets=num_buckets,
-      root_selection=root_selection, subtree_entropy=subtree_entropy,
-      entropy_policy=entropy_policy, entropy_pibar_c=entropy_pibar_c, max_chance=max_chance,
-      expand_chunk=expand_chunk)
-  return Search(model=model, config=config, temperature=temperature, root_policy=root_policy,
-                pibar_target=pibar_target, pibar_c=pibar_c, devices=devices)
+  search_options = {name: options.pop(name) for name in SEARCH_OPTIONS if name in options}
+  if config is None:
+    config = search_lib.config_from_keywords(**options)
+  elif options:
+    raise TypeError(f"pass the search's settings in config= or as keywords, not both: got "
+                    f"config= and {sorted(options)}")
+  return Search(model=model, config=config, **search_options)
 
 
 def avts(game: Optional[Game] = None, estimator: Optional[Estimator] = None, *,
@@ -342,13 +195,14 @@ def avts(game: Optional[Game] = None, estimator: Optional[Estimator] = None, *,
     debias: subtract the expected remaining drift (off for ablations).
     variance: ``"avts"``, ``"reference"`` (the reference code's quirks), ``"centred"``
       (Welford sample variance of each bucket's changes) or ``"off"``.
-    **kwargs: :func:`custom`'s other options (``num_slots``, ``num_buckets``, ``max_nodes``,
-      ``max_depth``, ``outcome_rule``, ``temperature``, ``model``, ...).
+    **kwargs: :func:`custom`'s other options as flat keywords (``num_slots``,
+      ``num_buckets``, ``max_nodes``, ``max_depth``, ``outcome_rule``, ``temperature``,
+      ``model``, ...).
   """
   if selection is None:
     selection = selection_lib.thompson()
   return custom(game, estimator, selection=selection, num_simulations=num_simulations,
-                backup="bellman", widening=widening, debias=debias, variance=variance,
+                backup=Backup.BELLMAN, widening=widening, debias=debias, variance=variance,
                 **kwargs)
 
 
@@ -450,11 +304,11 @@ class GumbelSearch(Search):
                        self.model.has_bound, self.model.has_upper)
     decide = functools.partial(gumbel_lib.root_decision, c_visit=self.c_visit,
                                c_scale=self.c_scale, normalize=self.normalize)
-    slot, improved = jax.vmap(decide)(noise, tree.slot_prior_logits[:, 0],
-                                      tree.slot_value[:, 0], tree.slot_visits[:, 0],
-                                      tree.slot_legal[:, 0], tree.node_raw_value[:, 0])
+    root = jax.tree.map(lambda x: x[:, 0], tree.slots)
+    slot, improved = jax.vmap(decide)(noise, root.prior_logits, root.value, root.visits,
+                                      root.legal, tree.nodes.raw_value[:, 0])
     has_action = out.action >= 0
-    action = jnp.take_along_axis(tree.slot_action[:, 0], slot[:, None], axis=1)[:, 0]
+    action = jnp.take_along_axis(root.action, slot[:, None], axis=1)[:, 0]
     weights = _slots_to_actions(tree, improved, self.model.num_actions)
     out = out.replace(action=jnp.where(has_action, action, -1).astype(jnp.int32),
                       action_weights=weights, policy_target=weights)
@@ -488,14 +342,13 @@ def gumbel(game: Optional[Game] = None, estimator: Optional[Estimator] = None, *
     **kwargs: :func:`custom`'s options (``max_nodes``, ``max_depth``, ``model``, ...; no root
       Dirichlet noise: the Gumbel draw explores).
   """
-  if kwargs.get("backup", "mean") != "mean":
+  if coerce(Backup, kwargs.get("backup", Backup.MEAN), "backup") is not Backup.MEAN:
     raise ValueError("gumbel needs the running-mean backup")
   root_rule = gumbel_lib.gumbel_root_rule(
       num_simulations, max_num_considered_actions, gumbel_scale, c_visit, c_scale, normalize)
   interior = gumbel_lib.gumbel_interior_rule(c_visit, c_scale, normalize, value_source)
   search = custom(game, estimator, selection=interior, num_simulations=num_simulations,
                   root_selection=root_rule, **kwargs)
-  return GumbelSearch(model=search.model, config=search.config,
-                      temperature=search.temperature, root_policy=search.root_policy, pibar_target=search.pibar_target,
-                      pibar_c=search.pibar_c, devices=search.devices, c_visit=c_visit,
-                      c_scale=c_scale, normalize=normalize)
+  return GumbelSearch(**{field.name: getattr(search, field.name)
+                         for field in dataclasses.fields(search)},
+                      c_visit=c_visit, c_scale=c_scale, normalize=normalize)

@@ -172,8 +172,8 @@ def check_tree(tree: Tree, tolerance: float = PROB_TOLERANCE) -> None:
                  "bound) for {total} states; first tree with any: {first} "
                  "(tree.nonfinite_estimates counts them per tree)",
                  total=jnp.sum(bad), first=jnp.argmax(bad > 0))
-  created = (jnp.arange(tree.chance_prob.shape[1])[None, :] < tree.num_chance[:, None])
-  probs = tree.chance_prob
+  created = (jnp.arange(tree.chance.prob.shape[1])[None, :] < tree.num_chance[:, None])
+  probs = tree.chance.prob
   finite = jnp.all(jnp.isfinite(probs) & (probs >= 0), axis=-1)
   total = jnp.sum(jnp.where(jnp.isfinite(probs), probs, 0.0), axis=-1)
   ok = finite & (jnp.abs(total - 1.0) <= tolerance)
@@ -185,14 +185,14 @@ def check_tree(tree: Tree, tolerance: float = PROB_TOLERANCE) -> None:
                  "{record}",
                  total=total.reshape(-1)[first], tree=first // probs.shape[1],
                  record=first % probs.shape[1])
-  illegal = (tree.slot_visits > 0) & ~tree.slot_legal
+  illegal = (tree.slots.visits > 0) & ~tree.slots.legal
   checkify.check(~jnp.any(illegal),
                  "the search visited an illegal action ({count} slots); first in tree {tree}",
                  count=jnp.sum(illegal),
                  tree=jnp.argmax(jnp.any(illegal.reshape(illegal.shape[0], -1), axis=-1)))
   # -inf is legitimate in two fields: a zero prior (logit -inf) and an action the estimator
   # rules out on purpose (q̂1 = -inf, masked); anywhere else, and NaN or +inf anywhere, is not.
-  may_be_minus_inf = {"slot_prior_logits", "slot_action_value"}
+  may_be_minus_inf = {"slots.prior_logits", "slots.action_value"}
   for path, leaf in jax.tree_util.tree_leaves_with_path(tree):
     if jnp.issubdtype(leaf.dtype, jnp.floating):
       name = jax.tree_util.keystr(path)
@@ -211,8 +211,8 @@ def check_output(out, tolerance: float = PROB_TOLERANCE) -> None:
   outputs."""
   tree = out.tree
   check_tree(tree, tolerance)
-  root_legal = tree.slot_legal[:, 0]
-  root_actions = tree.slot_action[:, 0]
+  root_legal = tree.slots.legal[:, 0]
+  root_actions = tree.slots.action[:, 0]
   has_legal = jnp.any(root_legal, axis=-1)
   chosen_legal = jnp.any(root_legal & (root_actions == out.action[:, None]), axis=-1)
   ok = jnp.where(has_legal, chosen_legal, out.action == -1)

@@ -26,11 +26,11 @@ writes the ``.dot`` source next to the requested file and prints how to render i
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from pathlib import Path
 from typing import Callable, Optional, Sequence, Union
 
+import jax
 import numpy as np
 
 from jaxsearch.tree import NO_BOUND, NO_UPPER, Tree
@@ -93,16 +93,17 @@ def to_dot(tree: Tree, index: int = 0, *, max_depth: int = 3, min_visits: int = 
   if max_depth < 0 or min_visits < 0 or (max_children is not None and max_children < 1):
     raise ValueError(f"cuts must be max_depth >= 0, min_visits >= 0, max_children >= 1 or "
                      f"None; got {max_depth}, {min_visits}, {max_children}")
-  t = {field.name: np.asarray(getattr(tree, field.name)[index])
-       for field in dataclasses.fields(tree) if field.name != "node_state"}
-  num_nodes = int(t["num_nodes"])
+  # Tree ``index`` as numpy arrays (the game states are not drawn).
+  t = jax.tree.map(lambda x: np.asarray(x[index]),
+                   tree.replace(nodes=tree.nodes.replace(state=None)))
+  num_nodes = int(t.num_nodes)
   if num_nodes == 0:
     raise ValueError(f"tree {index} is empty (num_nodes == 0): nothing to draw")
-  k = t["slot_visits"].shape[1]
-  bellman = t["slot_bound"].shape[1] == k and bool(
-      np.any(t["slot_bound"][:num_nodes] > NO_BOUND / 2))
-  has_upper = bool(np.any(t["node_upper"][:num_nodes] < NO_UPPER / 2))
-  num_outcomes = t["chance_prob"].shape[1]
+  k = t.slots.visits.shape[1]
+  bellman = t.slot_bounds is not None and bool(
+      np.any(t.slot_bounds.bound[:num_nodes] > NO_BOUND / 2))
+  has_upper = bool(np.any(t.bounds.upper[:num_nodes] < NO_UPPER / 2))
+  num_outcomes = t.chance.prob.shape[1]
 
   graph = graphviz.Digraph("search_tree")
   graph.attr(rankdir="LR" if left_to_right else "TB", fontname="Helvetica", fontsize="11")
@@ -112,19 +113,19 @@ def to_dot(tree: Tree, index: int = 0, *, max_depth: int = 3, min_visits: int = 
     graph.attr(label=title, labelloc="t")
 
   def node_label(n: int) -> str:
-    lines = [("root" if n == 0 else f"node {n}") + f"   N={int(t['node_visits'][n])}"]
-    if t["node_terminal"][n]:
+    lines = [("root" if n == 0 else f"node {n}") + f"   N={int(t.nodes.visits[n])}"]
+    if t.nodes.terminal[n]:
       lines.append("terminal")
     else:
-      lines.append(f"V={_fmt(float(t['node_value'][n]))}  "
-                   f"raw={_fmt(float(t['node_raw_value'][n]))}")
+      lines.append(f"V={_fmt(float(t.nodes.value[n]))}  "
+                   f"raw={_fmt(float(t.nodes.raw_value[n]))}")
     bounds = []
     if bellman:
-      bounds.append(f"≥{_fmt(float(t['node_bound'][n]))}")
-    if has_upper and t["node_upper"][n] < NO_UPPER / 2:
-      bounds.append(f"≤{_fmt(float(t['node_upper'][n]))}")
-    if bounds or (bellman and t["node_solved"][n]):
-      lines.append(" ".join(bounds) + (" solved" if t["node_solved"][n] else ""))
+      bounds.append(f"≥{_fmt(float(t.bounds.bound[n]))}")
+    if has_upper and t.bounds.upper[n] < NO_UPPER / 2:
+      bounds.append(f"≤{_fmt(float(t.bounds.upper[n]))}")
+    if bounds or (bellman and t.bounds.solved[n]):
+      lines.append(" ".join(bounds) + (" solved" if t.bounds.solved[n] else ""))
     return "\n".join(lines)
 
   def add_node(n: int) -> str:
@@ -132,7 +133,7 @@ def to_dot(tree: Tree, index: int = 0, *, max_depth: int = 3, min_visits: int = 
     style = {"shape": "box", "style": "rounded"}
     if n == 0:
       style.update(penwidth="2", style="rounded,bold")
-    if t["node_terminal"][n]:
+    if t.nodes.terminal[n]:
       style.update(style="rounded,filled", fillcolor="grey90")
     graph.node(name, node_label(n), **style)
     return name
@@ -147,15 +148,15 @@ def to_dot(tree: Tree, index: int = 0, *, max_depth: int = 3, min_visits: int = 
 
   def expand(n: int) -> None:
     source = f"n{n}"
-    depth = int(t["node_depth"][n])
-    legal = t["slot_legal"][n].copy()
-    active = np.arange(k) < int(t["node_num_active"][n])
-    logits = np.where(legal, t["slot_prior_logits"][n], -np.inf)
+    depth = int(t.nodes.depth[n])
+    legal = t.slots.legal[n].copy()
+    active = np.arange(k) < int(t.nodes.num_active[n])
+    logits = np.where(legal, t.slots.prior_logits[n], -np.inf)
     prior = np.zeros(k)
     if legal.any():
       z = np.exp(logits - logits[legal].max())
       prior = np.where(legal, z, 0.0) / np.sum(np.where(legal, z, 0.0))
-    visits = t["slot_visits"][n]
+    visits = t.slots.visits[n]
     candidates = [s for s in range(k) if legal[s] and active[s]]
     if depth >= max_depth:  # the depth cut: a summary line instead of the actions
       below = int(sum(visits[s] for s in candidates))
@@ -172,21 +173,21 @@ def to_dot(tree: Tree, index: int = 0, *, max_depth: int = 3, min_visits: int = 
     hidden = [s for s in candidates if s not in shown]
     add_more(source, "a", len(hidden), int(sum(visits[s] for s in hidden)))
     for s in shown:
-      action = int(t["slot_action"][n, s])
+      action = int(t.slots.action[n, s])
       label = (f"{_name(action, action_names)}\nN={int(visits[s])} "
-               f"Q={_fmt(float(t['slot_value'][n, s]))} P={prior[s]:.2f}")
-      if bellman and t["slot_bound"][n, s] > NO_BOUND / 2:
-        label += f"\n≥{_fmt(float(t['slot_bound'][n, s]))}"
-      chance = int(t["slot_chance"][n, s])
+               f"Q={_fmt(float(t.slots.value[n, s]))} P={prior[s]:.2f}")
+      if bellman and t.slot_bounds.bound[n, s] > NO_BOUND / 2:
+        label += f"\n≥{_fmt(float(t.slot_bounds.bound[n, s]))}"
+      chance = int(t.slots.chance[n, s])
       if chance < 0:  # not expanded yet: a stub carries the action's statistics
         stub = f"{source}_s{s}"
         graph.node(stub, "", shape="point", width="0.08")
         graph.edge(source, stub, label=label, color="grey40")
         continue
-      children = t["chance_child"][chance]
+      children = t.chance.child[chance]
       if num_outcomes == 1:
         child = int(children[0])
-        reward = float(t["chance_reward"][chance, 0])
+        reward = float(t.chance.reward[chance, 0])
         if reward != 0.0:
           label += f" r={_fmt(reward)}"
         if child < 0:
@@ -201,7 +202,7 @@ def to_dot(tree: Tree, index: int = 0, *, max_depth: int = 3, min_visits: int = 
       graph.node(chance_name, "", shape="circle", width="0.18", style="filled",
                  fillcolor="lightyellow")
       graph.edge(source, chance_name, label=label, penwidth=_pen(visits[s], visits))
-      outcome_visits = t["chance_visits"][chance]
+      outcome_visits = t.chance.visits[chance]
       outcomes = [o for o in range(num_outcomes)
                   if children[o] >= 0 and outcome_visits[o] >= min_visits]
       outcomes.sort(key=lambda o: (-int(outcome_visits[o]), o))
@@ -212,9 +213,9 @@ def to_dot(tree: Tree, index: int = 0, *, max_depth: int = 3, min_visits: int = 
       for o in outcomes:
         child = int(children[o])
         oname = f"o={o}" if outcome_names is None else _name(o, outcome_names)
-        olabel = (f"{oname} p={float(t['chance_prob'][chance, o]):.2f}\n"
+        olabel = (f"{oname} p={float(t.chance.prob[chance, o]):.2f}\n"
                   f"N={int(outcome_visits[o])}")
-        reward = float(t["chance_reward"][chance, o])
+        reward = float(t.chance.reward[chance, o])
         if reward != 0.0:
           olabel += f" r={_fmt(reward)}"
         graph.edge(chance_name, add_node(child), label=olabel, style="dashed")

@@ -156,11 +156,10 @@ def zero_variance_fraction(tree):
   """``f32[B]``: of each tree's expanded, unsolved decision nodes, the fraction whose variance
   statistics give ``σ²(s, 0) = 0`` — at such a node every slot has ``σ² = 0`` and Thompson
   sampling is greedy on q̂3 (no bucket holds two records yet, or all changes were equal)."""
-  stats = debias.DebiasStats(count=tree.node_bias_count, bias_mean=tree.node_bias_mean,
-                             sq_sum=tree.node_bias_sq_sum)
+  stats = tree.debias
   sigma2 = jax.vmap(jax.vmap(lambda st: debias.variance(st, jnp.int32(0))))(stats)  # [B, N]
-  allocated = jnp.arange(tree.node_visits.shape[1])[None, :] < tree.num_nodes[:, None]
-  expanded = allocated & (jnp.sum(tree.slot_visits, axis=-1) > 0) & ~tree.node_solved
+  allocated = jnp.arange(tree.nodes.visits.shape[1])[None, :] < tree.num_nodes[:, None]
+  expanded = allocated & (jnp.sum(tree.slots.visits, axis=-1) > 0) & ~tree.bounds.solved
   zero = expanded & (sigma2 <= 0.0)
   return jnp.sum(zero, axis=1) / jnp.maximum(jnp.sum(expanded, axis=1), 1)
 

@@ -120,11 +120,11 @@ def root_record(out):
   """
   tree = out.tree
   rows = jnp.arange(tree.batch_size)
-  legal = tree.slot_legal[:, 0]
-  slot_bound = jnp.where(legal, tree.slot_bound[:, 0], -jnp.inf)
+  legal = tree.slots.legal[:, 0]
+  slot_bound = jnp.where(legal, tree.slot_bounds.bound[:, 0], -jnp.inf)
   best_slot = jnp.argmax(slot_bound, axis=-1)
-  beaten = slot_bound[rows, best_slot] >= tree.node_bound[:, 0]
-  bound_action = jnp.where(beaten, tree.slot_action[rows, 0, best_slot], 0)
+  beaten = slot_bound[rows, best_slot] >= tree.bounds.bound[:, 0]
+  bound_action = jnp.where(beaten, tree.slots.action[rows, 0, best_slot], 0)
   visited = out.visit_counts > 0
   q3_action = jnp.argmax(jnp.where(visited, out.q_values, -jnp.inf), axis=-1)
   q3_action = jnp.where(jnp.any(visited, axis=-1), q3_action, out.action)
@@ -178,13 +178,11 @@ def calibration(search, roots, key, steps: int, q_root, checkpoints=(50, 200, 10
     for point in sorted(c for c in checkpoints if c <= steps):
       tree, _ = jax.lax.scan(step, tree, keys[done:point])
       done = point
-      stats = debias.DebiasStats(count=tree.node_bias_count[:, 0],
-                                 bias_mean=tree.node_bias_mean[:, 0],
-                                 sq_sum=tree.node_bias_sq_sum[:, 0])
-      visits = tree.slot_visits[:, 0]
-      q3 = tree.slot_value[:, 0] + jax.vmap(debias.correction)(stats, visits)
+      stats = jax.tree.map(lambda x: x[:, 0], tree.debias)
+      visits = tree.slots.visits[:, 0]
+      q3 = tree.slots.value[:, 0] + jax.vmap(debias.correction)(stats, visits)
       sigma2 = jax.vmap(debias.variance)(stats, visits)
-      outs.append((tree.slot_action[:, 0], visits, q3, sigma2, tree.slot_solved[:, 0]))
+      outs.append((tree.slots.action[:, 0], visits, q3, sigma2, tree.slot_bounds.solved[:, 0]))
     return outs
 
   q_root = np.asarray(q_root, np.float64)

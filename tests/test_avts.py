@@ -103,7 +103,7 @@ def _allocated(tree):
 def _node_lookup(tree, table):
   """``table[mdp, time, state]`` (``[M, H, S, ...]``) for every node of ``tree``; zeros for
   terminal times."""
-  state = tree.node_state
+  state = tree.nodes.state
   live = np.asarray(state.time) < table.shape[1]
   row = table[np.asarray(state.mdp), np.minimum(np.asarray(state.time), table.shape[1] - 1),
               np.asarray(state.state)]
@@ -113,7 +113,7 @@ def _node_lookup(tree, table):
 def _v_star_of_nodes(f, tree):
   """V* of every node's state by :func:`garnet.optimal_value` (``[B, N]``)."""
   return np.asarray(jax.vmap(jax.vmap(functools.partial(garnet.optimal_value, f)))(
-      tree.node_state))
+      tree.nodes.state))
 
 
 def _correction(bias_mean, visits):
@@ -131,8 +131,8 @@ def _assert_finite_tree(tree):
     if np.issubdtype(leaf.dtype, np.floating):
       assert np.all(np.isfinite(leaf)), jax.tree_util.keystr(path)
   # NO_BOUND is the finite sentinel of unexpanded slots, not an infinity.
-  bound = np.asarray(tree.slot_bound)
-  assert np.all((np.asarray(tree.slot_chance) >= 0) | (bound == NO_BOUND))
+  bound = np.asarray(tree.slot_bounds.bound)
+  assert np.all((np.asarray(tree.slots.chance) >= 0) | (bound == NO_BOUND))
 
 
 def _assert_solved_exactly(f, out, num_slots=None, estimator=None, members=None):
@@ -158,9 +158,9 @@ def _assert_solved_exactly(f, out, num_slots=None, estimator=None, members=None)
     np.testing.assert_allclose(out.root_bound, root_v, atol=ATOL)
   tree = out.tree
   alloc = _allocated(tree)
-  assert np.all(tree.node_solved[alloc])
+  assert np.all(tree.bounds.solved[alloc])
   exact = _node_lookup(tree, v[:, :f.horizon])  # node states name their member
-  np.testing.assert_allclose(tree.node_value[alloc], exact[alloc], atol=ATOL)
+  np.testing.assert_allclose(tree.nodes.value[alloc], exact[alloc], atol=ATOL)
   _assert_finite_tree(tree)
 
 
@@ -243,9 +243,9 @@ def _stepwise():
   roots = WIDE.roots()
   tree = search.init_tree(None, jax.random.PRNGKey(0), roots)
   trees = [_np_tree(tree)]
-  history = dict(root_bound=[np.asarray(tree.node_bound[:, 0])],
-                 root_solved=[np.asarray(tree.node_solved[:, 0])],
-                 node_bound=[np.asarray(tree.node_bound)], num_nodes=[np.asarray(tree.num_nodes)])
+  history = dict(root_bound=[np.asarray(tree.bounds.bound[:, 0])],
+                 root_solved=[np.asarray(tree.bounds.solved[:, 0])],
+                 node_bound=[np.asarray(tree.bounds.bound)], num_nodes=[np.asarray(tree.num_nodes)])
   out = None
   for sim in range(expansions + 5):
     out = step(None, jax.random.PRNGKey(100 + sim), roots, tree)
@@ -254,7 +254,7 @@ def _stepwise():
       trees.append(_np_tree(tree))
     history["root_bound"].append(np.asarray(out.root_bound))
     history["root_solved"].append(np.asarray(out.root_solved))
-    history["node_bound"].append(np.asarray(tree.node_bound))
+    history["node_bound"].append(np.asarray(tree.bounds.bound))
     history["num_nodes"].append(np.asarray(tree.num_nodes))
     if history["root_solved"][-1].all():
       break
@@ -296,7 +296,7 @@ def test_deterministic_avts_solves_the_whole_tree_exactly():
   nodes, expansions = _full_tree_size(DET)
   np.testing.assert_array_equal(np.asarray(out.tree.num_nodes)[clean], nodes)
   # Every simulation expanded one slot, through the root.
-  np.testing.assert_array_equal(np.asarray(out.tree.slot_visits[clean, 0].sum(-1)), expansions)
+  np.testing.assert_array_equal(np.asarray(out.tree.slots.visits[clean, 0].sum(-1)), expansions)
 
 
 def test_avts_without_widening_solves_exactly_and_clamps_num_slots():
@@ -306,10 +306,10 @@ def test_avts_without_widening_solves_exactly_and_clamps_num_slots():
   assert out.tree.num_slots == SMALL.num_actions
   tree = _np_tree(out.tree)
   alloc = _allocated(tree)
-  np.testing.assert_array_equal(tree.node_num_active[alloc], SMALL.num_actions)
+  np.testing.assert_array_equal(tree.nodes.num_active[alloc], SMALL.num_actions)
   # K = A without widening: slot k is action k.
-  np.testing.assert_array_equal(tree.slot_action[alloc],
-                                np.broadcast_to(np.arange(3), tree.slot_action[alloc].shape))
+  np.testing.assert_array_equal(tree.slots.action[alloc],
+                                np.broadcast_to(np.arange(3), tree.slots.action[alloc].shape))
   _assert_solved_exactly(SMALL, out)
   np.testing.assert_array_equal(np.asarray(out.tree.num_nodes), _full_tree_size(SMALL)[0])
 
@@ -325,26 +325,26 @@ def test_widening_invariants_after_every_simulation():
   widened = 0
   for sim, tree in enumerate(trees):
     alloc = _allocated(tree)
-    live = alloc & ~tree.node_terminal  # solved ones included: they obey the same rules
-    num_active = tree.node_num_active
+    live = alloc & ~tree.nodes.terminal  # solved ones included: they obey the same rules
+    num_active = tree.nodes.num_active
     active = slots < num_active[..., None]
-    legal = tree.slot_legal
+    legal = tree.slots.legal
     candidates = legal.sum(-1)
-    visits = tree.slot_visits
+    visits = tree.slots.visits
     where = f"after {sim} simulations"
     np.testing.assert_array_equal(candidates[live], num_slots, err_msg=where)
     assert np.all((num_active[live] >= 1) & (num_active[live] <= candidates[live])), where
     # Slots hold distinct actions, ordered by decreasing q̂1, and their q̂1 is the estimator's.
-    np.testing.assert_array_equal(np.sort(tree.slot_action[live], -1),
-                                  np.broadcast_to(slots, tree.slot_action[live].shape), where)
+    np.testing.assert_array_equal(np.sort(tree.slots.action[live], -1),
+                                  np.broadcast_to(slots, tree.slots.action[live].shape), where)
     node_q1 = _node_lookup(tree, q1)
-    expected_q1 = np.take_along_axis(node_q1, tree.slot_action, -1)
-    np.testing.assert_allclose(tree.slot_action_value[live], expected_q1[live], rtol=1e-6,
+    expected_q1 = np.take_along_axis(node_q1, tree.slots.action, -1)
+    np.testing.assert_allclose(tree.slots.action_value[live], expected_q1[live], rtol=1e-6,
                                err_msg=where)
-    assert np.all(np.diff(tree.slot_action_value[live], axis=-1) <= 0), where
+    assert np.all(np.diff(tree.slots.action_value[live], axis=-1) <= 0), where
     # Only slots 0 .. num_active - 1 were ever visited or expanded.
     inactive = live[..., None] & ~active
-    assert not np.any(visits[inactive]) and np.all(tree.slot_chance[inactive] < 0), where
+    assert not np.any(visits[inactive]) and np.all(tree.slots.chance[inactive] < 0), where
     # Every active slot but the newest has been visited; while candidates remain, the newest
     # is the one zero-visit slot.
     unvisited = live[..., None] & active & (visits == 0)
@@ -353,7 +353,7 @@ def test_widening_invariants_after_every_simulation():
     growing = live & (num_active < candidates)
     np.testing.assert_array_equal(unvisited.sum(-1)[growing], 1, err_msg=where)
     # A node's visits: its creation plus one per simulation through one of its slots.
-    np.testing.assert_array_equal(tree.node_visits[live], 1 + visits.sum(-1)[live], where)
+    np.testing.assert_array_equal(tree.nodes.visits[live], 1 + visits.sum(-1)[live], where)
     # num_active never shrinks and grows by at most one per simulation.
     if previous_active is not None:
       grew = (num_active - previous_active)[previous_alloc & live]
@@ -361,7 +361,7 @@ def test_widening_invariants_after_every_simulation():
       widened += int(grew.sum())
     previous_active, previous_alloc = num_active, alloc
   assert widened >= NUM_RECORDED // 2  # the checks above saw plenty of widening
-  assert trees[-1].node_num_active[:, 0].min() >= 3
+  assert trees[-1].nodes.num_active[:, 0].min() >= 3
 
 
 # ---- 3. achievable bound --------------------------------------------------------------------
@@ -388,10 +388,10 @@ def test_achievable_bound_is_monotone_admissible_and_above_the_pessimistic_value
   # Slot bounds: NO_BOUND until expanded, then at most Q* of the slot's action.
   q_star = np.asarray(WIDE.q_star)
   for tree in trees[::8] + [_np_tree(out.tree)]:
-    expanded = _allocated(tree)[..., None] & (tree.slot_chance >= 0)
-    assert np.all(tree.slot_bound[~expanded] == NO_BOUND)
-    slot_q_star = np.take_along_axis(_node_lookup(tree, q_star), tree.slot_action, -1)
-    assert np.all(tree.slot_bound[expanded] <= slot_q_star[expanded] + 1e-5)
+    expanded = _allocated(tree)[..., None] & (tree.slots.chance >= 0)
+    assert np.all(tree.slot_bounds.bound[~expanded] == NO_BOUND)
+    slot_q_star = np.take_along_axis(_node_lookup(tree, q_star), tree.slots.action, -1)
+    assert np.all(tree.slot_bounds.bound[expanded] <= slot_q_star[expanded] + 1e-5)
 
 
 def test_no_pessimistic_value_means_no_root_bound():
@@ -406,18 +406,20 @@ def test_a_solved_slot_competes_on_value_with_the_most_visited():
   tree = _run(SMALL, **GREEDY).tree
   # Root of tree 0: make the least visited active slot solved and clearly the best.
   slot = 0
-  assert bool(tree.slot_legal[0, 0, slot]) and int(tree.slot_visits[0, 0, 1]) > 1
-  best = float(np.max(np.asarray(tree.slot_value[0, 0]))) + 1.0
-  tree = tree.replace(slot_solved=tree.slot_solved.at[0, 0].set(False),
-                      slot_visits=tree.slot_visits.at[0, 0, slot].set(1),
-                      slot_value=tree.slot_value.at[0, 0, slot].set(best))
-  patched = tree.replace(slot_solved=tree.slot_solved.at[0, 0, slot].set(True))
+  assert bool(tree.slots.legal[0, 0, slot]) and int(tree.slots.visits[0, 0, 1]) > 1
+  best = float(np.max(np.asarray(tree.slots.value[0, 0]))) + 1.0
+  tree = tree.replace(
+      slot_bounds=tree.slot_bounds.replace(solved=tree.slot_bounds.solved.at[0, 0].set(False)),
+      slots=tree.slots.replace(visits=tree.slots.visits.at[0, 0, slot].set(1),
+                               value=tree.slots.value.at[0, 0, slot].set(best)))
+  patched = tree.replace(slot_bounds=tree.slot_bounds.replace(
+      solved=tree.slot_bounds.solved.at[0, 0, slot].set(True)))
   out = js.policies.root_summary(patched, SMALL.num_actions, 0.0, jax.random.PRNGKey(0),
                                  search.config)
-  assert int(out.action[0]) == int(tree.slot_action[0, 0, slot])
+  assert int(out.action[0]) == int(tree.slots.action[0, 0, slot])
   unsolved = js.policies.root_summary(tree, SMALL.num_actions, 0.0, jax.random.PRNGKey(0),
                                       search.config)
-  assert int(unsolved.action[0]) != int(tree.slot_action[0, 0, slot])
+  assert int(unsolved.action[0]) != int(tree.slots.action[0, 0, slot])
 
 
 # ---- 4. Bellman consistency -----------------------------------------------------------------
@@ -426,30 +428,30 @@ def _check_bellman(f, tree):
   """q̂2 of every expanded slot = Σ_o p(o)(r_o + γ_o V(child_o)), V = max active q̂3."""
   alloc = _allocated(tree)
   batch = np.arange(tree.batch_size)[:, None, None]
-  expanded = alloc[..., None] & (tree.slot_chance >= 0)
-  chance = np.maximum(tree.slot_chance, 0)
-  probs = tree.chance_prob[batch, chance]  # [B, N, K, O]
-  kids = tree.chance_child[batch, chance]
-  kid_values = tree.node_value[batch[..., None], np.maximum(kids, 0)]
+  expanded = alloc[..., None] & (tree.slots.chance >= 0)
+  chance = np.maximum(tree.slots.chance, 0)
+  probs = tree.chance.prob[batch, chance]  # [B, N, K, O]
+  kids = tree.chance.child[batch, chance]
+  kid_values = tree.nodes.value[batch[..., None], np.maximum(kids, 0)]
   possible = probs > 0
   assert np.all(kids[expanded][possible[expanded]] >= 0)
-  backed_up = np.sum(np.where(possible, probs * (tree.chance_reward[batch, chance] +
-                                                 tree.chance_discount[batch, chance] *
+  backed_up = np.sum(np.where(possible, probs * (tree.chance.reward[batch, chance] +
+                                                 tree.chance.discount[batch, chance] *
                                                  kid_values), 0.0), -1)
-  np.testing.assert_allclose(tree.slot_value[expanded], backed_up[expanded], atol=1e-5)
+  np.testing.assert_allclose(tree.slots.value[expanded], backed_up[expanded], atol=1e-5)
   # The chance records are the game's: outcome probabilities of the slot's action.
-  state = tree.node_state
+  state = tree.nodes.state
   game_probs = np.asarray(f.probs)[np.asarray(state.mdp)[..., None],
-                                   np.asarray(state.state)[..., None], tree.slot_action]
+                                   np.asarray(state.state)[..., None], tree.slots.action]
   np.testing.assert_allclose(probs[expanded], game_probs[expanded], rtol=1e-6)
   # V(s) = the best debiased value q̂3 of the active slots (no correction once solved).
-  live = alloc & ~tree.node_terminal
-  active = tree.slot_legal & (np.arange(tree.num_slots) < tree.node_num_active[..., None])
-  q3 = tree.slot_value + np.where(tree.slot_solved, 0.0,
-                                  _correction(tree.node_bias_mean, tree.slot_visits))
+  live = alloc & ~tree.nodes.terminal
+  active = tree.slots.legal & (np.arange(tree.num_slots) < tree.nodes.num_active[..., None])
+  q3 = tree.slots.value + np.where(tree.slot_bounds.solved, 0.0,
+                                  _correction(tree.debias.bias_mean, tree.slots.visits))
   best = np.max(np.where(active, q3, -np.inf), -1)
-  np.testing.assert_allclose(tree.node_value[live], best[live], atol=1e-5)
-  np.testing.assert_array_equal(tree.node_value[alloc & tree.node_terminal], 0.0)
+  np.testing.assert_allclose(tree.nodes.value[live], best[live], atol=1e-5)
+  np.testing.assert_array_equal(tree.nodes.value[alloc & tree.nodes.terminal], 0.0)
   return int(expanded.sum())
 
 
@@ -471,22 +473,22 @@ def test_debias_statistics_follow_every_visit():
   q̂3 (ALGORITHMS.md §2), exactly as a plain-numpy tracker of the same visits."""
   trees, _, _ = _stepwise()
   first = trees[0]
-  shape = first.node_bias_count.shape  # [B, N, V]
+  shape = first.debias.count.shape  # [B, N, V]
   count = np.zeros(shape, np.int64)
   mean = np.zeros(shape)
   sq_sum = np.zeros(shape)
   recorded = 0
   for before, after in zip(trees[:-1], trees[1:]):
-    grew = after.slot_visits - before.slot_visits
+    grew = after.slots.visits - before.slots.visits
     assert np.all((grew >= 0) & (grew <= 1)) and np.all(grew.sum(-1) <= 1)
     b, n, k = np.nonzero(grew)
-    visits_after = after.slot_visits[b, n, k]
+    visits_after = after.slots.visits[b, n, k]
     bucket = np.minimum(visits_after, WIDE_BUCKETS) - 1
-    change = after.slot_value[b, n, k].astype(np.float64) - before.slot_value[b, n, k]
+    change = after.slots.value[b, n, k].astype(np.float64) - before.slots.value[b, n, k]
     # q̂3 before = q̂2 + correction(n); after = q̂2' + correction(n + 1), or q̂2' alone if this
     # visit solved the slot (same statistics: recording bucket n + 1 leaves the suffix above
     # it alone).
-    correction_after = np.where(after.slot_solved[b, n, k], 0.0,
+    correction_after = np.where(after.slot_bounds.solved[b, n, k], 0.0,
                                 _correction(mean[b, n], visits_after[:, None])[:, 0])
     drift = correction_after - _correction(mean[b, n], visits_after[:, None] - 1)[:, 0]
     count[b, n, bucket] += 1
@@ -495,17 +497,17 @@ def test_debias_statistics_follow_every_visit():
     recorded += len(b)
   last = trees[-1]
   assert recorded > 2 * NUM_RECORDED
-  np.testing.assert_array_equal(last.node_bias_count, count)
-  np.testing.assert_allclose(last.node_bias_mean, mean, atol=1e-5)
-  np.testing.assert_allclose(last.node_bias_sq_sum, sq_sum, rtol=1e-4, atol=1e-6)
+  np.testing.assert_array_equal(last.debias.count, count)
+  np.testing.assert_allclose(last.debias.bias_mean, mean, atol=1e-5)
+  np.testing.assert_allclose(last.debias.sq_sum, sq_sum, rtol=1e-4, atol=1e-6)
   # count[v] = the slots that reached v visits (v < V); the last bucket absorbs the tail.
-  visits = last.slot_visits
+  visits = last.slots.visits
   for v in range(1, WIDE_BUCKETS):
-    np.testing.assert_array_equal(last.node_bias_count[..., v - 1], np.sum(visits >= v, -1))
-  np.testing.assert_array_equal(last.node_bias_count[..., -1],
+    np.testing.assert_array_equal(last.debias.count[..., v - 1], np.sum(visits >= v, -1))
+  np.testing.assert_array_equal(last.debias.count[..., -1],
                                 np.sum(np.maximum(visits - (WIDE_BUCKETS - 1), 0), -1))
-  assert last.node_bias_count[:, 0, -1].min() > WIDE.num_actions  # the tail was exercised
-  assert np.any(np.abs(last.node_bias_mean) > 1e-3)
+  assert last.debias.count[:, 0, -1].min() > WIDE.num_actions  # the tail was exercised
+  assert np.any(np.abs(last.debias.bias_mean) > 1e-3)
 
 
 def test_debias_counts_in_solved_trees():
@@ -515,8 +517,8 @@ def test_debias_counts_in_solved_trees():
     assert tree.num_buckets == 32
     alloc = _allocated(tree)
     for v in range(1, tree.num_buckets):
-      np.testing.assert_array_equal(tree.node_bias_count[..., v - 1][alloc],
-                                    np.sum(tree.slot_visits >= v, -1)[alloc])
+      np.testing.assert_array_equal(tree.debias.count[..., v - 1][alloc],
+                                    np.sum(tree.slots.visits >= v, -1)[alloc])
 
 
 # ---- 6. bad input ---------------------------------------------------------------------------
@@ -529,23 +531,23 @@ def test_nonfinite_action_values_are_masked_and_counted():
   bad_count = tree.nonfinite_estimates
   assert bad_count[0] > 0 and bad_count[2] > 0  # NaN / +inf count as misbehaviour
   np.testing.assert_array_equal(bad_count[[1, 3, 4, 5]], 0)  # -inf is a deliberate mask
-  live = _allocated(tree) & ~tree.node_terminal
+  live = _allocated(tree) & ~tree.nodes.terminal
   member = np.arange(DET.num_members)[:, None, None]
-  masked = (((member == 0) & np.isin(tree.slot_action, [1, 2])) |
-            ((member == 1) & (tree.slot_action == 1)))
-  active = np.arange(tree.num_slots) < tree.node_num_active[..., None]
+  masked = (((member == 0) & np.isin(tree.slots.action, [1, 2])) |
+            ((member == 1) & (tree.slots.action == 1)))
+  active = np.arange(tree.num_slots) < tree.nodes.num_active[..., None]
   assert np.any(masked & live[..., None])
-  assert not np.any((tree.slot_legal | active | (tree.slot_visits > 0))[live[..., None] &
+  assert not np.any((tree.slots.legal | active | (tree.slots.visits > 0))[live[..., None] &
                                                                           masked])
   visits = np.asarray(out.visit_counts)
   assert not np.any(visits[0, [1, 2]]) and not np.any(visits[1, 1])
   assert np.all(visits[0, [0, 3]] > 0) and np.all(visits[1, [0, 2, 3]] > 0)
   # Member 2 has no usable q̂1 at all: every action stays searchable, with q̂1 = the node's
   # value (the estimator's own, finite and non-zero here: not a fallback to 0).
-  np.testing.assert_array_equal(tree.slot_legal[2][live[2]], True)
-  raw = tree.node_raw_value[2][live[2]]
+  np.testing.assert_array_equal(tree.slots.legal[2][live[2]], True)
+  raw = tree.nodes.raw_value[2][live[2]]
   assert np.all(raw != 0.0)
-  np.testing.assert_array_equal(tree.slot_action_value[2][live[2]],
+  np.testing.assert_array_equal(tree.slots.action_value[2][live[2]],
                                 np.broadcast_to(raw[:, None], (len(raw), DET.num_actions)))
   assert np.all(visits[2] > 0)
 
@@ -583,11 +585,11 @@ def test_fewer_slots_than_actions_keeps_the_top_k_by_q1():
   tree = _np_tree(out.tree)
   assert tree.num_slots == 2
   allowed = _searched_actions(_q1_table(SMALL, _estimator(SMALL)), 2)
-  live = _allocated(tree) & ~tree.node_terminal
+  live = _allocated(tree) & ~tree.nodes.terminal
   node_allowed = _node_lookup(tree, allowed.astype(np.float64)) > 0
-  slot_allowed = np.take_along_axis(node_allowed, tree.slot_action, -1)
-  assert np.all(slot_allowed[live] & tree.slot_legal[live])
-  assert np.all(tree.slot_action[live][:, 0] != tree.slot_action[live][:, 1])
+  slot_allowed = np.take_along_axis(node_allowed, tree.slots.action, -1)
+  assert np.all(slot_allowed[live] & tree.slots.legal[live])
+  assert np.all(tree.slots.action[live][:, 0] != tree.slots.action[live][:, 1])
   visits = np.asarray(out.visit_counts)
   assert not np.any(visits[~allowed[:, 0, 0]]) and np.all(visits[allowed[:, 0, 0]] > 0)
   # The cut matters here: somewhere the best action is outside the top 2 by q̂1.
@@ -766,7 +768,7 @@ def test_every_rule_drives_a_jitted_avts_search_to_the_exact_solution(member):
   _assert_solved_exactly(SMALL, out, num_slots=2, estimator=_estimator(SMALL), members=[member])
   # The dispatch saw this member's index: every node's prior logits hold it.
   tree = _np_tree(jax.tree.map(lambda x: x[member:member + 1], out.tree))
-  np.testing.assert_array_equal(tree.slot_prior_logits[_allocated(tree)], float(member))
+  np.testing.assert_array_equal(tree.slots.prior_logits[_allocated(tree)], float(member))
 
 
 def test_vmapped_search_matches_separate_calls():
@@ -787,8 +789,8 @@ def test_vmapped_search_matches_separate_calls():
       else:
         np.testing.assert_array_equal(x, y, err_msg=jax.tree_util.keystr(path))
   # Thompson draws differ between the keys, and so do the trees (their allocation order).
-  assert not np.array_equal(np.asarray(both.tree.slot_chance[0]),
-                            np.asarray(both.tree.slot_chance[1]))
+  assert not np.array_equal(np.asarray(both.tree.slots.chance[0]),
+                            np.asarray(both.tree.slots.chance[1]))
 
 
 # ---- 9. variance and debias options ---------------------------------------------------------
@@ -796,7 +798,7 @@ def test_vmapped_search_matches_separate_calls():
 def test_reference_variance_collects_statistics():
   out = _rules_output()  # variance="reference"; member 0 is searched by Thompson sampling
   _assert_finite_tree(out.tree)
-  assert np.any(np.asarray(out.tree.node_bias_sq_sum[0, 0]) > 0)
+  assert np.any(np.asarray(out.tree.debias.sq_sum[0, 0]) > 0)
   _assert_solved_exactly(SMALL, out, num_slots=2, estimator=_estimator(SMALL), members=[0])
 
 
@@ -807,8 +809,8 @@ def test_without_variance_and_debias_thompson_is_greedy_and_deterministic():
   for x, y in zip(jax.tree.leaves(first), jax.tree.leaves(second), strict=True):
     np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
   # With the default variance, another key gives another tree.
-  assert not np.array_equal(np.asarray(_det_output(0).tree.slot_chance),
-                            np.asarray(_det_output(1).tree.slot_chance))
+  assert not np.array_equal(np.asarray(_det_output(0).tree.slots.chance),
+                            np.asarray(_det_output(1).tree.slots.chance))
 
 
 def _level(slot_solved_after, config):
@@ -829,7 +831,7 @@ def _level(slot_solved_after, config):
 def _level_config():
   return search_lib.SearchConfig(num_simulations=1, max_nodes=2, max_depth=1,
                                  selection=js.selection.thompson(), backup="bellman",
-                                 widening=True, num_buckets=4)
+                                 avts=search_lib.AvtsOptions(widening=True, num_buckets=4))
 
 
 def test_bellman_level_records_the_change_of_q2_and_q3():

@@ -3,7 +3,8 @@
 Each case below runs one small jitted search and compares **every array leaf** of the
 resulting :class:`~jaxsearch.tree.Tree` (game states included) with a SHA-256 digest of its
 bytes (``np.asarray(leaf).tobytes()``), its shape and its dtype, stored in
-``tests/golden/trees.json``. A refactoring of the engine that changes nothing must keep every
+``tests/golden/trees.json`` under the flat field names of the tree's first layout
+(:func:`flat_fields`). A refactoring of the engine that changes nothing must keep every
 digest; the failure names the case and the leaves that differ.
 
 The cases cover the engine's families on tiny shapes: PUCT with the MuZero schedule, root
@@ -28,6 +29,7 @@ legitimately round differently: when upgrading jax, regenerate on the old engine
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -197,15 +199,60 @@ CASES = {
 
 # ---- digests --------------------------------------------------------------------------------
 
+# The digests were recorded when the tree was one flat record: each part's fields are named
+# here as they were then (``nodes.visits`` was ``node_visits``, ``debias.count`` was
+# ``node_bias_count``, ...). A part the search does not keep (``None``) was then a constant
+# placeholder of width 1, compared as such: the debias statistics ``[B, N, 1]`` and the slot
+# bounds ``[B, N, 1]`` of running-mean trees, the subtree entropy ``[B, 1]`` of trees without it.
+FLAT_PREFIX = {"nodes": "node_", "slots": "slot_", "chance": "chance_", "bounds": "node_",
+               "slot_bounds": "slot_", "entropy": "node_", "debias": "node_bias_"}
+FLAT_NAME = {"entropy.entropy": "node_entropy", "debias.bias_mean": "node_bias_mean",
+             "slot_bounds.bound": "slot_bound", "slot_bounds.upper": "slot_upper"}
+
+
+def _placeholders(tree) -> dict:
+  """``{flat name: array}`` standing for the parts ``tree`` does not keep."""
+  b, n = tree.batch_size, tree.max_nodes
+  out = {}
+  if tree.entropy is None:
+    out.update(node_entropy=np.zeros((b, 1), np.float32),
+               node_leaves=np.ones((b, 1), np.float32), node_closed=np.zeros((b, 1), bool))
+  if tree.debias is None:
+    out.update(node_bias_count=np.zeros((b, n, 1), np.int32),
+               node_bias_mean=np.zeros((b, n, 1), np.float32),
+               node_bias_sq_sum=np.zeros((b, n, 1), np.float32))
+  if tree.slot_bounds is None:
+    out.update(slot_solved=np.zeros((b, n, 1), bool),
+               slot_bound=np.full((b, n, 1), js.tree.NO_BOUND, np.float32),
+               slot_upper=np.full((b, n, 1), js.tree.NO_UPPER, np.float32))
+  return out
+
+
+def flat_fields(tree) -> dict:
+  """``{flat name: array or state pytree}`` of every field of ``tree`` (see above)."""
+  out = {}
+  for part in dataclasses.fields(tree):
+    value = getattr(tree, part.name)
+    if part.name not in FLAT_PREFIX:
+      out[part.name] = value  # the per-tree counters
+      continue
+    for field in dataclasses.fields(value) if value is not None else ():
+      name = f"{part.name}.{field.name}"
+      out[FLAT_NAME.get(name, FLAT_PREFIX[part.name] + field.name)] = getattr(value, field.name)
+  out.update(_placeholders(tree))
+  return out
+
+
 def digests(trees) -> dict:
   """``{"<tree>.<field path>": {"shape", "dtype", "sha256"}}`` of every array leaf."""
   out = {}
   for name, tree in trees.items():
-    for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
-      array = np.ascontiguousarray(np.asarray(leaf))
-      out[name + jax.tree_util.keystr(path)] = {
-          "shape": list(array.shape), "dtype": str(array.dtype),
-          "sha256": hashlib.sha256(array.tobytes()).hexdigest()}
+    for field, value in flat_fields(tree).items():
+      for path, leaf in jax.tree_util.tree_flatten_with_path(value)[0]:
+        array = np.ascontiguousarray(np.asarray(leaf))
+        out[f"{name}.{field}{jax.tree_util.keystr(path)}"] = {
+            "shape": list(array.shape), "dtype": str(array.dtype),
+            "sha256": hashlib.sha256(array.tobytes()).hexdigest()}
   return out
 
 

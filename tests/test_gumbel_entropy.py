@@ -58,11 +58,11 @@ def test_entropy_vector_of_algorithms_md():
 
 def _pibar_of(t, n):
   """π̄ of node ``n`` of the NumPy tree ``t`` (one tree)."""
-  q = t.slot_value[n]
+  q = t.slots.value[n]
   view = js.selection.NodeView(
-      visits=t.node_visits[n], value=t.node_value[n], child_visits=t.slot_visits[n],
-      child_values=q, prior_logits=t.slot_prior_logits[n], action_values=q,
-      legal=t.slot_legal[n], depth=np.int32(0), debiased_values=q, value_variance=q,
+      visits=t.nodes.visits[n], value=t.nodes.value[n], child_visits=t.slots.visits[n],
+      child_values=q, prior_logits=t.slots.prior_logits[n], action_values=q,
+      legal=t.slots.legal[n], depth=np.int32(0), debiased_values=q, value_variance=q,
       upper_bounds=q)
   return np.asarray(_pibar_jit(view), np.float64)
 
@@ -80,25 +80,25 @@ def _enumerate(t, node, playout):
   leaves, closed = [], [True]
 
   def visit(n, p):
-    legal = t.slot_legal[n]
-    if t.node_terminal[n] or not legal.any():
+    legal = t.slots.legal[n]
+    if t.nodes.terminal[n] or not legal.any():
       leaves.append(p)
-      closed[0] &= bool(t.node_terminal[n])
+      closed[0] &= bool(t.nodes.terminal[n])
       return
     if playout == "pi_hat":
-      pi = np.where(legal, 1.0 + t.slot_visits[n], 0.0)
+      pi = np.where(legal, 1.0 + t.slots.visits[n], 0.0)
       pi = pi / pi.sum()
     else:
       pi = _pibar_of(t, n)
     for s in np.nonzero(legal)[0]:
-      c = t.slot_chance[n, s]
+      c = t.slots.chance[n, s]
       if c < 0:
         leaves.append(p * pi[s])
         closed[0] = False
         continue
-      for o in np.nonzero(t.chance_prob[c] > 0)[0]:
-        q = p * pi[s] * t.chance_prob[c, o]
-        child = t.chance_child[c, o]
+      for o in np.nonzero(t.chance.prob[c] > 0)[0]:
+        q = p * pi[s] * t.chance.prob[c, o]
+        child = t.chance.child[c, o]
         if child < 0:
           leaves.append(q)
           closed[0] = False
@@ -118,10 +118,10 @@ def _check_against_enumeration(tree, playout="pi_hat", nodes_per_tree=None):
       probs, closed = _enumerate(t, n, playout)
       positive = probs[probs > 0]
       entropy = -(positive * np.log(positive)).sum()
-      np.testing.assert_allclose(t.node_entropy[n], entropy, atol=2e-5,
+      np.testing.assert_allclose(t.entropy.entropy[n], entropy, atol=2e-5,
                                  err_msg=f"tree {b} node {n}")
-      assert t.node_leaves[n] == len(probs), (b, n)
-      assert bool(t.node_closed[n]) == closed, (b, n)
+      assert t.entropy.leaves[n] == len(probs), (b, n)
+      assert bool(t.entropy.closed[n]) == closed, (b, n)
       checked += 1
   return checked
 
@@ -144,9 +144,9 @@ _random_ttt_jit = jax.jit(_random_ttt)
 def test_entropy_equals_enumeration_tictactoe_and_reroot():
   out = _random_ttt_jit(None, jax.random.PRNGKey(0), _ttt_roots())
   assert _check_against_enumeration(out.tree) > 100
-  assert not bool(out.tree.node_closed[0, 0])
+  assert not bool(out.tree.entropy.closed[0, 0])
   # Fully expanded subtrees above terminal leaves exist here: they are closed (E = 1).
-  assert bool(jnp.any(out.tree.node_closed & ~out.tree.node_terminal))
+  assert bool(jnp.any(out.tree.entropy.closed & ~out.tree.nodes.terminal))
   # Subtree reuse keeps the statistics (they depend on the subtree only) and the next search
   # keeps them exact.
   kept = js.tree.reroot(out.tree, out.action)
@@ -169,7 +169,7 @@ def test_entropy_equals_enumeration_with_chance_outcomes(playout):
                               outcome_rule="sample")
   out = jax.jit(search)(None, jax.random.PRNGKey(3), _garnet_family.roots())
   assert int(out.tree.num_chance.min()) > 5
-  assert (np.asarray(out.tree.chance_child) >= 0).sum(-1).max() == 2  # both outcomes seen
+  assert (np.asarray(out.tree.chance.child) >= 0).sum(-1).max() == 2  # both outcomes seen
   _check_against_enumeration(out.tree, playout, nodes_per_tree=None if playout == "pi_hat"
                              else 12)
 
@@ -225,15 +225,15 @@ def test_forced_move_keeps_its_unvisited_bonus(entropy):
   # PUCT would halve action 0's bonus after its visit and move on ([1, 1, 0]); with a single
   # reply below it E(s, 0) = 0, so entropy PUCT visits it again.
   assert history[1] == [2, 0, 0]
-  forced_child = int(tree.chance_child[0, tree.slot_chance[0, 0, 0], 0])
-  assert int(tree.node_terminal[0, forced_child]) == 0
+  forced_child = int(tree.chance.child[0, tree.slots.chance[0, 0, 0], 0])
+  assert int(tree.nodes.terminal[0, forced_child]) == 0
   # After 2 visits the forced child has its single edge expanded into an open node (3 leaves,
   # uniform): E = 1 for the full rule, which then moves on; the one-level proxy sees one legal
   # move: E = 0 still.
   assert history[2] == ([2, 1, 0] if entropy == "full" else [3, 0, 0])
-  e_forced = float(entropy_lib.normalized(tree.node_entropy[0, forced_child],
-                                          tree.node_leaves[0, forced_child],
-                                          tree.node_closed[0, forced_child]))
+  e_forced = float(entropy_lib.normalized(tree.entropy.entropy[0, forced_child],
+                                          tree.entropy.leaves[0, forced_child],
+                                          tree.entropy.closed[0, forced_child]))
   np.testing.assert_allclose(e_forced, 1.0 if entropy == "full" else 0.0, atol=1e-6)
 
 
@@ -251,7 +251,7 @@ def test_entropy_puct_enumeration_and_reroot():
   # playouts: the slow Garnet test).
   _check_against_enumeration(single.tree)
   tree = single.tree
-  assert bool(jnp.any(tree.node_closed & tree.node_terminal))
+  assert bool(jnp.any(tree.entropy.closed & tree.nodes.terminal))
   # Subtree reuse keeps the statistics (they depend on the subtree only) and the next search
   # keeps them exact.
   kept = js.tree.reroot(tree, single.action)
@@ -280,10 +280,10 @@ def test_entropy_puct_jit_vmap_and_needs_entropy():
     js.policies.custom(tictactoe.GAME, js.estimators.uniform(), num_simulations=4,
                        selection=js.selection.thompson(), backup="bellman",
                        subtree_entropy="full")
-  # Without the option the fields cost one entry per tree.
+  # Without the option the tree keeps no entropy statistics.
   plain = jax.jit(js.policies.puct(tictactoe.GAME, js.estimators.uniform(),
                                    num_simulations=4))(None, keys[0], roots)
-  assert plain.tree.node_entropy.shape == (3, 1)
+  assert plain.tree.entropy is None
 
 
 # ---- Gumbel MuZero: parity with mctx and the schedule --------------------------------------
@@ -292,27 +292,27 @@ def _root_slots_in_creation_order(tree, b):
   """Root slot whose subtree holds node j + 1, for every simulation j (one node per sim)."""
   t = jax.tree.map(lambda x: np.asarray(x[b]), tree)
   slot_of_child = {}
-  for s in range(t.slot_chance.shape[1]):
-    c = t.slot_chance[0, s]
+  for s in range(t.slots.chance.shape[1]):
+    c = t.slots.chance[0, s]
     if c >= 0:
-      slot_of_child[int(t.chance_child[c, 0])] = s
+      slot_of_child[int(t.chance.child[c, 0])] = s
   result = []
   for j in range(1, int(t.num_nodes)):
     n = j
-    while t.node_parent[n] != 0:
-      n = t.node_parent[n]
+    while t.nodes.parent[n] != 0:
+      n = t.nodes.parent[n]
     result.append(slot_of_child[n])
   return result
 
 
 def _actions_into_nodes(tree, b):
   t = jax.tree.map(lambda x: np.asarray(x[b]), tree)
-  actions = np.full(t.node_visits.shape[0], -1)
-  for n in range(t.node_visits.shape[0]):
-    for s in range(t.slot_chance.shape[1]):
-      c = t.slot_chance[n, s]
-      if c >= 0 and t.chance_child[c, 0] >= 0:
-        actions[t.chance_child[c, 0]] = t.slot_action[n, s]
+  actions = np.full(t.nodes.visits.shape[0], -1)
+  for n in range(t.nodes.visits.shape[0]):
+    for s in range(t.slots.chance.shape[1]):
+      c = t.slots.chance[n, s]
+      if c >= 0 and t.chance.child[c, 0] >= 0:
+        actions[t.chance.child[c, 0]] = t.slots.action[n, s]
   return actions
 
 
@@ -347,11 +347,11 @@ def test_gumbel_matches_mctx_tree_action_and_weights(scale, monkeypatch):
   # sequence of root actions, simulation by simulation.
   tree = theirs.search_tree
   for b in range(batch_size):
-    np.testing.assert_array_equal(np.asarray(out.tree.node_parent[b]),
+    np.testing.assert_array_equal(np.asarray(out.tree.nodes.parent[b]),
                                   np.asarray(tree.parents[b]))
     np.testing.assert_array_equal(_actions_into_nodes(out.tree, b)[1:],
                                   np.asarray(tree.action_from_parent[b])[1:])
-  assert int(out.tree.node_depth.max()) >= 3  # the interior rule mattered
+  assert int(out.tree.nodes.depth.max()) >= 3  # the interior rule mattered
   # Simulation j visited a root action whose count was the schedule's entry j.
   schedule = gumbel_lib.sequential_halving_visits(considered, num_simulations).tolist()
   for b in range(batch_size):
@@ -420,7 +420,7 @@ def test_pibar_search_act_learn():
   # π̄ is the regularised policy of the root's own statistics.
   expected = np.zeros((3, 9))
   for b in range(3):
-    expected[b, np.asarray(out.tree.slot_action[b, 0])] = _pibar_of(
+    expected[b, np.asarray(out.tree.slots.action[b, 0])] = _pibar_of(
         _numpy_tree(out.tree, b), 0)
   np.testing.assert_allclose(pibar, expected, atol=1e-6)
   # Illegal actions get nothing; visits still follow the sampled π̄ (SEARCH).

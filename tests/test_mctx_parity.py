@@ -46,7 +46,7 @@ def test_hashed_mdp_matches_mctx_exactly():
   np.testing.assert_allclose(np.asarray(out.root_value), values, rtol=1e-5, atol=1e-6)
   # The toy must exercise more than the root: several actions visited, depth > 1.
   assert (np.asarray(out.visit_counts) > 0).sum(axis=1).min() >= 2
-  assert int(out.tree.node_depth.max()) >= 3
+  assert int(out.tree.nodes.depth.max()) >= 3
 
 
 def _without_tie_noise(monkeypatch):

@@ -196,10 +196,10 @@ def _check_trees(cfg, f, trees, filled=False):
   the trees were full before (a rerooted tree keeps the extra visits of its full past)."""
   bellman = cfg.backup == "bellman"
   filled = np.asarray(filled, bool)
-  steps, batch, capacity = trees.node_visits.shape
-  num_slots = trees.slot_visits.shape[-1]
+  steps, batch, capacity = trees.nodes.visits.shape
+  num_slots = trees.slots.visits.shape[-1]
   rows = np.arange(batch)[:, None]
-  st_ = trees.node_state
+  st_ = trees.nodes.state
   # Exact values of every node's state (the node's state never changes once written).
   horizon = f.horizon
   live_time = st_.time < horizon
@@ -218,54 +218,54 @@ def _check_trees(cfg, f, trees, filled=False):
     num_nodes = tree.num_nodes
     assert np.all((num_nodes >= 1) & (num_nodes <= capacity)), where
     alloc = np.arange(capacity)[None] < num_nodes[:, None]
-    terminal = tree.node_terminal
+    terminal = tree.nodes.terminal
     live = alloc & ~terminal
     np.testing.assert_array_equal(terminal[alloc], (st_.time[t] >= horizon)[alloc], where)
-    slot_visits = tree.slot_visits
-    assert not np.any(slot_visits[~alloc]) and not np.any(tree.node_visits[~alloc]), where
-    assert not np.any(slot_visits * ~tree.slot_legal), where
+    slot_visits = tree.slots.visits
+    assert not np.any(slot_visits[~alloc]) and not np.any(tree.nodes.visits[~alloc]), where
+    assert not np.any(slot_visits * ~tree.slots.legal), where
     # Visits: creation + one per simulation through a slot (+ stops at the node).
     child_sum = slot_visits.sum(-1)
-    assert np.all(tree.node_visits[alloc] >= 1 + child_sum[alloc]), where
+    assert np.all(tree.nodes.visits[alloc] >= 1 + child_sum[alloc]), where
     never_full = (trees.num_nodes[t] + (cfg.outcomes if bellman else 1) <= capacity) & ~filled
-    exact = live & never_full[:, None] & ~tree.node_solved
-    np.testing.assert_array_equal(tree.node_visits[exact], 1 + child_sum[exact], where)
-    np.testing.assert_array_equal(tree.node_visits[:, 0], trees.node_visits[0, :, 0] + t, where)
+    exact = live & never_full[:, None] & ~tree.bounds.solved
+    np.testing.assert_array_equal(tree.nodes.visits[exact], 1 + child_sum[exact], where)
+    np.testing.assert_array_equal(tree.nodes.visits[:, 0], trees.nodes.visits[0, :, 0] + t, where)
     if previous is not None and not bellman:
       # Running-mean backup: a simulation that does not expand (a full tree; or a terminal
       # leaf) re-backs the deepest node of its path, whose visits then exceed 1 + its
       # slots' visits by one more; otherwise no node's excess changes.
-      excess = np.where(alloc, tree.node_visits - 1 - child_sum, 0)
+      excess = np.where(alloc, tree.nodes.visits - 1 - child_sum, 0)
       before = np.where(np.arange(capacity)[None] < previous.num_nodes[:, None],
-                        previous.node_visits - 1 - previous.slot_visits.sum(-1), 0)
+                        previous.nodes.visits - 1 - previous.slots.visits.sum(-1), 0)
       grown = excess - before
       expanded = num_nodes - previous.num_nodes
       assert np.all((grown >= 0) & (grown <= 1)), where
       np.testing.assert_array_equal(grown.sum(-1), 1 - expanded, where)
-      on_path = (tree.node_visits - np.where(alloc, previous.node_visits, 0)) > 0
+      on_path = (tree.nodes.visits - np.where(alloc, previous.nodes.visits, 0)) > 0
       for b, node in zip(*np.nonzero(grown)):
-        deepest = tree.node_depth[b][on_path[b] & alloc[b]].max()
-        assert tree.node_depth[b, node] == deepest, where
+        deepest = tree.nodes.depth[b][on_path[b] & alloc[b]].max()
+        assert tree.nodes.depth[b, node] == deepest, where
         if not terminal[b, node]:  # the full-tree case: it had an unexpanded slot to take
           assert num_nodes[b] + 1 > capacity, where
     # Chance records: probabilities of the game, summing to 1; visit counts.
-    chance = tree.slot_chance
+    chance = tree.slots.chance
     expanded = alloc[..., None] & (chance >= 0)
     safe = np.maximum(chance, 0)
-    probs = tree.chance_prob[rows[..., None], safe]  # [B, N, K, O]
+    probs = tree.chance.prob[rows[..., None], safe]  # [B, N, K, O]
     created = np.arange(capacity)[None] < tree.num_chance[:, None]
-    np.testing.assert_allclose(tree.chance_prob[created].sum(-1), 1.0, atol=1e-5, err_msg=where)
-    assert np.all(tree.chance_prob >= 0), where
+    np.testing.assert_allclose(tree.chance.prob[created].sum(-1), 1.0, atol=1e-5, err_msg=where)
+    assert np.all(tree.chance.prob >= 0), where
     game_probs = np.asarray(f.probs)[st_.mdp[t][..., None], st_.state[t][..., None],
-                                     tree.slot_action]
+                                     tree.slots.action]
     np.testing.assert_allclose(probs[expanded], game_probs[expanded], atol=1e-6, err_msg=where)
-    chance_total = tree.chance_visits[rows[..., None], safe].sum(-1)
+    chance_total = tree.chance.visits[rows[..., None], safe].sum(-1)
     np.testing.assert_array_equal(chance_total[expanded],
                                   slot_visits[expanded] - (1 if bellman else 0), where)
-    kids = tree.chance_child[rows[..., None], safe]  # [B, N, K, O]
+    kids = tree.chance.child[rows[..., None], safe]  # [B, N, K, O]
     has_kid = expanded[..., None] & (kids >= 0)
-    kid_visits = tree.node_visits[rows[..., None, None], np.maximum(kids, 0)]
-    outcome_visits = tree.chance_visits[rows[..., None], safe]
+    kid_visits = tree.nodes.visits[rows[..., None, None], np.maximum(kids, 0)]
+    outcome_visits = tree.chance.visits[rows[..., None], safe]
     np.testing.assert_array_equal(kid_visits[has_kid],
                                   outcome_visits[has_kid] + (1 if bellman else 0), where)
     if bellman:  # every possible outcome of an expanded slot has its node
@@ -273,40 +273,41 @@ def _check_trees(cfg, f, trees, filled=False):
     # Values inside the value range, per node [0, moves left].
     left = moves_left[t]
     inside = lambda x, hi: np.all((x >= -EPS) & (x <= hi + EPS))
-    assert inside(tree.node_raw_value[alloc], left[alloc]), where
-    legal = tree.slot_legal & alloc[..., None]
-    assert inside(tree.slot_action_value[legal], np.broadcast_to(left[..., None], legal.shape)[legal]), where
-    rewards = tree.chance_reward[created]
+    assert inside(tree.nodes.raw_value[alloc], left[alloc]), where
+    legal = tree.slots.legal & alloc[..., None]
+    assert inside(tree.slots.action_value[legal],
+                  np.broadcast_to(left[..., None], legal.shape)[legal]), where
+    rewards = tree.chance.reward[created]
     assert np.all((rewards >= -EPS) & (rewards <= 1 + EPS)), where
     lo, hi = f.game.value_range
     assert lo <= 0.0 and hi >= horizon - EPS
     if not (bellman and cfg.debias):
-      assert inside(tree.node_value[alloc], left[alloc]), where
-      assert inside(tree.slot_value[legal],
+      assert inside(tree.nodes.value[alloc], left[alloc]), where
+      assert inside(tree.slots.value[legal],
                     np.broadcast_to(left[..., None], legal.shape)[legal]), where
     # Achievable bound: from the pessimistic value up, never above V*; monotone.
-    bound = tree.node_bound
+    bound = tree.bounds.bound
     assert np.all(bound[alloc] <= v_star[t][alloc] + EPS), where
     assert np.all(bound[alloc] >= v_pess[t][alloc] - EPS), where
     if bellman:
-      upper = tree.node_upper
+      upper = tree.bounds.upper
       assert np.all(upper[alloc] >= v_star[t][alloc] - EPS), where
       if cfg.slots is None:  # full width: a solved node's value is exact
-        solved = alloc & tree.node_solved
-        np.testing.assert_allclose(tree.node_value[solved], v_star[t][solved], atol=EPS,
+        solved = alloc & tree.bounds.solved
+        np.testing.assert_allclose(tree.nodes.value[solved], v_star[t][solved], atol=EPS,
                                    err_msg=where)
     if previous is not None:
       was = np.arange(capacity)[None] < previous.num_nodes[:, None]
-      assert np.all(bound[was] >= previous.node_bound[was]), where
+      assert np.all(bound[was] >= previous.bounds.bound[was]), where
       if bellman:
-        assert np.all(tree.node_upper[was] <= previous.node_upper[was]), where
+        assert np.all(tree.bounds.upper[was] <= previous.bounds.upper[was]), where
       assert np.all(num_nodes >= previous.num_nodes), where
     # Progressive widening.
     if cfg.widening:
-      num_active = tree.node_num_active
+      num_active = tree.nodes.num_active
       slot_ids = np.arange(num_slots)
       active = slot_ids < num_active[..., None]
-      candidates = tree.slot_legal.sum(-1)
+      candidates = tree.slots.legal.sum(-1)
       assert np.all((num_active[live] >= 1) & (num_active[live] <= candidates[live])), where
       inactive = live[..., None] & ~active
       assert not np.any(slot_visits[inactive]) and np.all(chance[inactive] < 0), where
@@ -316,7 +317,7 @@ def _check_trees(cfg, f, trees, filled=False):
       growing = live & (num_active < candidates)
       np.testing.assert_array_equal(unvisited.sum(-1)[growing], 1, where)
       if previous is not None:
-        grew = (num_active - previous.node_num_active)[was & live]
+        grew = (num_active - previous.nodes.num_active)[was & live]
         assert np.all((grew >= 0) & (grew <= 1)), where
     previous = tree
 
@@ -354,11 +355,12 @@ def test_the_invariant_checks_can_fail():
   """A corrupted tree (one extra visit, a probability off, a NaN) fails the checks."""
   cfg, f, trees = _checked_default_trees(DEFAULT[0])
   corruptions = [
-      lambda t: t.replace(slot_visits=_bump(t.slot_visits, (-1, 0, 0, 0), 1)),
-      lambda t: t.replace(chance_prob=_bump(t.chance_prob, (-1, 0, 0, 0), 0.01)),
-      lambda t: t.replace(node_value=_bump(t.node_value, (-1, 0, 1), np.nan)),
-      lambda t: t.replace(node_bound=_bump(t.node_bound, (-1, 0, 0), 5.0)),
-      lambda t: t.replace(node_num_active=_bump(t.node_num_active, (-1, 0, 0), 1)),
+      lambda t: t.replace(slots=t.slots.replace(visits=_bump(t.slots.visits, (-1, 0, 0, 0), 1))),
+      lambda t: t.replace(chance=t.chance.replace(prob=_bump(t.chance.prob, (-1, 0, 0, 0), 0.01))),
+      lambda t: t.replace(nodes=t.nodes.replace(value=_bump(t.nodes.value, (-1, 0, 1), np.nan))),
+      lambda t: t.replace(bounds=t.bounds.replace(bound=_bump(t.bounds.bound, (-1, 0, 0), 5.0))),
+      lambda t: t.replace(nodes=t.nodes.replace(
+          num_active=_bump(t.nodes.num_active, (-1, 0, 0), 1))),
   ]
   for corrupt in corruptions:
     with pytest.raises(AssertionError):
@@ -366,13 +368,14 @@ def test_the_invariant_checks_can_fail():
   # The running-mean case: a full tree whose re-backed node gains no visit (the missing "+1"
   # of the full-tree re-back) fails too.
   cfg, f, trees = _checked_default_trees(DEFAULT[1])
-  full = np.nonzero(trees.num_nodes[:, 0] == trees.node_visits.shape[-1])[0]
+  full = np.nonzero(trees.num_nodes[:, 0] == trees.nodes.visits.shape[-1])[0]
   assert len(full) >= 2  # the tree fills up, then re-backs
   t = full[-1]
-  excess = trees.node_visits[t, 0] - 1 - trees.slot_visits[t, 0].sum(-1)
+  excess = trees.nodes.visits[t, 0] - 1 - trees.slots.visits[t, 0].sum(-1)
   node = int(np.argmax(excess))
   assert excess[node] > 0 and node > 0
-  corrupted = trees.replace(node_visits=_bump(trees.node_visits, (slice(t, None), 0, node), -1))
+  corrupted = trees.replace(nodes=trees.nodes.replace(
+      visits=_bump(trees.nodes.visits, (slice(t, None), 0, node), -1)))
   with pytest.raises(AssertionError):
     _check_trees(cfg, f, corrupted)
 
@@ -393,54 +396,49 @@ def _kept_subtree(tree, b, child):
   for node in range(int(tree.num_nodes[b])):
     walk = node
     while walk > child:
-      walk = int(tree.node_parent[b, walk])
+      walk = int(tree.nodes.parent[b, walk])
     if walk == child:
       nodes.append(node)
-  chances = [c for c in range(int(tree.num_chance[b])) if int(tree.chance_node[b, c]) in nodes]
+  chances = [c for c in range(int(tree.num_chance[b])) if int(tree.chance.node[b, c]) in nodes]
   return np.array(nodes, int), np.array(chances, int)
 
 
 def _assert_rerooted(old, new, child):
   """``new`` holds exactly ``child``'s subtree of ``old``, every field moved with its node or
   chance record and every index re-mapped; the rest is cleared."""
-  fresh = jax.tree.map(np.asarray, js.tree.allocate(
-      1, old.node_visits.shape[1], old.slot_visits.shape[2], old.chance_prob.shape[2],
-      jax.tree.map(lambda x: x[0, 0], old.node_state), old.node_bias_mean.shape[2],
-      bellman=True))
-  index_fields = {"node_parent", "node_depth", "slot_chance", "chance_node", "chance_child"}
-  for b in range(old.node_visits.shape[0]):
+  fresh = jax.tree.map(np.asarray, js.tree.empty_like(old, batch_size=1))
+  index_fields = {"nodes.parent", "nodes.depth", "slots.chance", "chance.node", "chance.child"}
+  for b in range(old.nodes.visits.shape[0]):
     nodes, chances = _kept_subtree(old, b, int(child[b]))
     assert new.num_nodes[b] == len(nodes) and new.num_chance[b] == len(chances)
-    node_map = np.full(old.node_visits.shape[1] + 1, -1)
+    node_map = np.full(old.nodes.visits.shape[1] + 1, -1)
     node_map[nodes] = np.arange(len(nodes))
-    chance_map = np.full(old.chance_prob.shape[1] + 1, -1)
+    chance_map = np.full(old.chance.prob.shape[1] + 1, -1)
     chance_map[chances] = np.arange(len(chances))
-    for path, leaf in jax.tree_util.tree_leaves_with_path(new):
-      name = jax.tree_util.keystr(path).lstrip(".").split(".")[0]
-      if not name.startswith(("node_", "slot_", "chance_")) or name in index_fields:
-        continue
-      old_leaf = old
-      fresh_leaf = fresh
-      for key in path:
-        old_leaf, fresh_leaf = getattr(old_leaf, key.name), getattr(fresh_leaf, key.name)
-      kept = chances if name.startswith("chance_") else nodes
-      if old_leaf.shape[1] == 1 and old.node_visits.shape[1] > 1:
-        continue  # a field the search does not keep (allocated [B, 1])
-      np.testing.assert_array_equal(leaf[b, :len(kept)], old_leaf[b, kept], name)
-      np.testing.assert_array_equal(leaf[b, len(kept):],
-                                    np.broadcast_to(fresh_leaf[0, len(kept):],
-                                                    leaf[b, len(kept):].shape), name)
+    for part in js.tree.NODE_PARTS + ("chance",):
+      kept = chances if part == "chance" else nodes
+      for (path, leaf), old_leaf, fresh_leaf in zip(
+          jax.tree_util.tree_leaves_with_path(getattr(new, part)),
+          jax.tree.leaves(getattr(old, part)), jax.tree.leaves(getattr(fresh, part)),
+          strict=True):
+        name = part + jax.tree_util.keystr(path)
+        if name in index_fields:
+          continue
+        np.testing.assert_array_equal(leaf[b, :len(kept)], old_leaf[b, kept], name)
+        np.testing.assert_array_equal(leaf[b, len(kept):],
+                                      np.broadcast_to(fresh_leaf[0, len(kept):],
+                                                      leaf[b, len(kept):].shape), name)
     k = len(nodes)
-    np.testing.assert_array_equal(new.node_parent[b, :k],
-                                  np.r_[-1, node_map[old.node_parent[b, nodes[1:]]]])
-    np.testing.assert_array_equal(new.node_depth[b, :k],
-                                  old.node_depth[b, nodes] - old.node_depth[b, child[b]])
-    np.testing.assert_array_equal(new.slot_chance[b, :k], chance_map[old.slot_chance[b, nodes]])
-    np.testing.assert_array_equal(new.chance_node[b, :len(chances)],
-                                  node_map[old.chance_node[b, chances]])
-    np.testing.assert_array_equal(new.chance_child[b, :len(chances)],
-                                  node_map[old.chance_child[b, chances]])
-    assert np.all(new.node_parent[b, k:] == -1) and np.all(new.slot_chance[b, k:] == -1)
+    np.testing.assert_array_equal(new.nodes.parent[b, :k],
+                                  np.r_[-1, node_map[old.nodes.parent[b, nodes[1:]]]])
+    np.testing.assert_array_equal(new.nodes.depth[b, :k],
+                                  old.nodes.depth[b, nodes] - old.nodes.depth[b, child[b]])
+    np.testing.assert_array_equal(new.slots.chance[b, :k], chance_map[old.slots.chance[b, nodes]])
+    np.testing.assert_array_equal(new.chance.node[b, :len(chances)],
+                                  node_map[old.chance.node[b, chances]])
+    np.testing.assert_array_equal(new.chance.child[b, :len(chances)],
+                                  node_map[old.chance.child[b, chances]])
+    assert np.all(new.nodes.parent[b, k:] == -1) and np.all(new.slots.chance[b, k:] == -1)
 
 
 @pytest.mark.parametrize("name", [DEFAULT[0]])
@@ -461,27 +459,27 @@ def test_reroot_of_avts_trees_keeps_every_invariant(name):
   _check_trees(cfg, f, trees)
   last = jax.tree.map(lambda x: x[-1], trees)
   # The most visited root slot is expanded (Bellman: all its outcomes have their node).
-  slot = last.slot_visits[:, 0].argmax(-1)
+  slot = last.slots.visits[:, 0].argmax(-1)
   rows = np.arange(cfg.batch)
-  action = last.slot_action[rows, 0, slot]
-  chance = last.slot_chance[rows, 0, slot]
+  action = last.slots.action[rows, 0, slot]
+  chance = last.slots.chance[rows, 0, slot]
   assert np.all(chance >= 0)
   outcome = np.ones(cfg.batch, np.int32)
-  child = last.chance_child[rows, chance, outcome]
+  child = last.chance.child[rows, chance, outcome]
   assert np.all(child > 0)
   new = _np(jax.jit(js.reroot)(jax.device_get(last), jnp.asarray(action), jnp.asarray(outcome)))
   _assert_rerooted(last, new, child)
   # The statistics the reroot must carry are there to carry.
-  assert new.node_bias_count.sum() > 0 and np.any(new.node_num_active[:, 0] > 1)
-  assert np.any(new.node_cut_upper[new.node_cut_upper > -1e30]) or cfg.slots is None
+  assert new.debias.count.sum() > 0 and np.any(new.nodes.num_active[:, 0] > 1)
+  assert np.any(new.bounds.cut_upper[new.bounds.cut_upper > -1e30]) or cfg.slots is None
   next_roots = jax.vmap(f.game.step)(roots, jnp.asarray(action), jnp.asarray(outcome)).state
   for field in ("state", "time", "mdp"):
-    np.testing.assert_array_equal(getattr(new.node_state, field)[:, 0],
+    np.testing.assert_array_equal(getattr(new.nodes.state, field)[:, 0],
                                   np.asarray(getattr(next_roots, field)))
   # The search goes on from the rerooted trees: one program with the fresh-tree run.
   more = _np(run(params, jax.random.PRNGKey(4), next_roots, jax.device_put(new)))
   jax.tree.map(np.testing.assert_array_equal, jax.tree.map(lambda x: x[0], more), new)
-  _check_trees(cfg, f, more, filled=last.num_nodes + cfg.outcomes > last.node_visits.shape[1])
+  _check_trees(cfg, f, more, filled=last.num_nodes + cfg.outcomes > last.nodes.visits.shape[1])
   assert np.all(more.num_nodes[-1] >= new.num_nodes)
 
 
@@ -506,5 +504,5 @@ def test_avts_rows_do_not_depend_on_the_batch():
                           strict=True):
     np.testing.assert_array_equal(x, y[:, :4], err_msg=jax.tree_util.keystr(path))
   # Not vacuous: Thompson draws and debias statistics were used, and the rows differ.
-  assert narrow.node_bias_count[-1].sum() > 0 and np.all(narrow.num_nodes[-1] > 5)
-  assert not np.array_equal(narrow.node_visits[-1, 0], narrow.node_visits[-1, 1])
+  assert narrow.debias.count[-1].sum() > 0 and np.all(narrow.num_nodes[-1] > 5)
+  assert not np.array_equal(narrow.nodes.visits[-1, 0], narrow.nodes.visits[-1, 1])

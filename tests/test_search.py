@@ -46,17 +46,17 @@ def test_jit_runs_and_counts_add_up():
   assert out.action.shape == (5,) and out.visit_counts.shape == (5, 9)
   np.testing.assert_array_equal(np.asarray(out.visit_counts.sum(-1)), NUM_SIMULATIONS)
   # Every expanded non-terminal node has 1 + sum(child visits) visits (creation counts one).
-  visits = np.asarray(tree.node_visits)
-  child_sum = np.asarray(tree.slot_visits.sum(-1))
+  visits = np.asarray(tree.nodes.visits)
+  child_sum = np.asarray(tree.slots.visits.sum(-1))
   allocated = np.arange(tree.max_nodes)[None] < np.asarray(tree.num_nodes)[:, None]
-  open_nodes = allocated & ~np.asarray(tree.node_terminal)
+  open_nodes = allocated & ~np.asarray(tree.nodes.terminal)
   np.testing.assert_array_equal(visits[open_nodes], 1 + child_sum[open_nodes])
   # Each simulation either created a node or revisited a terminal one.
-  terminal_revisits = np.sum((visits - 1) * (allocated & np.asarray(tree.node_terminal)), axis=1)
+  terminal_revisits = np.sum((visits - 1) * (allocated & np.asarray(tree.nodes.terminal)), axis=1)
   np.testing.assert_array_equal(np.asarray(tree.num_nodes) - 1 + terminal_revisits,
                                 NUM_SIMULATIONS)
   # Illegal (occupied) cells are never visited, at any depth.
-  assert not np.any(np.asarray(tree.slot_visits) * ~np.asarray(tree.slot_legal))
+  assert not np.any(np.asarray(tree.slots.visits) * ~np.asarray(tree.slots.legal))
   assert np.all(np.isfinite(np.asarray(out.q_values)))
 
 
@@ -77,7 +77,7 @@ def test_same_key_gives_bit_identical_trees():
   b = search(None, jax.random.PRNGKey(7), _roots())
   _trees_equal(a, b)
   c = search(None, jax.random.PRNGKey(8), _roots())
-  assert not np.array_equal(np.asarray(a.tree.node_value), np.asarray(c.tree.node_value))
+  assert not np.array_equal(np.asarray(a.tree.nodes.value), np.asarray(c.tree.nodes.value))
 
 
 def test_result_does_not_depend_on_batch_neighbours():
@@ -129,28 +129,28 @@ def test_reroot_keeps_the_subtree_and_search_continues():
   for b in range(tree.batch_size):
     c = int(child[b])
     assert c > 0
-    assert int(kept.node_visits[b, 0]) == int(tree.node_visits[b, c])
-    assert float(kept.node_value[b, 0]) == float(tree.node_value[b, c])
-    np.testing.assert_array_equal(np.asarray(kept.slot_visits[b, 0]),
-                                  np.asarray(tree.slot_visits[b, c]))
+    assert int(kept.nodes.visits[b, 0]) == int(tree.nodes.visits[b, c])
+    assert float(kept.nodes.value[b, 0]) == float(tree.nodes.value[b, c])
+    np.testing.assert_array_equal(np.asarray(kept.slots.visits[b, 0]),
+                                  np.asarray(tree.slots.visits[b, c]))
     # The subtree's size equals the child's descendants (+ itself), and nothing else is kept.
     descendants = 1
     frontier = [c]
-    parents = np.asarray(tree.node_parent[b])
+    parents = np.asarray(tree.nodes.parent[b])
     while frontier:
       kids = [n for n in range(int(tree.num_nodes[b])) if parents[n] in frontier]
       descendants += len(kids)
       frontier = kids
     assert int(kept.num_nodes[b]) == descendants
-    assert int(kept.node_parent[b, 0]) == -1 and int(kept.node_depth[b, 0]) == 0
+    assert int(kept.nodes.parent[b, 0]) == -1 and int(kept.nodes.depth[b, 0]) == 0
     free = np.arange(tree.max_nodes) >= int(kept.num_nodes[b])
-    assert not np.any(np.asarray(kept.node_visits[b])[free])
+    assert not np.any(np.asarray(kept.nodes.visits[b])[free])
   # Continue searching from the kept subtrees: statistics accumulate.
-  next_states = jax.tree.map(lambda x: x[jnp.arange(tree.batch_size), child], tree.node_state)
+  next_states = jax.tree.map(lambda x: x[jnp.arange(tree.batch_size), child], tree.nodes.state)
   again = jitted(None, jax.random.PRNGKey(1), next_states, kept)
   np.testing.assert_array_equal(
-      np.asarray(again.tree.node_visits[:, 0]),
-      np.asarray(kept.node_visits[:, 0]) + NUM_SIMULATIONS)
+      np.asarray(again.tree.nodes.visits[:, 0]),
+      np.asarray(kept.nodes.visits[:, 0]) + NUM_SIMULATIONS)
   # reroot under vmap (an extra batch axis) agrees.
   stacked = jax.tree.map(lambda x: jnp.stack([x, x]), tree)
   both = jax.jit(jax.vmap(js.reroot))(stacked, jnp.stack([out.action, out.action]))
@@ -169,7 +169,7 @@ def test_reroot_into_unexpanded_child_restarts_from_given_state():
   assert has_unvisited.any()
   assert np.all(np.asarray(empty.num_nodes)[has_unvisited] == 0)
   fresh = jitted(None, jax.random.PRNGKey(0), roots, empty)
-  assert np.all(np.asarray(fresh.tree.node_visits[:, 0])[has_unvisited] == NUM_SIMULATIONS + 1)
+  assert np.all(np.asarray(fresh.tree.nodes.visits[:, 0])[has_unvisited] == NUM_SIMULATIONS + 1)
 
 
 def test_terminal_root_has_documented_result():
@@ -272,8 +272,8 @@ def test_reused_tree_of_other_sizes_raises_with_both_shapes():
     with pytest.raises(ValueError, match=r"tree has \(B, N, K, O, V.*\) = " + re.escape(got)
                        + r".*this search needs \(4, 16, 4, 2, 4"):
       reuse(base, tree)
-  # The running-mean backup's tree (per-slot bounds of one slot; V = 1) in a Bellman search
-  # of V = 1: every size agrees, the layout does not.
+  # The running-mean backup's tree (no slot bounds, no debias statistics) in a Bellman search:
+  # the parts it keeps differ.
   mean = js.policies.custom(small.game, estimator, selection=js.selection.uct(),
                             num_simulations=4, max_nodes=16, backup="mean")
   with pytest.raises(ValueError, match="other backup"):
@@ -288,7 +288,7 @@ def test_reused_tree_of_other_sizes_raises_with_both_shapes():
                max_length=small.game.max_length, value_range=small.game.value_range)
   boxed_search = js.policies.avts(boxed, lambda p, k, s: estimator(p, k, s[0]),
                                   num_simulations=4, max_nodes=16, num_buckets=4)
-  with pytest.raises(ValueError, match="node_state does not match"):
+  with pytest.raises(ValueError, match="nodes.state does not match"):
     reuse(base, tree_of(boxed_search, (roots,)))
 
 
@@ -307,10 +307,10 @@ def test_full_tree_stops_growing_without_corruption():
   capacity = 2 * NUM_SIMULATIONS + 1
   np.testing.assert_array_equal(tree.num_nodes[:2], capacity)  # the two early positions fill
   assert np.all(tree.num_nodes <= capacity)
-  np.testing.assert_array_equal(tree.node_visits[:, 0], 1 + 3 * NUM_SIMULATIONS)
+  np.testing.assert_array_equal(tree.nodes.visits[:, 0], 1 + 3 * NUM_SIMULATIONS)
   np.testing.assert_array_equal(np.asarray(out.visit_counts).sum(-1), 3 * NUM_SIMULATIONS)
   allocated = np.arange(capacity)[None] < tree.num_nodes[:, None]
-  excess = np.where(allocated, tree.node_visits - 1 - tree.slot_visits.sum(-1), 0)
+  excess = np.where(allocated, tree.nodes.visits - 1 - tree.slots.visits.sum(-1), 0)
   assert np.all(excess >= 0)
   np.testing.assert_array_equal(excess.sum(-1), 3 * NUM_SIMULATIONS - (tree.num_nodes - 1))
 
@@ -348,7 +348,7 @@ def test_chance_outcomes_average_to_expected_values(outcome_rule):
   for b in range(3):
     for action in range(2):
       # Q is exactly the visit-weighted mean of the outcomes' rewards ...
-      counts = np.asarray(tree.chance_visits[b, int(tree.slot_chance[b, 0, action])])
+      counts = np.asarray(tree.chance.visits[b, int(tree.slots.chance[b, 0, action])])
       np.testing.assert_allclose(q[b, action], counts @ payout[action] / counts.sum(),
                                  rtol=1e-5)
   if outcome_rule == "balanced":
@@ -357,16 +357,16 @@ def test_chance_outcomes_average_to_expected_values(outcome_rule):
     np.testing.assert_allclose(q[:, 1], 0.4, atol=0.02)
     np.testing.assert_array_equal(np.asarray(out.action), 1)
   # Zero-probability outcomes are never expanded; records hold the game's probabilities.
-  slot_chance = np.asarray(tree.slot_chance[:, 0])
+  slot_chance = np.asarray(tree.slots.chance[:, 0])
   for b in range(3):
     for action, impossible in ((0, 2), (1, 1)):
       record = slot_chance[b, action]
-      assert int(tree.chance_child[b, record, impossible]) == -1
-      np.testing.assert_allclose(np.asarray(tree.chance_prob[b, record]),
+      assert int(tree.chance.child[b, record, impossible]) == -1
+      np.testing.assert_allclose(np.asarray(tree.chance.prob[b, record]),
                                  np.asarray(_coin_game().outcome_probs(0, action)))
   if outcome_rule == "balanced":  # deterministic: outcome counts track p(o) within one visit
     record = slot_chance[0, 1]
-    counts = np.asarray(tree.chance_visits[0, record])
+    counts = np.asarray(tree.chance.visits[0, record])
     total = counts.sum()
     assert abs(counts[2] - 0.8 * total) <= 1.0
 
@@ -389,7 +389,7 @@ def test_hashed_game_long_paths_respect_max_depth():
   game = hashed.make(4)
   search = js.policies.puct(game, hashed.estimator(4), num_simulations=30, max_depth=5)
   out = jax.jit(search)(None, jax.random.PRNGKey(0), hashed.distinct_roots(game, 3))
-  assert int(out.tree.node_depth.max()) <= 5
+  assert int(out.tree.nodes.depth.max()) <= 5
   assert int(out.visit_counts.sum()) == 90
 
 
@@ -401,6 +401,6 @@ def test_init_tree_then_reuse_compiles_once():
   out = jitted(None, jax.random.PRNGKey(0), roots, tree)
   compiled = jitted._cache_size()
   child_states = jax.tree.map(
-      lambda x: x[jnp.arange(5), js.tree.root_child(out.tree, out.action)], out.tree.node_state)
+      lambda x: x[jnp.arange(5), js.tree.root_child(out.tree, out.action)], out.tree.nodes.state)
   jitted(None, jax.random.PRNGKey(1), child_states, js.reroot(out.tree, out.action))
   assert jitted._cache_size() == compiled  # the reused-tree call compiled nothing new

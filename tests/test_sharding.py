@@ -71,8 +71,8 @@ def test_puct_is_bit_identical_on_any_number_of_devices(count):
   key = jax.random.PRNGKey(11)
   reference = _puct(None)(None, key, _roots())
   sharded = _puct(count)(None, key, _roots())
-  assert sharded.tree.node_value.sharding.spec == jax.sharding.PartitionSpec("batch")
-  assert len(sharded.tree.node_value.sharding.device_set) == count
+  assert sharded.tree.nodes.value.sharding.spec == jax.sharding.PartitionSpec("batch")
+  assert len(sharded.tree.nodes.value.sharding.device_set) == count
   _assert_identical(reference, sharded)
   # The randomness is per root, not per shard: rows in different shards with the same root
   # would otherwise repeat each other's draws.
@@ -87,7 +87,8 @@ def test_avts_on_a_garnet_family_is_bit_identical_on_1_and_8_devices():
   assert reference.root_bound is not None and int(reference.tree.num_nodes.min()) > 10
   # Another key gives other trees (the equality above is not vacuous).
   other = _avts(8)(None, jax.random.PRNGKey(7), _roots())
-  assert not np.array_equal(np.asarray(other.tree.slot_visits), np.asarray(sharded.tree.slot_visits))
+  assert not np.array_equal(np.asarray(other.tree.slots.visits),
+                            np.asarray(sharded.tree.slots.visits))
 
 
 def test_a_tree_does_not_depend_on_its_neighbours_in_other_shards():
@@ -99,18 +100,18 @@ def test_a_tree_does_not_depend_on_its_neighbours_in_other_shards():
   moved = _avts(8)(None, key, mixed)
   kept = np.flatnonzero(keep)
   _assert_identical(jax.tree.map(lambda x: x[kept], base), jax.tree.map(lambda x: x[kept], moved))
-  assert not np.array_equal(np.asarray(base.tree.node_state.state[~keep]),
-                            np.asarray(moved.tree.node_state.state[~keep]))
+  assert not np.array_equal(np.asarray(base.tree.nodes.state.state[~keep]),
+                            np.asarray(moved.tree.nodes.state.state[~keep]))
 
 
 def test_init_tree_is_placed_like_the_search():
   search = js.policies.avts(FAMILY.game, ESTIMATOR, num_simulations=24, devices=8)
   tree = search.init_tree(None, jax.random.PRNGKey(0), _roots())
-  assert tree.node_value.sharding.spec == jax.sharding.PartitionSpec("batch")
+  assert tree.nodes.value.sharding.spec == jax.sharding.PartitionSpec("batch")
   np.testing.assert_array_equal(np.asarray(tree.num_nodes), 1)
   # Root slots hold the estimator's q̂1 of each root, best first (widening order).
   q1 = np.asarray(ESTIMATOR(None, None, _roots()).action_values)
-  np.testing.assert_allclose(np.asarray(tree.slot_action_value[:, 0]), -np.sort(-q1, -1),
+  np.testing.assert_allclose(np.asarray(tree.slots.action_value[:, 0]), -np.sort(-q1, -1),
                              rtol=1e-6)
 
 

@@ -228,18 +228,18 @@ def test_proof_rule_reaches_slots_widening_has_not_activated():
 
   search = js.policies.avts(puzzle.game, reversed_estimator, num_simulations=1, max_nodes=64,
                             num_slots=None, selection=js.selection.optimistic())
-  assert search.config.widening
+  assert search.config.avts.widening
   roots = jax.tree.map(lambda x: jnp.asarray(x)[None], puzzle.initial_state)
   key = jax.random.PRNGKey(0)
   by_key = jax.jit(jax.vmap(lambda k: search(None, k, roots).tree))(key[None])
   for tree in (jax.jit(search)(None, key, roots).tree, jax.tree.map(lambda x: x[0], by_key)):
-    legal = np.asarray(tree.slot_legal[0, 0])
+    legal = np.asarray(tree.slots.legal[0, 0])
     bounds = np.asarray(reversed_estimator(None, None, roots).action_bounds[0])
-    actions = np.asarray(tree.slot_action[0, 0])
-    visited = int(np.flatnonzero(np.asarray(tree.slot_visits[0, 0]) > 0)[0])
+    actions = np.asarray(tree.slots.action[0, 0])
+    visited = int(np.flatnonzero(np.asarray(tree.slots.visits[0, 0]) > 0)[0])
     assert bounds[actions[visited]] == bounds[actions[legal]].max()
     assert visited == int(legal.sum()) - 1  # the last candidate slot
-    assert int(tree.node_num_active[0, 0]) == visited + 1
+    assert int(tree.nodes.num_active[0, 0]) == visited + 1
 
 
 def test_nonfinite_action_bounds_count_and_fall_back_to_the_node_bound():
@@ -258,7 +258,7 @@ def test_nonfinite_action_bounds_count_and_fall_back_to_the_node_bound():
                                                      tables=None), seconds=60,
                                  max_simulations=64, chunk=32, max_nodes=2000, num_slots=2)
   assert int(np.asarray(trees.nonfinite_estimates)[0]) > 0
-  assert np.all(np.isfinite(np.asarray(trees.node_upper)))
+  assert np.all(np.isfinite(np.asarray(trees.bounds.upper)))
   assert float(found["upper"][0]) < OPTIMA[(2, 4)] - 0.5 and not found["proven"]
 
 
@@ -276,8 +276,8 @@ def test_bound_slots_hold_the_best_bounds_q1_left_out():
   q = np.asarray(estimate.action_values[0])
   bounds = np.asarray(estimate.action_bounds[0])
   tree = jax.jit(search)(None, jax.random.PRNGKey(0), roots).tree
-  actions = np.asarray(tree.slot_action[0, 0])
-  assert np.all(np.asarray(tree.slot_legal[0, 0]))
+  actions = np.asarray(tree.slots.action[0, 0])
+  assert np.all(np.asarray(tree.slots.legal[0, 0]))
   assert len(set(actions.tolist())) == 4
   usable = np.isfinite(q)
   np.testing.assert_allclose(q[actions[:2]], np.sort(q[usable])[::-1][:2])
@@ -287,7 +287,8 @@ def test_bound_slots_hold_the_best_bounds_q1_left_out():
   for bad in (-1, 4, 5):
     with pytest.raises(ValueError, match="bound_slots"):
       js.search.SearchConfig(num_simulations=1, max_nodes=2, max_depth=1, num_slots=4,
-                             bound_slots=bad, selection=js.selection.uct())
+                             avts=js.search.AvtsOptions(bound_slots=bad),
+                             selection=js.selection.uct())
 
 
 @pytest.mark.slow

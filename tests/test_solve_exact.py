@@ -121,9 +121,9 @@ def test_a_float_tolerance_would_have_proven_a_false_claim(solved_3x3):
   comparison with its 0.01 tolerance calls 74 proven; the exact certificate does not."""
   puzzle, _, trees = solved_3x3
   n = 27
-  tampered = trees.replace(node_upper=trees.node_upper.copy())
-  tampered.node_upper[0, 0] = -np.float32(73.995) / n
-  assert solve_lib.meets(74.0, float(-tampered.node_upper[0, 0] * n))
+  tampered = trees.replace(bounds=trees.bounds.replace(upper=trees.bounds.upper.copy()))
+  tampered.bounds.upper[0, 0] = -np.float32(73.995) / n
+  assert solve_lib.meets(74.0, float(-tampered.bounds.upper[0, 0] * n))
   assert not solve_lib.certify(puzzle, tampered, [0], 74)
   # Without the game's exact bounds nothing is certified, however the floats read.
   assert not solve_lib.certify(dataclasses.replace(puzzle, exact=None), trees, [0], 73)
@@ -188,28 +188,29 @@ def test_fewer_chance_records_stop_growth_and_keep_the_tree_consistent(small_avt
   used = int(np.asarray(full.num_chance).max())
   assert used > 4
   few = small_avts(max_chance=4)
-  assert few.chance_prob.shape[1] == 4
+  assert few.chance.prob.shape[1] == 4
   assert np.all(np.asarray(few.num_chance) <= 4)
   assert np.all(np.asarray(few.num_nodes) < np.asarray(full.num_nodes))
   # Every record's children exist and point back to the record's node.
-  child = np.asarray(few.chance_child)
-  parent = np.asarray(few.node_parent)
-  owner = np.asarray(few.chance_node)
+  child = np.asarray(few.chance.child)
+  parent = np.asarray(few.nodes.parent)
+  owner = np.asarray(few.chance.node)
   for b in range(3):
     for c in range(int(few.num_chance[b])):
       kids = child[b, c][child[b, c] >= 0]
       assert np.all(kids < int(few.num_nodes[b])) and np.all(parent[b, kids] == owner[b, c])
   # Reroot keeps the smaller capacity.
-  rerooted = js.reroot(few, jnp.asarray(np.asarray(few.slot_action[:, 0, 0])), 0)
-  assert rerooted.chance_prob.shape == few.chance_prob.shape
+  rerooted = js.reroot(few, jnp.asarray(np.asarray(few.slots.action[:, 0, 0])), 0)
+  assert rerooted.chance.prob.shape == few.chance.prob.shape
   config = dict(num_simulations=4, max_nodes=8, max_depth=4, selection=js.selection.puct())
+  options = js.search.AvtsOptions
   with pytest.raises(ValueError, match="max_chance needs backup='bellman'"):
-    js.search.SearchConfig(**config, max_chance=3)
+    js.search.SearchConfig(**config, avts=options(max_chance=3))
   for bad in (0, 9, 2.5):
     with pytest.raises(ValueError, match="max_chance must be an int in"):
-      js.search.SearchConfig(**config, backup="bellman", max_chance=bad)
+      js.search.SearchConfig(**config, backup="bellman", avts=options(max_chance=bad))
   with pytest.raises(ValueError, match="expand_chunk must be a positive int"):
-    js.search.SearchConfig(**config, backup="bellman", expand_chunk=0)
+    js.search.SearchConfig(**config, backup="bellman", avts=options(expand_chunk=0))
 
 
 def test_solver_programs_take_the_table_as_an_input():
@@ -245,14 +246,14 @@ def test_regrown_trees_keep_every_node_and_search_on(small_avts):
                             num_slots=8, max_chance=700)
   fresh = jax.jit(larger.init_tree)(None, jax.random.PRNGKey(1), roots)
   grown = solve_lib._regrow(small, fresh)
-  assert grown.node_visits.shape == (3, 800) and grown.chance_prob.shape == (3, 700, 9)
+  assert grown.nodes.visits.shape == (3, 800) and grown.chance.prob.shape == (3, 700, 9)
   for old, new in zip(jax.tree.leaves(small), jax.tree.leaves(grown)):
     head = tuple(slice(0, size) for size in old.shape)
     assert np.array_equal(np.asarray(new)[head], np.asarray(old))
-  assert np.all(np.asarray(grown.node_parent)[:, 400:] == -1)
+  assert np.all(np.asarray(grown.nodes.parent)[:, 400:] == -1)
   after = jax.jit(larger)(None, jax.random.PRNGKey(2), roots, grown).tree
   assert np.all(np.asarray(after.num_nodes) > np.asarray(small.num_nodes))
-  assert np.all(np.asarray(after.node_visits)[:, 0] == np.asarray(small.node_visits)[:, 0] + 12)
+  assert np.all(np.asarray(after.nodes.visits)[:, 0] == np.asarray(small.nodes.visits)[:, 0] + 12)
   # A list of one-tree batches reads like rows of one batch.
   rows = [jax.tree.map(lambda x: x[i:i + 1], small) for i in range(3)]
   assert solve_lib._row_of(rows, 2)[1] == 0 and solve_lib._row_of(small, 2) == (small, 2)
@@ -292,7 +293,7 @@ def test_sub_problems_certified_in_worker_processes_as_in_one(tmp_path):
   assert parallel == serial
   table = np.asarray(puzzle.table).T  # [G, S]
   for row, found in serial.items():
-    secrets = solve_lib._remaining(trees.node_state.remaining[row, 0], len(WORDS))
+    secrets = solve_lib._remaining(trees.nodes.state.remaining[row, 0], len(WORDS))
     # Each sub-problem ends at its brute-force optimum, proven: the tree's policy where it
     # is optimal, else the exact search's, which plays out to the total it reports.
     assert found.proven and found.total == _optimal_total(table, puzzle.solved_outcome, secrets)

@@ -21,15 +21,21 @@ from conftest import SHARED_DATA
 
 
 def _per_node(search, roots, params=None):
-  """``(total, parts)`` bytes per decision node of ``search``'s tree: ``parts`` by field
-  family (``node``, ``slot``, ``chance``, per tree ``num``/``nonfinite``)."""
+  """``(total, parts)`` bytes per decision node of ``search``'s tree: ``parts`` by family
+  (``node``: nodes, bounds, entropy and debias statistics; ``slot``: slots and their bounds;
+  ``chance``; per tree ``num``/``nonfinite``)."""
   tree = jax.eval_shape(search.init_tree, params, jax.random.PRNGKey(0), roots)
-  batch, nodes = tree.node_visits.shape
+  batch, nodes = tree.nodes.visits.shape
   parts = {}
   for path, leaf in jax.tree_util.tree_leaves_with_path(tree):
-    family = jax.tree_util.keystr(path).lstrip(".").split("_")[0]
+    part = jax.tree_util.keystr(path).lstrip(".").split(".")[0]
+    family = FAMILY.get(part, part.split("_")[0])
     parts[family] = parts.get(family, 0.0) + leaf.size * leaf.dtype.itemsize / (batch * nodes)
   return sum(parts.values()), parts
+
+
+FAMILY = {"nodes": "node", "bounds": "node", "entropy": "node", "debias": "node",
+          "slots": "slot", "slot_bounds": "slot", "chance": "chance"}
 
 
 def _one_root(state):
@@ -47,8 +53,8 @@ def test_bytes_per_node_counts_every_field():
   assert total * 2 * 5 == pytest.approx(sum(x.size * x.dtype.itemsize
                                              for x in jax.tree.leaves(tree)))
   # 9 slots of i32 action, bool legal, f32 prior, q̂1, value, i32 visits, chance = 25 B each;
-  # the AVTS-only per-slot fields (bool solved, f32 bound, upper) take one slot: 9 B.
-  assert parts["slot"] == 9 * 25 + 9
+  # the AVTS-only per-slot bounds are not kept.
+  assert parts["slot"] == 9 * 25
 
 
 def test_mastermind_solver_tree():

@@ -166,7 +166,7 @@ def test_full_tree_with_all_outcomes_stops_growing():
   assert err.get() is None
   assert np.all(np.asarray(out.tree.num_nodes) <= 13)
   assert np.all(np.asarray(out.tree.num_nodes) + 2 > 13)  # it did fill up
-  np.testing.assert_array_equal(np.asarray(out.tree.node_visits[:, 0]), 13)
+  np.testing.assert_array_equal(np.asarray(out.tree.nodes.visits[:, 0]), 13)
 
 
 # ---- run time (checkify) -------------------------------------------------------------------
@@ -229,8 +229,9 @@ def test_runtime_checks_of_illegal_visits_illegal_actions_and_nan():
   assert check(out)[0].get() is None
   tree = out.tree
   # An illegal slot that was visited (a game or engine bug).
-  illegal = tree.replace(slot_legal=tree.slot_legal.at[1, 0, :].set(False).at[1, 0, 0].set(True))
-  illegal = illegal.replace(slot_visits=illegal.slot_visits.at[1, 0, 1].set(3))
+  illegal = tree.replace(slots=tree.slots.replace(
+      legal=tree.slots.legal.at[1, 0, :].set(False).at[1, 0, 0].set(True),
+      visits=tree.slots.visits.at[1, 0, 1].set(3)))
   assert "visited an illegal action" in check(out.replace(tree=illegal))[0].get()
   # A chosen action that is not legal at its root (outside the action range here).
   message = check(out.replace(action=out.action.at[0].set(7)))[0].get()
@@ -238,16 +239,20 @@ def test_runtime_checks_of_illegal_visits_illegal_actions_and_nan():
   # -1 only where nothing is legal.
   assert "not legal" in check(out.replace(action=out.action.at[1].set(-1)))[0].get()
   # NaN inside a tree.
-  nan_tree = tree.replace(node_value=tree.node_value.at[0, 0].set(jnp.nan))
-  assert "NaN/inf in tree.node_value" in check(out.replace(tree=nan_tree))[0].get()
+  nan_tree = tree.replace(nodes=tree.nodes.replace(value=tree.nodes.value.at[0, 0].set(jnp.nan)))
+  assert "NaN/inf in tree.nodes.value" in check(out.replace(tree=nan_tree))[0].get()
   # -inf is a legitimate zero prior or a deliberately masked action value; +inf is not.
-  for field in ("slot_prior_logits", "slot_action_value"):
-    masked = tree.replace(**{field: getattr(tree, field).at[0, 0, 1].set(-jnp.inf)})
-    assert check(out.replace(tree=masked))[0].get() is None, field
-    wrong = tree.replace(**{field: getattr(tree, field).at[0, 0, 1].set(jnp.inf)})
-    assert f"NaN/+inf in tree.{field}" in check(out.replace(tree=wrong))[0].get()
-  minus_inf = tree.replace(node_value=tree.node_value.at[0, 0].set(-jnp.inf))
-  assert "NaN/inf in tree.node_value" in check(out.replace(tree=minus_inf))[0].get()
+  for field in ("prior_logits", "action_value"):
+    def slots_with(value):
+      return tree.replace(slots=tree.slots.replace(
+          **{field: getattr(tree.slots, field).at[0, 0, 1].set(value)}))
+
+    assert check(out.replace(tree=slots_with(-jnp.inf)))[0].get() is None, field
+    wrong = check(out.replace(tree=slots_with(jnp.inf)))[0].get()
+    assert f"NaN/+inf in tree.slots.{field}" in wrong
+  minus_inf = tree.replace(nodes=tree.nodes.replace(
+      value=tree.nodes.value.at[0, 0].set(-jnp.inf)))
+  assert "NaN/inf in tree.nodes.value" in check(out.replace(tree=minus_inf))[0].get()
   nan_out = out.replace(q_values=out.q_values.at[0, 0].set(jnp.inf))
   assert "NaN/inf in the output's q_values" in check(nan_out)[0].get()
 

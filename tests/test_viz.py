@@ -26,34 +26,39 @@ def _hand_tree():
   reward +1) and 2; action 1: 2 visits, chance record 1, outcome 0 -> node 3; action 2:
   unvisited. Bellman fields with bounds at the root.
   """
-  t = tree_lib.allocate(1, 6, 3, 2, jnp.zeros(()), bellman=True)
+  t = tree_lib.allocate(1, 6, 3, 2, jnp.zeros(()), num_buckets=1, slot_bounds=True)
   i32 = jnp.int32
   return t.replace(
       num_nodes=jnp.array([4], i32), num_chance=jnp.array([2], i32),
-      node_visits=jnp.array([[10, 2, 5, 2, 0, 0]], i32),
-      node_value=jnp.array([[0.5, 0.0, -0.4, 0.2, 0, 0]], jnp.float32),
-      node_raw_value=jnp.array([[0.3, 0.0, -0.1, 0.25, 0, 0]], jnp.float32),
-      node_parent=jnp.array([[-1, 0, 0, 0, -1, -1]], i32),
-      node_depth=jnp.array([[0, 1, 1, 1, 0, 0]], i32),
-      node_terminal=jnp.array([[False, True, False, False, False, False]]),
-      node_bound=jnp.array([[0.2, 0, 0, 0, 0, 0]], jnp.float32),
-      node_upper=jnp.full((1, 6), tree_lib.NO_UPPER, jnp.float32).at[0, 0].set(0.9),
-      slot_legal=jnp.zeros((1, 6, 3), bool).at[0, 0].set(True).at[0, 2, :2].set(True),
-      slot_visits=jnp.zeros((1, 6, 3), i32).at[0, 0].set(jnp.array([7, 2, 0])).at[
-          0, 2, 0].set(4),
-      slot_value=jnp.zeros((1, 6, 3), jnp.float32).at[0, 0].set(jnp.array([0.6, 0.1, 0.0])),
-      slot_prior_logits=jnp.zeros((1, 6, 3), jnp.float32).at[0, 0].set(
-          jnp.log(jnp.array([0.5, 0.25, 0.25]))),
-      slot_bound=jnp.full((1, 6, 3), tree_lib.NO_BOUND, jnp.float32).at[0, 0, :2].set(
-          jnp.array([0.2, 0.1])),
-      slot_chance=jnp.full((1, 6, 3), -1, i32).at[0, 0, :2].set(jnp.array([0, 1])),
-      chance_node=jnp.array([[0, 0, -1, -1, -1, -1]], i32),
-      chance_prob=jnp.zeros((1, 6, 2), jnp.float32).at[0, 0].set(jnp.array([0.25, 0.75])).at[
-          0, 1].set(jnp.array([0.5, 0.5])),
-      chance_reward=jnp.zeros((1, 6, 2), jnp.float32).at[0, 0, 0].set(1.0),
-      chance_child=jnp.full((1, 6, 2), -1, i32).at[0, 0].set(jnp.array([1, 2])).at[
-          0, 1, 0].set(3),
-      chance_visits=jnp.zeros((1, 6, 2), i32).at[0, 0].set(jnp.array([2, 5])).at[0, 1, 0].set(2),
+      nodes=t.nodes.replace(
+          visits=jnp.array([[10, 2, 5, 2, 0, 0]], i32),
+          value=jnp.array([[0.5, 0.0, -0.4, 0.2, 0, 0]], jnp.float32),
+          raw_value=jnp.array([[0.3, 0.0, -0.1, 0.25, 0, 0]], jnp.float32),
+          parent=jnp.array([[-1, 0, 0, 0, -1, -1]], i32),
+          depth=jnp.array([[0, 1, 1, 1, 0, 0]], i32),
+          terminal=jnp.array([[False, True, False, False, False, False]])),
+      bounds=t.bounds.replace(
+          bound=jnp.array([[0.2, 0, 0, 0, 0, 0]], jnp.float32),
+          upper=jnp.full((1, 6), tree_lib.NO_UPPER, jnp.float32).at[0, 0].set(0.9)),
+      slots=t.slots.replace(
+          legal=jnp.zeros((1, 6, 3), bool).at[0, 0].set(True).at[0, 2, :2].set(True),
+          visits=jnp.zeros((1, 6, 3), i32).at[0, 0].set(jnp.array([7, 2, 0])).at[
+              0, 2, 0].set(4),
+          value=jnp.zeros((1, 6, 3), jnp.float32).at[0, 0].set(jnp.array([0.6, 0.1, 0.0])),
+          prior_logits=jnp.zeros((1, 6, 3), jnp.float32).at[0, 0].set(
+              jnp.log(jnp.array([0.5, 0.25, 0.25]))),
+          chance=jnp.full((1, 6, 3), -1, i32).at[0, 0, :2].set(jnp.array([0, 1]))),
+      slot_bounds=t.slot_bounds.replace(
+          bound=jnp.full((1, 6, 3), tree_lib.NO_BOUND, jnp.float32).at[0, 0, :2].set(
+              jnp.array([0.2, 0.1]))),
+      chance=t.chance.replace(
+          node=jnp.array([[0, 0, -1, -1, -1, -1]], i32),
+          prob=jnp.zeros((1, 6, 2), jnp.float32).at[0, 0].set(jnp.array([0.25, 0.75])).at[
+              0, 1].set(jnp.array([0.5, 0.5])),
+          reward=jnp.zeros((1, 6, 2), jnp.float32).at[0, 0, 0].set(1.0),
+          child=jnp.full((1, 6, 2), -1, i32).at[0, 0].set(jnp.array([1, 2])).at[
+              0, 1, 0].set(3),
+          visits=jnp.zeros((1, 6, 2), i32).at[0, 0].set(jnp.array([2, 5])).at[0, 1, 0].set(2)),
   )
 
 
@@ -145,15 +150,15 @@ def test_a_real_search_tree():
   out = _SEARCH(None, jax.random.PRNGKey(1), states)
   tree = jax.device_get(out.tree)
   source = viz.to_dot(out.tree, index=1, max_depth=1, max_children=None).source
-  assert f"root   N={int(tree.node_visits[1, 0])}" in source
+  assert f"root   N={int(tree.nodes.visits[1, 0])}" in source
   visited = int(np.sum(np.asarray(out.visit_counts[1]) > 0))
   # One drawn child per visited root action (deterministic game: edges go straight to nodes).
-  children = [n for n in range(1, int(tree.num_nodes[1])) if tree.node_depth[1, n] == 1]
+  children = [n for n in range(1, int(tree.num_nodes[1])) if tree.nodes.depth[1, n] == 1]
   assert len(children) == visited
   for n in children:
     assert f"\tn{n} [label=\"node {n}" in source
   assert not any(f"\tn{n} [" in source for n in range(1, int(tree.num_nodes[1]))
-                 if tree.node_depth[1, n] == 2)
+                 if tree.nodes.depth[1, n] == 2)
 
 
 def _run_cli(monkeypatch, argv, stdin):

@@ -128,19 +128,19 @@ def from_engine(tree: engine_tree.Tree, root_invalid_actions, extra_data=None,
   Returns:
     A :class:`Tree` (``[B, N, A]``).
   """
-  batch_size, max_nodes, num_slots = tree.slot_visits.shape
+  batch_size, max_nodes, num_slots = tree.slots.visits.shape
   rows = jnp.arange(batch_size)[:, None, None]
-  chance = tree.slot_chance
+  chance = tree.slots.chance
   expanded = chance >= 0
   safe_chance = jnp.maximum(chance, 0)
-  children_index = jnp.where(expanded, tree.chance_child[rows, safe_chance, 0],
+  children_index = jnp.where(expanded, tree.chance.child[rows, safe_chance, 0],
                              Tree.UNVISITED)
   has_child = children_index >= 0
-  rewards = jnp.where(expanded, tree.chance_reward[rows, safe_chance, 0], 0.0)
-  discounts = jnp.where(expanded, tree.chance_discount[rows, safe_chance, 0], 0.0)
+  rewards = jnp.where(expanded, tree.chance.reward[rows, safe_chance, 0], 0.0)
+  discounts = jnp.where(expanded, tree.chance.discount[rows, safe_chance, 0], 0.0)
   children_values = jnp.where(has_child,
-                              tree.node_value[rows, jnp.maximum(children_index, 0)], 0.0)
-  actions = jnp.broadcast_to(tree.slot_action, children_index.shape)
+                              tree.nodes.value[rows, jnp.maximum(children_index, 0)], 0.0)
+  actions = jnp.broadcast_to(tree.slots.action, children_index.shape)
   action_from_parent = jnp.full((batch_size, max_nodes), Tree.NO_PARENT, jnp.int32).at[
       rows, jnp.where(has_child, children_index, max_nodes)].set(actions, mode="drop")
   width = num_slots if num_actions is None else num_actions
@@ -149,18 +149,18 @@ def from_engine(tree: engine_tree.Tree, root_invalid_actions, extra_data=None,
     return x[..., :width]
 
   return Tree(
-      node_visits=tree.node_visits,
-      raw_values=tree.node_raw_value,
-      node_values=tree.node_value,
-      parents=tree.node_parent,
+      node_visits=tree.nodes.visits,
+      raw_values=tree.nodes.raw_value,
+      node_values=tree.nodes.value,
+      parents=tree.nodes.parent,
       action_from_parent=action_from_parent,
       children_index=cut(children_index),
-      children_prior_logits=cut(tree.slot_prior_logits),
-      children_visits=cut(tree.slot_visits),
+      children_prior_logits=cut(tree.slots.prior_logits),
+      children_visits=cut(tree.slots.visits),
       children_rewards=cut(rewards),
       children_discounts=cut(discounts),
       children_values=cut(children_values),
-      embeddings=tree.node_state,
+      embeddings=tree.nodes.state,
       root_invalid_actions=cut(root_invalid_actions),
       extra_data=extra_data)
 

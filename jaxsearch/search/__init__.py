@@ -27,8 +27,10 @@ The engine knows nothing of selection rules, games or networks: it receives a
 from jaxsearch.search.backup_bellman import (_bellman_level, _bellman_levels,
                                              _bellman_simulation, _bellman_write_one, _Level)
 from jaxsearch.search.backup_mean import _backup_one, _leaf_value, _returns
-from jaxsearch.search.config import (BACKUPS, ENTROPY_POLICIES, OUTCOME_RULES, SUBTREE_ENTROPY,
-                                     VARIANCES, SearchConfig)
+from jaxsearch.enums import (Backup, EntropyPolicy, OutcomeRule, RootPolicy, SubtreeEntropy,
+                             Variance)
+from jaxsearch.search.config import (AvtsOptions, EntropyOptions, RootNoise, SearchConfig,
+                                     config_from_keywords)
 from jaxsearch.search.descent import Path, _choose_outcome, _select
 from jaxsearch.search.estimates import node_stats, slot_estimates
 from jaxsearch.search.expansion import (_expand_all_one, _expand_one, _expand_outcomes,
@@ -38,6 +40,7 @@ from jaxsearch.search.nodes import (NodeRows, _node_rows, _root_noise_logits, _s
                                     _write_root)
 from jaxsearch.search.subtree_entropy import _entropy_update
 
-__all__ = ["SearchConfig", "Path", "NodeRows", "init_tree", "run", "draw_root_noise",
-           "node_stats", "slot_estimates", "OUTCOME_RULES", "BACKUPS", "SUBTREE_ENTROPY",
-           "ENTROPY_POLICIES", "VARIANCES"]
+__all__ = ["SearchConfig", "RootNoise", "AvtsOptions", "EntropyOptions", "config_from_keywords",
+           "Path", "NodeRows", "init_tree", "run", "draw_root_noise", "node_stats",
+           "slot_estimates", "OutcomeRule", "Backup", "SubtreeEntropy", "EntropyPolicy",
+           "Variance", "RootPolicy"]

@@ -11,12 +11,14 @@ import jax.numpy as jnp
 from flax import struct
 
 from jaxsearch import debias as debias_lib
+from jaxsearch import tree as tree_lib
 from jaxsearch.model import Model
+from jaxsearch.enums import Variance
 from jaxsearch.search.config import SearchConfig
 from jaxsearch.search.descent import Path
 from jaxsearch.search.estimates import node_stats, slot_estimates
 from jaxsearch.search.expansion import _expand_all_one, _expand_outcomes, _outcome_probs
-from jaxsearch.tree import Tree
+from jaxsearch.tree import BoundStats, NodeStats, SlotBounds, SlotStats, Tree
 
 
 @struct.dataclass
@@ -78,9 +80,10 @@ def _record_change(node: _NodeRow, slot, q2_new, slot_solved, *,
   stats = node.stats
   visits_before = node.visits[slot]
   change = q2_new - node.tree_values[slot]
-  if config.variance == "centred":
+  options = config.avts
+  if options.variance is Variance.CENTRED:
     debiased_change = None  # Welford's centred squares of the changes
-  elif config.debias and config.variance == "avts":
+  elif options.debias and options.variance is Variance.AVTS:
     # q̂3 after minus q̂3 before; a slot this visit solves is exact: q̂3 = q̂2, no correction.
     correction_after = jnp.where(slot_solved, 0.0,
                                  debias_lib.correction(stats, visits_before + 1))
@@ -88,6 +91,11 @@ def _record_change(node: _NodeRow, slot, q2_new, slot_solved, *,
   else:
     debiased_change = change  # q̂3 = q̂2 (no debias), or the reference code's raw change
   return debias_lib.record(stats, visits_before + 1, change, debiased_change)
+
+
+def _without_variance(config: SearchConfig) -> SearchConfig:
+  """``config`` with ``variance="off"`` (V(s) needs q̂3, not its variance)."""
+  return dataclasses.replace(config, avts=dataclasses.replace(config.avts, variance=Variance.OFF))
 
 
 def _widen(num_active, slot, num_candidates):
@@ -111,11 +119,11 @@ def _bellman_update(node: _NodeRow, edge: _EdgeRow, *, config: SearchConfig) -> 
   legal = node.legal
   num_candidates = jnp.sum(legal).astype(jnp.int32)
   num_active = node.num_active
-  if config.widening:
+  if config.avts.widening:
     num_active = _widen(num_active, slot, num_candidates)
   active = legal & (jnp.arange(legal.shape[0]) < num_active)
   debiased, _ = slot_estimates(stats, tree_values, visits, solved, num_active,
-                               config=dataclasses.replace(config, variance="off"))
+                               config=_without_variance(config))
   value = jnp.max(jnp.where(active, debiased, -jnp.inf))
   value = jnp.where(jnp.any(active), value, 0.0)
   node_solved = (jnp.sum(active) >= num_candidates) & jnp.all(jnp.where(active, solved, True))
@@ -152,11 +160,12 @@ def _bellman_level(tree_values, visits, legal, solved, num_active, stats, slot_b
 
 def _node_row(tree: Tree, rows, node) -> _NodeRow:
   """``[B]`` batched :class:`_NodeRow` of ``node[B]``."""
+  slots, slot_bounds, bounds = tree.slots, tree.slot_bounds, tree.bounds
   return _NodeRow(
-      tree.slot_value[rows, node], tree.slot_visits[rows, node], tree.slot_legal[rows, node],
-      tree.slot_solved[rows, node], tree.node_num_active[rows, node],
-      node_stats(tree, rows, node), tree.slot_bound[rows, node], tree.node_bound[rows, node],
-      tree.slot_upper[rows, node], tree.node_upper[rows, node], tree.node_cut_upper[rows, node])
+      slots.value[rows, node], slots.visits[rows, node], slots.legal[rows, node],
+      slot_bounds.solved[rows, node], tree.nodes.num_active[rows, node],
+      node_stats(tree, rows, node), slot_bounds.bound[rows, node], bounds.bound[rows, node],
+      slot_bounds.upper[rows, node], bounds.upper[rows, node], bounds.cut_upper[rows, node])
 
 
 class _Carried(NamedTuple):
@@ -173,7 +182,8 @@ def _edge_row(tree: Tree, path: Path, edge_chances, depth, row, child: _Carried)
   the tree holds the children's statistics; above it, the path child's are ``child``'s."""
   rows = jnp.arange(tree.batch_size)
   chance = edge_chances[rows, row]
-  kids = tree.chance_child[rows, chance]
+  records, nodes, bounds = tree.chance, tree.nodes, tree.bounds
+  kids = records.child[rows, chance]
   safe_kids = jnp.maximum(kids, 0)
   carried = ((jnp.arange(tree.num_outcomes) == path.outcomes[rows, row][:, None]) &
              (depth < path.length - 1)[:, None])
@@ -182,10 +192,10 @@ def _edge_row(tree: Tree, path: Path, edge_chances, depth, row, child: _Carried)
     return jnp.where(carried, carried_value[:, None], field[rows[:, None], safe_kids])
 
   return _EdgeRow(
-      path.slots[rows, row], tree.chance_prob[rows, chance], tree.chance_reward[rows, chance],
-      tree.chance_discount[rows, chance], kid(child.value, tree.node_value),
-      kid(child.bound, tree.node_bound), kid(child.upper, tree.node_upper),
-      kid(child.solved, tree.node_solved) & (kids >= 0))
+      path.slots[rows, row], records.prob[rows, chance], records.reward[rows, chance],
+      records.discount[rows, chance], kid(child.value, nodes.value),
+      kid(child.bound, bounds.bound), kid(child.upper, bounds.upper),
+      kid(child.solved, bounds.solved) & (kids >= 0))
 
 
 def _bellman_levels(tree: Tree, path: Path, edge_chances, config: SearchConfig) -> _Level:
@@ -202,8 +212,8 @@ def _bellman_levels(tree: Tree, path: Path, edge_chances, config: SearchConfig) 
   empty = jax.tree.map(
       lambda x: jnp.zeros((batch_size, depth_limit) + x.shape[1:], x.dtype),
       jax.eval_shape(level_fn, _node_row(tree, rows, zeros),
-                     _EdgeRow(path.slots[:, 0], *[tree.chance_prob[:, 0]] * 6,
-                              tree.chance_child[:, 0] >= 0)))
+                     _EdgeRow(path.slots[:, 0], *[tree.chance.prob[:, 0]] * 6,
+                              tree.chance.child[:, 0] >= 0)))
 
   def body(carry):
     depth, child, levels = carry
@@ -228,39 +238,29 @@ def _bellman_levels(tree: Tree, path: Path, edge_chances, config: SearchConfig) 
 
 def _bellman_write_one(tree: Tree, path: Path, edge_chances, levels: _Level) -> Tree:
   """Writes one tree's ``[D]`` level updates and visit counts."""
-  capacity = tree.node_visits.shape[0]
+  capacity = tree.nodes.visits.shape[0]
   depth_limit = path.slots.shape[0]
   on_path = jnp.arange(depth_limit) < path.length
   node_ids = jnp.where(on_path, jnp.maximum(path.nodes[:-1], 0), capacity)
   existing_leaf = jnp.where(path.expand, capacity, path.nodes[path.length])
-  slots = path.slots
-
-  def node_set(field, x):
-    return field.at[node_ids].set(x, mode="drop")
-
-  def slot_set(field, x):
-    return field.at[node_ids, slots].set(x, mode="drop")
-
+  at_slots = (node_ids, path.slots)
+  nodes = tree_lib.write(tree.nodes, tree_lib.rows(
+      NodeStats, value=levels.value, num_active=levels.num_active), node_ids)
+  slots = tree_lib.write(tree.slots, tree_lib.rows(SlotStats, value=levels.slot_value), at_slots)
+  # A fresh expansion's outcomes were not chosen by the outcome rule: no visit to count.
+  counted = on_path & ~((jnp.arange(depth_limit) == path.length - 1) & path.expand)
   return tree.replace(
-      node_visits=tree.node_visits.at[jnp.concatenate([node_ids, existing_leaf[None]])].add(
-          1, mode="drop"),
-      node_value=node_set(tree.node_value, levels.value),
-      node_num_active=node_set(tree.node_num_active, levels.num_active),
-      node_solved=node_set(tree.node_solved, levels.solved),
-      node_bound=node_set(tree.node_bound, levels.bound),
-      node_upper=node_set(tree.node_upper, levels.upper),
-      node_bias_count=node_set(tree.node_bias_count, levels.stats.count),
-      node_bias_mean=node_set(tree.node_bias_mean, levels.stats.bias_mean),
-      node_bias_sq_sum=node_set(tree.node_bias_sq_sum, levels.stats.sq_sum),
-      slot_visits=tree.slot_visits.at[node_ids, slots].add(1, mode="drop"),
-      slot_value=slot_set(tree.slot_value, levels.slot_value),
-      slot_solved=slot_set(tree.slot_solved, levels.slot_solved),
-      slot_bound=slot_set(tree.slot_bound, levels.slot_bound),
-      slot_upper=slot_set(tree.slot_upper, levels.slot_upper),
-      # A fresh expansion's outcomes were not chosen by the outcome rule: no visit to count.
-      chance_visits=tree.chance_visits.at[
-          jnp.where(on_path & ~((jnp.arange(depth_limit) == path.length - 1) & path.expand),
-                    edge_chances, capacity), path.outcomes].add(1, mode="drop"),
+      nodes=nodes.replace(visits=nodes.visits.at[
+          jnp.concatenate([node_ids, existing_leaf[None]])].add(1, mode="drop")),
+      bounds=tree_lib.write(tree.bounds, tree_lib.rows(
+          BoundStats, solved=levels.solved, bound=levels.bound, upper=levels.upper), node_ids),
+      debias=tree_lib.write(tree.debias, levels.stats, node_ids),
+      slots=slots.replace(visits=slots.visits.at[at_slots].add(1, mode="drop")),
+      slot_bounds=tree_lib.write(tree.slot_bounds, SlotBounds(
+          solved=levels.slot_solved, bound=levels.slot_bound, upper=levels.slot_upper),
+                                 at_slots),
+      chance=tree.chance.replace(visits=tree.chance.visits.at[
+          jnp.where(counted, edge_chances, capacity), path.outcomes].add(1, mode="drop")),
   )
 
 

@@ -30,8 +30,8 @@ def _returns(tree: Tree, path: Path, edge_chances, leaf_value) -> jax.Array:
   """
   rows = jnp.arange(tree.batch_size)
   depth_limit = path.slots.shape[1]
-  rewards = tree.chance_reward[rows[:, None], edge_chances, path.outcomes]
-  discounts = tree.chance_discount[rows[:, None], edge_chances, path.outcomes]
+  rewards = tree.chance.reward[rows[:, None], edge_chances, path.outcomes]
+  discounts = tree.chance.discount[rows[:, None], edge_chances, path.outcomes]
 
   def recurse(carry):
     d, g, returns = carry
@@ -50,7 +50,7 @@ def _returns(tree: Tree, path: Path, edge_chances, leaf_value) -> jax.Array:
 def _backup_one(tree: Tree, path: Path, edge_chances, leaf_value, returns) -> Tree:
   """Running means of the returns for the nodes, slots and outcomes on one tree's path (the
   new node was written whole by :func:`_expand_one`)."""
-  capacity = tree.node_visits.shape[0]
+  capacity = tree.nodes.visits.shape[0]
   depth_limit = path.slots.shape[0]
   on_path = jnp.arange(depth_limit) < path.length
   edge_nodes = jnp.maximum(path.nodes[:-1], 0)
@@ -63,13 +63,15 @@ def _backup_one(tree: Tree, path: Path, edge_chances, leaf_value, returns) -> Tr
   slot_rows = jnp.where(on_path, edge_nodes, capacity)
   slot_counts = path.slot_visits.astype(jnp.float32)
   slot_means = (path.slot_values * slot_counts + returns) / (slot_counts + 1.0)
+  nodes, slots, chance = tree.nodes, tree.slots, tree.chance
   return tree.replace(
-      node_visits=tree.node_visits.at[node_ids].add(1, mode="drop"),
-      node_value=tree.node_value.at[node_ids].set(means, mode="drop"),
-      slot_visits=tree.slot_visits.at[slot_rows, path.slots].add(1, mode="drop"),
-      slot_value=tree.slot_value.at[slot_rows, path.slots].set(slot_means, mode="drop"),
-      chance_visits=tree.chance_visits.at[jnp.where(on_path, edge_chances, capacity),
-                                          path.outcomes].add(1, mode="drop"),
+      nodes=nodes.replace(visits=nodes.visits.at[node_ids].add(1, mode="drop"),
+                          value=nodes.value.at[node_ids].set(means, mode="drop")),
+      slots=slots.replace(
+          visits=slots.visits.at[slot_rows, path.slots].add(1, mode="drop"),
+          value=slots.value.at[slot_rows, path.slots].set(slot_means, mode="drop")),
+      chance=chance.replace(visits=chance.visits.at[
+          jnp.where(on_path, edge_chances, capacity), path.outcomes].add(1, mode="drop")),
   )
 
 
@@ -93,9 +95,9 @@ def _mean_simulation(model: Model, config: SearchConfig, params, outcome_key, es
   expansion = model.step(params, estimator_key, parent_states, actions, outcomes)
   rows = _node_rows(expansion, config, model.num_actions)
   tree, edge_chances = jax.vmap(_expand_one)(tree, path, expansion, rows, probs)
-  leaf_value = _leaf_value(path, rows.value)
+  leaf_value = _leaf_value(path, rows.nodes.value)
   returns = _returns(tree, path, edge_chances, leaf_value)
   tree = jax.vmap(_backup_one)(tree, path, edge_chances, leaf_value, returns)
-  if config.subtree_entropy is not None:
+  if config.entropy is not None:
     tree = _entropy_update(tree, path, config)
   return tree

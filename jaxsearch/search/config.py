@@ -1,18 +1,124 @@
-"""Static settings of one search (:class:`SearchConfig`) and their validation."""
+"""Static settings of one search (:class:`SearchConfig` and its parts) and their validation.
+
+A config is built once and validated once (``__post_init__``): mode strings become enum members
+(:mod:`jaxsearch.enums`), sizes and combinations are checked, and every error names the option
+and what it accepts. Options that belong together are small typed parts: :class:`RootNoise`
+(Dirichlet noise at the root), :class:`AvtsOptions` (the Bellman backup's) and
+:class:`EntropyOptions` (the subtree entropy of entropy-guided PUCT).
+
+    config = SearchConfig(num_simulations=64, selection=js.selection.thompson(),
+                          backup="bellman", avts=AvtsOptions(widening=True, num_buckets=16))
+    search = js.policies.custom(game, estimator, config=config)
+"""
 
 from __future__ import annotations
 
 import dataclasses
 from typing import Optional
 
+from jaxsearch.enums import (Backup, EntropyPolicy, OutcomeRule, SubtreeEntropy, Variance,
+                             coerce)
 from jaxsearch.selection.base import RootRule, SelectionRule
 
 
-OUTCOME_RULES = ("balanced", "sample", "gap")
-BACKUPS = ("mean", "bellman")
-SUBTREE_ENTROPY = (None, "full", "one_level")
-ENTROPY_POLICIES = ("pi_hat", "pibar")
-VARIANCES = ("avts", "reference", "centred", "off")
+def _set(obj, name, value):
+  object.__setattr__(obj, name, value)  # coercion in a frozen dataclass's __post_init__
+
+
+def _positive_int(value, name: str) -> None:
+  if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+    raise ValueError(f"{name} must be a positive int, got {value!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class RootNoise:
+  """Dirichlet noise at the root: the prior becomes ``(1 - fraction) p + fraction η``,
+  ``η ~ Dir(alpha)`` over the legal actions (AlphaZero: 0.25, 0.3). A ``fraction`` of 0 is
+  no noise (:class:`SearchConfig` then keeps ``root_noise=None``)."""
+
+  fraction: float = 0.25
+  alpha: float = 0.3
+
+  def __post_init__(self):
+    if not 0.0 <= self.fraction <= 1.0:
+      raise ValueError(f"dirichlet_fraction must be in [0, 1], got {self.fraction}")
+    if self.alpha <= 0.0:
+      raise ValueError(f"dirichlet_alpha must be > 0, got {self.alpha}")
+
+
+@dataclasses.dataclass(frozen=True)
+class AvtsOptions:
+  """Options of the Bellman backup (AVTS, ALGORITHMS.md §2; ``SearchConfig(backup="bellman")``).
+
+  Attributes:
+    widening: progressive widening: a node starts with its best slot by q̂1 and activates
+      the next whenever the newest (unvisited) one is chosen.
+    debias: subtract the expected remaining drift (off: q̂3 is q̂2).
+    variance: :class:`~jaxsearch.enums.Variance`: ``"avts"`` (the default: squared changes
+      of q̂3 after subtracting the bucket's bias mean from *before* the record, so a bucket's
+      first record adds the whole drift — inflated, and measured better for Thompson on
+      Wordle and Mastermind), ``"centred"`` (the AVTS article's: changes centred on the
+      updated bias, Welford, with a cold start), ``"reference"`` (the reference code's
+      quirks, :mod:`jaxsearch.debias`) or ``"off"`` (σ² = 0: Thompson becomes greedy).
+    num_buckets: ``V``, visit-count buckets of the debias statistics (the last absorbs the
+      tail).
+    bound_slots: of the ``K`` slots, how many go to the best admissible action bounds
+      (``Estimate.action_bounds``) among the actions q̂1 did not place (none without bounds).
+      A cut action's bound floors its node's optimistic bound, so a proof needs the actions
+      whose bounds beat the optimum in slots, and q̂1 ranks some of them low (Mastermind 4×6
+      after ``1123``: 96 of 128 slots close every sub-problem's proof).
+    max_chance: ``C``, chance records per tree (``None``: ``max_nodes``). Expanding a slot
+      creates one record holding all its possible outcomes' nodes, so a tree of ``N`` nodes
+      holds about ``N / (outcomes per expansion)`` records: with many outcomes (Wordle's 243
+      feedbacks, 4.9 KB a record) a smaller ``C`` saves most of the tree's memory. A tree
+      whose records run out stops growing, as when its nodes do.
+    expand_chunk: the outcome states of one expansion step (``B·O`` of them) are stepped and
+      evaluated ``expand_chunk`` at a time, and only the possible outcomes of the trees that
+      expand (``p > 0``), each chunk reduced to its ``K`` slots before the next: the
+      estimator's ``[·, A]`` outputs never exist for all ``B·O`` states at once. Where
+      ``B·O <= expand_chunk`` all are evaluated in one call.
+  """
+
+  widening: bool = False
+  debias: bool = True
+  variance: Variance = Variance.AVTS
+  num_buckets: int = 32
+  bound_slots: int = 0
+  max_chance: Optional[int] = None
+  expand_chunk: int = 256
+
+  def __post_init__(self):
+    _set(self, "variance", coerce(Variance, self.variance, "variance"))
+    _positive_int(self.num_buckets, "num_buckets")
+    _positive_int(self.expand_chunk, "expand_chunk")
+    if not isinstance(self.bound_slots, int) or self.bound_slots < 0:
+      raise ValueError(f"bound_slots must be an int in [0, num_slots), got {self.bound_slots!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class EntropyOptions:
+  """The subtree entropy a search keeps for entropy-guided PUCT (ALGORITHMS.md §4;
+  running-mean backup only): each node's entropy ``H``, frontier-leaf count ``K`` and
+  all-terminal flag, updated along the backup path in ``O(D·K·O)`` and shown to the rule as
+  ``NodeView.child_exploration``.
+
+  Attributes:
+    kind: :class:`~jaxsearch.enums.SubtreeEntropy`: ``"full"`` (chain rule over the whole
+      subtree) or ``"one_level"`` (the cheap proxy: a node's own playout-policy entropy over
+      its legal edges).
+    policy: :class:`~jaxsearch.enums.EntropyPolicy`, the playout policy defining the leaf
+      distribution: ``"pi_hat"`` ``π̂(a) = (1 + n(a)) / (|A| + N)`` or ``"pibar"`` (π̄,
+      :func:`jaxsearch.selection.pibar_policy` with ``c = pibar_c``).
+    pibar_c: π̄'s constant for ``policy="pibar"``.
+  """
+
+  kind: SubtreeEntropy = SubtreeEntropy.FULL
+  policy: EntropyPolicy = EntropyPolicy.PI_HAT
+  pibar_c: float = 1.25
+
+  def __post_init__(self):
+    _set(self, "kind", coerce(SubtreeEntropy, self.kind, "subtree_entropy"))
+    _set(self, "policy", coerce(EntropyPolicy, self.policy, "entropy_policy"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -21,146 +127,152 @@ class SearchConfig:
 
   Attributes:
     num_simulations: ``S``.
-    max_nodes: ``N``; at least ``S + 1`` (a fresh root plus one node per simulation).
-    max_depth: ``D``, the longest path in edges from the root.
     selection: the rule picking a slot at each decision node.
-    outcome_rule: at a chance record, ``"balanced"`` picks ``argmax p(o) / (n(o) + 1)`` (no
-      randomness), ``"sample"`` draws ``o ~ p``, and ``"gap"`` (Bellman backup) prefers the
-      outcome whose value is most uncertain in the certified sense: ``argmax p(o)·(upper −
-      bound)`` of its child, the probability-weighted gap between the optimistic and the
-      achievable bound (``"balanced"`` decides among ties) — the outcome whose proof matters
-      most.
-    dirichlet_fraction, dirichlet_alpha: root noise ``(1 - ε) p + ε η``, ``η ~ Dir(α)`` over
-      the legal actions; ``ε = 0`` turns it off.
-    backup: ``"mean"`` — running means of sampled returns (AlphaZero, MuZero, UCT; one chance
-      outcome is expanded per simulation) — or ``"bellman"`` — AVTS (ALGORITHMS.md §2):
-      expanding a slot creates **all** its possible outcomes in one estimator call, and
-      ``q̂2(s,a) = Σ_o p(o)(r + γ V(s_o))`` is recomputed at every backup, with ``V`` the best
-      debiased value of the active slots. Needs estimators that return ``action_values``.
+    max_nodes: ``N``; at least ``S + 1`` (a fresh root plus one node per simulation).
+      ``None``: the game's default (:meth:`for_model`: ``S·O + 1`` with the Bellman backup,
+      whose expansions create all ``O`` outcomes, else ``S + 1``).
+    max_depth: ``D``, the longest path in edges from the root; ``None``: the game's
+      ``max_length`` (else ``S``).
+    backup: :class:`~jaxsearch.enums.Backup`: ``"mean"`` — running means of sampled returns
+      (AlphaZero, MuZero, UCT; one chance outcome is expanded per simulation) — or
+      ``"bellman"`` — AVTS (ALGORITHMS.md §2): expanding a slot creates **all** its possible
+      outcomes in one estimator call, and ``q̂2(s,a) = Σ_o p(o)(r + γ V(s_o))`` is recomputed
+      at every backup, with ``V`` the best debiased value of the active slots. Needs
+      estimators that return ``action_values``; its options are ``avts``.
+    outcome_rule: :class:`~jaxsearch.enums.OutcomeRule`, at a chance record: ``"balanced"``
+      picks ``argmax p(o) / (n(o) + 1)`` (no randomness), ``"sample"`` draws ``o ~ p``, and
+      ``"gap"`` (Bellman backup) prefers the outcome whose value is most uncertain in the
+      certified sense: ``argmax p(o)·(upper − bound)`` of its child, the
+      probability-weighted gap between the optimistic and the achievable bound
+      (``"balanced"`` decides among ties) — the outcome whose proof matters most.
     num_slots: ``K``, action slots per node; ``None`` = ``A``. Larger than ``A`` is clamped to
       ``A``. With ``K < A`` a node keeps its top-``K`` actions by q̂1 (by prior logit for the
       mean backup) — a documented cutoff: actions outside it are never searched.
-    bound_slots: of those ``K`` slots, how many go to the best admissible action bounds
-      (``Estimate.action_bounds``) among the actions q̂1 did not place (Bellman backup; none
-      without bounds). A cut action's bound floors its node's optimistic bound, so a proof
-      needs the actions whose bounds beat the optimum in slots, and q̂1 ranks some of them
-      low (Mastermind 4×6 after ``1123``: 96 of 128 slots close every sub-problem's proof).
-    widening: progressive widening (Bellman backup only): a node starts with its best slot by
-      q̂1 and activates the next whenever the newest (unvisited) one is chosen.
-    debias: subtract the expected remaining drift (Bellman backup only); off = q̂3 is q̂2.
-    variance: ``"avts"`` (the default: squared changes of q̂3 after subtracting the bucket's
-      bias mean from *before* the record, so a bucket's first record adds the whole drift —
-      inflated, and measured better for Thompson on Wordle and Mastermind), ``"centred"``
-      (the AVTS article's: changes centred on the updated bias, Welford, with a cold start),
-      ``"reference"`` (the reference code's quirks, :mod:`jaxsearch.debias`) or ``"off"``
-      (σ² = 0: Thompson becomes greedy).
-    num_buckets: ``V``, visit-count buckets of the debias statistics (the last absorbs the tail).
+    root_noise: :class:`RootNoise` (Dirichlet noise at the root) or ``None``.
     root_selection: a root-only rule (:class:`~jaxsearch.selection.base.RootRule`, e.g.
       Gumbel MuZero's Sequential Halving) used for the first step of every descent, with the
       simulation index and a per-search draw; ``selection`` then only serves interior nodes.
-    subtree_entropy: keep each node's subtree entropy ``H``, frontier-leaf count ``K`` and
-      all-terminal flag in the tree (ALGORITHMS.md §4; running-mean backup only), updated
-      along the backup path in ``O(D·K·O)`` and shown to the rule as
-      ``NodeView.child_exploration``: ``"full"`` (chain rule over the whole subtree) or
-      ``"one_level"`` (the cheap proxy: a node's own playout-policy entropy over its legal
-      edges); ``None`` (default) allocates and computes nothing.
-    entropy_policy: the playout policy defining the leaf distribution: ``"pi_hat"``
-      ``π̂(a) = (1 + n(a)) / (|A| + N)`` or ``"pibar"`` (π̄, :func:`jaxsearch.selection.pibar_policy`
-      with ``c = entropy_pibar_c``).
-    entropy_pibar_c: π̄'s constant for ``entropy_policy="pibar"``.
-    max_chance: ``C``, chance records per tree (``None``: ``max_nodes``). The Bellman backup
-      creates one record per expanded slot holding all its possible outcomes' nodes, so a
-      tree of ``N`` nodes holds about ``N / (outcomes per expansion)`` records: with many
-      outcomes (Wordle's 243 feedbacks, 4.9 KB a record) a smaller ``C`` saves most of the
-      tree's memory. A tree whose records run out stops growing, as when its nodes do.
-      Running-mean backup: must be ``None`` (a record comes with every new node).
-    expand_chunk: Bellman backup: the outcome states of one expansion step (``B·O`` of them)
-      are stepped and evaluated ``expand_chunk`` at a time, and only the possible outcomes
-      of the trees that expand (``p > 0``), each chunk reduced to its ``K`` slots before
-      the next: the estimator's ``[·, A]`` outputs never exist for all ``B·O`` states at
-      once. Where ``B·O <= expand_chunk`` all are evaluated in one call, as before.
+    avts: :class:`AvtsOptions`, read by the Bellman backup only (``widening`` and
+      ``max_chance`` need it; with the running-mean backup a record comes with every node).
+    entropy: :class:`EntropyOptions`: keep the subtree entropy (running-mean backup only);
+      ``None`` (default) allocates and computes nothing.
   """
 
   num_simulations: int
-  max_nodes: int
-  max_depth: int
   selection: SelectionRule
-  outcome_rule: str = "balanced"
-  dirichlet_fraction: float = 0.0
-  dirichlet_alpha: float = 0.3
-  backup: str = "mean"
+  max_nodes: Optional[int] = None
+  max_depth: Optional[int] = None
+  backup: Backup = Backup.MEAN
+  outcome_rule: OutcomeRule = OutcomeRule.BALANCED
   num_slots: Optional[int] = None
-  bound_slots: int = 0
-  widening: bool = False
-  debias: bool = True
-  variance: str = "avts"
-  num_buckets: int = 32
+  root_noise: Optional[RootNoise] = None
   root_selection: Optional[RootRule] = None
-  subtree_entropy: Optional[str] = None
-  entropy_policy: str = "pi_hat"
-  entropy_pibar_c: float = 1.25
-  max_chance: Optional[int] = None
-  expand_chunk: int = 256
+  avts: AvtsOptions = AvtsOptions()
+  entropy: Optional[EntropyOptions] = None
+
+  def __post_init__(self):
+    _positive_int(self.num_simulations, "num_simulations")
+    for name in ("max_nodes", "max_depth"):
+      if getattr(self, name) is not None:
+        _positive_int(getattr(self, name), name)
+    if self.max_nodes is not None and self.max_nodes < self.num_simulations + 1:
+      raise ValueError(
+          f"max_nodes={self.max_nodes} is smaller than num_simulations + 1 = "
+          f"{self.num_simulations + 1}, the nodes one search from a fresh root needs")
+    _set(self, "backup", coerce(Backup, self.backup, "backup"))
+    _set(self, "outcome_rule", coerce(OutcomeRule, self.outcome_rule, "outcome_rule"))
+    if self.outcome_rule is OutcomeRule.GAP and not self.bellman:
+      raise ValueError("outcome_rule='gap' needs backup='bellman' (it reads the bounds)")
+    if self.num_slots is not None:
+      _positive_int(self.num_slots, "num_slots")
+    for name, kind in (("root_noise", RootNoise), ("avts", AvtsOptions),
+                       ("entropy", EntropyOptions)):
+      value = getattr(self, name)
+      if value is not None and not isinstance(value, kind):
+        raise TypeError(f"{name} must be a {kind.__name__}, got {value!r}")
+    if self.root_noise is not None and self.root_noise.fraction == 0.0:
+      _set(self, "root_noise", None)
+    self._check_avts()
+    if self.entropy is not None and self.bellman:
+      raise ValueError("subtree_entropy needs backup='mean' (it is updated on the mean path)")
+
+  def _check_avts(self):
+    avts = self.avts
+    if self.num_slots is not None and avts.bound_slots >= self.num_slots:
+      raise ValueError(f"bound_slots must be an int in [0, num_slots), got "
+                       f"{avts.bound_slots!r} with num_slots={self.num_slots!r}")
+    if avts.widening and not self.bellman:
+      raise ValueError("widening=True needs backup='bellman' (it orders slots by q̂1)")
+    if avts.max_chance is None:
+      return
+    if (not isinstance(avts.max_chance, int) or avts.max_chance < 1 or
+        (self.max_nodes is not None and avts.max_chance > self.max_nodes)):
+      raise ValueError(f"max_chance must be an int in [1, max_nodes={self.max_nodes}] or "
+                       f"None, got {avts.max_chance!r}")
+    if not self.bellman and avts.max_chance != self.max_nodes:
+      raise ValueError("max_chance needs backup='bellman' (with the running-mean backup "
+                       "every new node comes with a chance record)")
 
   @property
   def bellman(self) -> bool:
-    return self.backup == "bellman"
+    """The Bellman backup (AVTS)."""
+    return self.backup is Backup.BELLMAN
+
+  @property
+  def chance_capacity(self) -> int:
+    """``C``: ``avts.max_chance``, or ``max_nodes`` by default."""
+    return self.max_nodes if self.avts.max_chance is None else self.avts.max_chance
 
   def slots_for(self, num_actions: int) -> int:
     """``K`` for a game with ``num_actions`` actions (``num_slots`` clamped to ``A``)."""
     return num_actions if self.num_slots is None else min(self.num_slots, num_actions)
 
-  def __post_init__(self):
-    for name in ("num_simulations", "max_nodes", "max_depth"):
-      value = getattr(self, name)
-      if not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    if self.max_nodes < self.num_simulations + 1:
-      raise ValueError(
-          f"max_nodes={self.max_nodes} is smaller than num_simulations + 1 = "
-          f"{self.num_simulations + 1}, the nodes one search from a fresh root needs")
-    if self.outcome_rule not in OUTCOME_RULES:
-      raise ValueError(f"outcome_rule must be one of {OUTCOME_RULES}, got {self.outcome_rule!r}")
-    if self.outcome_rule == "gap" and self.backup != "bellman":
-      raise ValueError("outcome_rule='gap' needs backup='bellman' (it reads the bounds)")
-    if not 0.0 <= self.dirichlet_fraction <= 1.0:
-      raise ValueError(f"dirichlet_fraction must be in [0, 1], got {self.dirichlet_fraction}")
-    if self.dirichlet_alpha <= 0.0:
-      raise ValueError(f"dirichlet_alpha must be > 0, got {self.dirichlet_alpha}")
-    if self.backup not in BACKUPS:
-      raise ValueError(f"backup must be one of {BACKUPS}, got {self.backup!r}")
-    if self.variance not in VARIANCES:
-      raise ValueError(f"variance must be one of {VARIANCES}, got {self.variance!r}")
-    if self.num_slots is not None and (not isinstance(self.num_slots, int) or
-                                       self.num_slots < 1):
-      raise ValueError(f"num_slots must be a positive int or None, got {self.num_slots!r}")
-    if not isinstance(self.bound_slots, int) or self.bound_slots < 0 or (
-        self.num_slots is not None and self.bound_slots >= self.num_slots):
-      raise ValueError(f"bound_slots must be an int in [0, num_slots), got "
-                       f"{self.bound_slots!r} with num_slots={self.num_slots!r}")
-    if not isinstance(self.num_buckets, int) or self.num_buckets < 1:
-      raise ValueError(f"num_buckets must be a positive int, got {self.num_buckets!r}")
-    if self.widening and not self.bellman:
-      raise ValueError("widening=True needs backup='bellman' (it orders slots by q̂1)")
-    if self.subtree_entropy not in SUBTREE_ENTROPY:
-      raise ValueError(f"subtree_entropy must be one of {SUBTREE_ENTROPY}, "
-                       f"got {self.subtree_entropy!r}")
-    if self.subtree_entropy is not None and self.bellman:
-      raise ValueError("subtree_entropy needs backup='mean' (it is updated on the mean path)")
-    if self.entropy_policy not in ENTROPY_POLICIES:
-      raise ValueError(f"entropy_policy must be one of {ENTROPY_POLICIES}, "
-                       f"got {self.entropy_policy!r}")
-    if self.max_chance is not None:
-      if not isinstance(self.max_chance, int) or not 1 <= self.max_chance <= self.max_nodes:
-        raise ValueError(f"max_chance must be an int in [1, max_nodes={self.max_nodes}] or "
-                         f"None, got {self.max_chance!r}")
-      if not self.bellman and self.max_chance != self.max_nodes:
-        raise ValueError("max_chance needs backup='bellman' (with the running-mean backup "
-                         "every new node comes with a chance record)")
-    if not isinstance(self.expand_chunk, int) or self.expand_chunk < 1:
-      raise ValueError(f"expand_chunk must be a positive int, got {self.expand_chunk!r}")
+  def for_model(self, model) -> SearchConfig:
+    """This config with the sizes left to the game filled in (``max_nodes``, ``max_depth``;
+    see the attributes) for ``model`` (:class:`~jaxsearch.model.Model`)."""
+    if self.max_nodes is not None and self.max_depth is not None:
+      return self
+    max_depth = self.max_depth
+    if max_depth is None:
+      max_depth = model.max_length if model.max_length else self.num_simulations
+    max_nodes = self.max_nodes
+    if max_nodes is None:
+      max_nodes = self.num_simulations * (model.num_outcomes if self.bellman else 1) + 1
+    return dataclasses.replace(self, max_nodes=max_nodes, max_depth=max_depth)
 
-  @property
-  def chance_capacity(self) -> int:
-    """``C``: ``max_chance``, or ``max_nodes`` by default."""
-    return self.max_nodes if self.max_chance is None else self.max_chance
+
+# The flat keywords of the named constructors (jaxsearch.policies), by the part they fill.
+_PART_KEYWORDS = {
+    "root_noise": (RootNoise, {"dirichlet_fraction": "fraction", "dirichlet_alpha": "alpha"}),
+    "avts": (AvtsOptions, {name: name for name in (
+        "widening", "debias", "variance", "num_buckets", "bound_slots", "max_chance",
+        "expand_chunk")}),
+    "entropy": (EntropyOptions, {"subtree_entropy": "kind", "entropy_policy": "policy",
+                                 "entropy_pibar_c": "pibar_c"}),
+}
+
+
+def config_from_keywords(**options) -> SearchConfig:
+  """A :class:`SearchConfig` from flat keywords, the form :func:`jaxsearch.policies.custom`
+  and the named constructors accept: ``SearchConfig``'s own fields, plus each part's options
+  under their flat names — ``dirichlet_fraction``, ``dirichlet_alpha`` (:class:`RootNoise`;
+  a fraction of 0, the default, is no noise), ``widening``, ``debias``, ``variance``,
+  ``num_buckets``, ``bound_slots``, ``max_chance``, ``expand_chunk`` (:class:`AvtsOptions`),
+  ``subtree_entropy`` (``None``: off), ``entropy_policy``, ``entropy_pibar_c``
+  (:class:`EntropyOptions`)."""
+  parts = {}
+  for part, (kind, keywords) in _PART_KEYWORDS.items():
+    given = {field: options.pop(name) for name, field in keywords.items() if name in options}
+    if part == "root_noise":
+      given.setdefault("fraction", 0.0)
+    if part == "entropy" and given.get("kind", None) is None:
+      given.pop("kind", None)
+      if given:
+        EntropyOptions(**given)  # validated, though the search keeps no entropy
+      continue
+    if given:
+      parts[part] = kind(**given)
+  unknown = set(options) - {field.name for field in dataclasses.fields(SearchConfig)}
+  if unknown:
+    raise TypeError(f"unknown search options {sorted(unknown)}")
+  return SearchConfig(**options, **parts)

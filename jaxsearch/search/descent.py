@@ -11,6 +11,7 @@ from flax import struct
 
 from jaxsearch import entropy as entropy_lib
 from jaxsearch import tree as tree_lib
+from jaxsearch.enums import OutcomeRule
 from jaxsearch.search.config import SearchConfig
 from jaxsearch.search.estimates import node_stats, slot_estimates
 from jaxsearch.selection.base import NodeView, RootContext, masked_argmax
@@ -58,12 +59,13 @@ class Path:
 def _choose_outcome(probs, visits, key, rule, gaps=None):
   """Outcome at a chance record (``probs``/``visits``/``gaps`` ``[O]``); zero-probability
   outcomes are never chosen."""
+  rule = OutcomeRule(rule)
   possible = probs > 0
-  if rule == "sample":
+  if rule is OutcomeRule.SAMPLE:
     return jax.random.categorical(key, jnp.where(possible, jnp.log(probs), -jnp.inf)
                                   ).astype(jnp.int32)
   balanced = probs / (visits + 1.0)
-  if rule == "gap":
+  if rule is OutcomeRule.GAP:
     # Lexicographic: the weighted bound gap first, the balanced score among (near-)ties.
     weighted = jnp.where(possible, probs * jnp.minimum(gaps, 1e6), -jnp.inf)
     best = jnp.max(weighted)
@@ -94,40 +96,37 @@ class _Cursor(NamedTuple):
 
 def _exploration(tree: Tree, batch_ids, node) -> jax.Array:
   """``f32[B, K]`` E(s, a) of every slot of ``node[B]`` (subtree-entropy trees)."""
-  chance = tree.slot_chance[batch_ids, node]
+  chance = tree.slots.chance[batch_ids, node]
   safe_chance = jnp.maximum(chance, 0)
-  kids = tree.chance_child[batch_ids[:, None], safe_chance]
+  kids = tree.chance.child[batch_ids[:, None], safe_chance]
   safe_kids = jnp.maximum(kids, 0)
-
-  def at_kids(field):
-    return field[batch_ids[:, None, None], safe_kids]
-
+  at_kids = jax.tree.map(lambda field: field[batch_ids[:, None, None], safe_kids], tree.entropy)
   return jax.vmap(entropy_lib.edge_exploration)(
-      chance >= 0, tree.chance_prob[batch_ids[:, None], safe_chance], kids,
-      at_kids(tree.node_entropy), at_kids(tree.node_leaves), at_kids(tree.node_closed))
+      chance >= 0, tree.chance.prob[batch_ids[:, None], safe_chance], kids, at_kids.entropy,
+      at_kids.leaves, at_kids.closed)
 
 
 def _node_view(tree: Tree, node, visits, value, depth, root_logits, *,
                config: SearchConfig) -> NodeView:
   """``[B]`` batched :class:`NodeView` of ``node[B]``: what the selection rule sees."""
   batch_ids = jnp.arange(tree.batch_size)
-  logits = tree.slot_prior_logits[batch_ids, node]
-  if config.dirichlet_fraction > 0.0:
+  logits = tree.slots.prior_logits[batch_ids, node]
+  if config.root_noise is not None:
     logits = jnp.where((node == 0)[:, None], root_logits, logits)
-  child_visits = tree.slot_visits[batch_ids, node]
-  child_values = tree.slot_value[batch_ids, node]
-  action_values = tree.slot_action_value[batch_ids, node]
-  legal = tree.slot_legal[batch_ids, node]
-  if config.widening and not config.selection.sees_inactive:
+  child_visits = tree.slots.visits[batch_ids, node]
+  child_values = tree.slots.value[batch_ids, node]
+  action_values = tree.slots.action_value[batch_ids, node]
+  legal = tree.slots.legal[batch_ids, node]
+  if config.avts.widening and not config.selection.sees_inactive:
     legal = legal & (jnp.arange(tree.num_slots) <
-                     tree.node_num_active[batch_ids, node][:, None])
+                     tree.nodes.num_active[batch_ids, node][:, None])
   if config.bellman:
-    solved = tree.slot_solved[batch_ids, node]
+    solved = tree.slot_bounds.solved[batch_ids, node]
     legal = legal & ~solved
     debiased, variance = jax.vmap(functools.partial(slot_estimates, config=config))(
         node_stats(tree, batch_ids, node), child_values, child_visits, solved,
-        tree.node_num_active[batch_ids, node])
-    upper = tree.slot_upper[batch_ids, node]
+        tree.nodes.num_active[batch_ids, node])
+    upper = tree.slot_bounds.upper[batch_ids, node]
   else:
     debiased = jnp.where(child_visits > 0, child_values, action_values)
     variance = jnp.zeros_like(child_values)
@@ -137,7 +136,7 @@ def _node_view(tree: Tree, node, visits, value, depth, root_logits, *,
       prior_logits=logits, action_values=action_values, legal=legal, depth=depth,
       debiased_values=debiased, value_variance=variance, upper_bounds=upper,
       child_exploration=(_exploration(tree, batch_ids, node)
-                         if config.subtree_entropy is not None else None))
+                         if config.entropy is not None else None))
 
 
 def _outcomes(tree: Tree, chance, outcome_keys, *, config: SearchConfig) -> jax.Array:
@@ -145,19 +144,19 @@ def _outcomes(tree: Tree, chance, outcome_keys, *, config: SearchConfig) -> jax.
   yet); the Bellman backup never descends into a solved child."""
   batch_ids = jnp.arange(tree.batch_size)
   safe_chance = jnp.maximum(chance, 0)
-  probs = tree.chance_prob[batch_ids, safe_chance]
+  probs = tree.chance.prob[batch_ids, safe_chance]
   gaps = None
   if config.bellman:  # never descend into a solved child
-    children = tree.chance_child[batch_ids, safe_chance]
+    children = tree.chance.child[batch_ids, safe_chance]
     safe_children = jnp.maximum(children, 0)
-    open_child = ~tree.node_solved[batch_ids[:, None], safe_children]
+    open_child = ~tree.bounds.solved[batch_ids[:, None], safe_children]
     probs = jnp.where(open_child & (children >= 0), probs, 0.0)
-    if config.outcome_rule == "gap":
-      gaps = (tree.node_upper[batch_ids[:, None], safe_children] -
-              tree.node_bound[batch_ids[:, None], safe_children])
+    if config.outcome_rule is OutcomeRule.GAP:
+      gaps = (tree.bounds.upper[batch_ids[:, None], safe_children] -
+              tree.bounds.bound[batch_ids[:, None], safe_children])
   return jax.vmap(_choose_outcome, in_axes=(0, 0, 0 if outcome_keys is not None else None,
                                             None, 0 if gaps is not None else None))(
-      probs, tree.chance_visits[batch_ids, safe_chance], outcome_keys, config.outcome_rule,
+      probs, tree.chance.visits[batch_ids, safe_chance], outcome_keys, config.outcome_rule,
       gaps)
 
 
@@ -180,13 +179,13 @@ def _descend_one_level(cursor: _Cursor, tree: Tree, root_logits, keys, root_scor
   if root_scores is not None:
     scores = jnp.where((depth == 0)[:, None], root_scores, scores)
   slot = jax.vmap(masked_argmax)(scores, view.legal)
-  chance = tree.slot_chance[batch_ids, node, slot]
+  chance = tree.slots.chance[batch_ids, node, slot]
   safe_chance = jnp.maximum(chance, 0)
   if tree.num_outcomes == 1:
     outcome = jnp.zeros_like(slot)
   else:
     outcome = _outcomes(tree, chance, outcome_keys, config=config)
-  child = jnp.where(chance >= 0, tree.chance_child[batch_ids, safe_chance, outcome],
+  child = jnp.where(chance >= 0, tree.chance.child[batch_ids, safe_chance, outcome],
                     UNEXPANDED)
   # One packed int row and one float row per edge; finished trees write out of range.
   row = jnp.where(go, depth, depth_limit)
@@ -201,9 +200,9 @@ def _descend_one_level(cursor: _Cursor, tree: Tree, root_logits, keys, root_scor
   moving = go & (child >= 0)
   # Read the next node's statistics now, so the leaf's are in hand when the loop stops.
   node = jnp.where(moving, child, node)
-  visits = jnp.where(moving, tree.node_visits[batch_ids, safe_child], visits)
-  value = jnp.where(moving, tree.node_value[batch_ids, safe_child], value)
-  at_terminal = jnp.where(moving, tree.node_terminal[batch_ids, safe_child], at_terminal)
+  visits = jnp.where(moving, tree.nodes.visits[batch_ids, safe_child], visits)
+  value = jnp.where(moving, tree.nodes.value[batch_ids, safe_child], value)
+  at_terminal = jnp.where(moving, tree.nodes.terminal[batch_ids, safe_child], at_terminal)
   go = moving & ~at_terminal & (depth < depth_limit)
   return _Cursor(node, visits, value, at_terminal, depth, steps, values, go)
 
@@ -211,9 +210,9 @@ def _descend_one_level(cursor: _Cursor, tree: Tree, root_logits, keys, root_scor
 def _root_cursor(tree: Tree, depth_limit: int) -> _Cursor:
   """Every walk at its root; a tree whose root is empty, terminal or solved does not walk."""
   batch_size = tree.batch_size
-  root_open = (tree.num_nodes > 0) & ~tree.node_terminal[:, 0] & ~tree.node_solved[:, 0]
-  return _Cursor(jnp.zeros((batch_size,), jnp.int32), tree.node_visits[:, 0],
-                 tree.node_value[:, 0], ~root_open, jnp.zeros((batch_size,), jnp.int32),
+  root_open = (tree.num_nodes > 0) & ~tree.nodes.terminal[:, 0] & ~tree.bounds.solved[:, 0]
+  return _Cursor(jnp.zeros((batch_size,), jnp.int32), tree.nodes.visits[:, 0],
+                 tree.nodes.value[:, 0], ~root_open, jnp.zeros((batch_size,), jnp.int32),
                  jnp.full((batch_size, depth_limit, 6), UNEXPANDED, jnp.int32),
                  jnp.zeros((batch_size, depth_limit, 2), jnp.float32), root_open)
 
@@ -273,7 +272,7 @@ def _select(tree: Tree, root_logits, keys, *, config: SearchConfig,
   if config.root_selection is not None:
     zeros = jnp.zeros((tree.batch_size,), jnp.int32)
     root_scores = jax.vmap(config.root_selection.score)(
-        _node_view(tree, zeros, tree.node_visits[:, 0], tree.node_value[:, 0], zeros,
+        _node_view(tree, zeros, tree.nodes.visits[:, 0], tree.nodes.value[:, 0], zeros,
                    root_logits, config=config),
         root_context)
 

@@ -5,18 +5,19 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from jaxsearch import tree as tree_lib
 from jaxsearch.model import Expansion, Model
 from jaxsearch.search.config import SearchConfig
 from jaxsearch.search.descent import Path
 from jaxsearch.search.nodes import NodeRows, _node_rows, _set_node
-from jaxsearch.tree import UNEXPANDED, Tree
+from jaxsearch.tree import UNEXPANDED, ChanceRecords, Tree
 
 
 def _expand_one(tree: Tree, path: Path, expansion: Expansion, rows: NodeRows,
                 probs) -> tuple[Tree, jax.Array]:
   """Writes the expanded edge (chance record, reward, discount, child) and the new node of one
   tree; returns it with ``i32[D]``, each path edge's chance record."""
-  capacity = tree.node_visits.shape[0]
+  capacity = tree.nodes.visits.shape[0]
   depth_limit = path.slots.shape[0]
   length, expand, new_chance = path.length, path.expand, path.new_chance
   last = jnp.maximum(length - 1, 0)
@@ -32,16 +33,15 @@ def _expand_one(tree: Tree, path: Path, expansion: Expansion, rows: NodeRows,
   edge_chances = jnp.maximum(jnp.where(
       (jnp.arange(depth_limit) == last) & new_chance, tree.num_chance, path.chances), 0)
   tree = _set_node(tree, write_node, expansion, rows, parent, length)
+  chance = tree_lib.write(tree.chance, tree_lib.rows(ChanceRecords, node=parent, prob=probs),
+                          drop_chance)
+  chance = tree_lib.write(chance, tree_lib.rows(
+      ChanceRecords, child=new_node, reward=expansion.reward, discount=expansion.discount),
+                          (write_edge, outcome))
   return tree.replace(
-      slot_chance=tree.slot_chance.at[jnp.where(new_chance, parent, capacity), slot].set(
-          tree.num_chance, mode="drop"),
-      chance_node=tree.chance_node.at[drop_chance].set(parent, mode="drop"),
-      chance_prob=tree.chance_prob.at[drop_chance].set(probs, mode="drop"),
-      chance_child=tree.chance_child.at[write_edge, outcome].set(new_node, mode="drop"),
-      chance_reward=tree.chance_reward.at[write_edge, outcome].set(expansion.reward,
-                                                                   mode="drop"),
-      chance_discount=tree.chance_discount.at[write_edge, outcome].set(expansion.discount,
-                                                                       mode="drop"),
+      slots=tree.slots.replace(chance=tree.slots.chance.at[
+          jnp.where(new_chance, parent, capacity), slot].set(tree.num_chance, mode="drop")),
+      chance=chance,
       num_nodes=tree.num_nodes + expand.astype(jnp.int32),
       num_chance=tree.num_chance + new_chance.astype(jnp.int32),
       nonfinite_estimates=tree.nonfinite_estimates + (rows.bad & expand).astype(jnp.int32),
@@ -53,7 +53,7 @@ def _expand_all_one(tree: Tree, path: Path, expansion: Expansion, rows: NodeRows
   """Bellman mode: creates the expanded slot's chance record with **every** possible outcome's
   node at once (``expansion``/``rows`` are ``[O, ...]``, unbatched tree). Returns the tree and
   ``i32[D]``, each path edge's chance record."""
-  capacity = tree.node_visits.shape[0]
+  capacity = tree.nodes.visits.shape[0]
   depth_limit = path.slots.shape[0]
   last = jnp.maximum(path.length - 1, 0)
   parent, slot = path.nodes[last], path.slots[last]
@@ -67,17 +67,14 @@ def _expand_all_one(tree: Tree, path: Path, expansion: Expansion, rows: NodeRows
   write_chance = jnp.where(expand, chance, capacity)
   edge_chances = jnp.maximum(jnp.where(
       (jnp.arange(depth_limit) == last) & expand, chance, path.chances), 0)
+  # Impossible outcomes hold zeros, however (or whether) they were evaluated.
+  record = tree_lib.rows(ChanceRecords, node=parent, prob=probs, child=children,
+                         reward=jnp.where(possible, expansion.reward, 0.0),
+                         discount=jnp.where(possible, expansion.discount, 0.0))
   return tree.replace(
-      slot_chance=tree.slot_chance.at[jnp.where(expand, parent, capacity), slot].set(
-          chance, mode="drop"),
-      chance_node=tree.chance_node.at[write_chance].set(parent, mode="drop"),
-      chance_prob=tree.chance_prob.at[write_chance].set(probs, mode="drop"),
-      chance_child=tree.chance_child.at[write_chance].set(children, mode="drop"),
-      # Impossible outcomes hold zeros, however (or whether) they were evaluated.
-      chance_reward=tree.chance_reward.at[write_chance].set(
-          jnp.where(possible, expansion.reward, 0.0), mode="drop"),
-      chance_discount=tree.chance_discount.at[write_chance].set(
-          jnp.where(possible, expansion.discount, 0.0), mode="drop"),
+      slots=tree.slots.replace(chance=tree.slots.chance.at[
+          jnp.where(expand, parent, capacity), slot].set(chance, mode="drop")),
+      chance=tree_lib.write(tree.chance, record, write_chance),
       num_nodes=tree.num_nodes + jnp.where(expand, jnp.sum(possible), 0).astype(jnp.int32),
       num_chance=tree.num_chance + expand.astype(jnp.int32),
       nonfinite_estimates=tree.nonfinite_estimates + jnp.where(
@@ -90,7 +87,7 @@ def _expand_outcomes(model: Model, config: SearchConfig, params, key, parent_sta
   """Steps and evaluates every outcome of each tree's expanded action: ``(expansion, rows)``
   with leading ``[B·O]`` (tree-major), of which only ``wanted`` (``bool[B, O]``) matter.
 
-  Where ``B·O <= config.expand_chunk``: one model call for all ``B·O`` states. Otherwise the
+  Where ``B·O <= config.avts.expand_chunk``: one model call for all ``B·O`` states. Otherwise the
   wanted ones are compacted to the front and done ``expand_chunk`` at a time in a loop that
   runs only as many chunks as there are wanted states; each chunk is reduced to its node rows
   (``K`` slots) before the next, so the estimator's ``[·, A]`` outputs exist for one chunk
@@ -101,14 +98,14 @@ def _expand_outcomes(model: Model, config: SearchConfig, params, key, parent_sta
   batch_size, num_outcomes = wanted.shape
   total = batch_size * num_outcomes
   all_outcomes = jnp.tile(jnp.arange(num_outcomes, dtype=jnp.int32), batch_size)
-  if total <= config.expand_chunk:
+  if total <= config.avts.expand_chunk:
     def repeat(x):
       return jnp.repeat(x, num_outcomes, axis=0)
 
     expansion = model.step(params, key, jax.tree.map(repeat, parent_states), repeat(actions),
                            all_outcomes)
     return expansion, _node_rows(expansion, config, model.num_actions)
-  chunk = config.expand_chunk
+  chunk = config.avts.expand_chunk
   num_chunks = -(-total // chunk)
   flat = wanted.reshape(-1)
   count = jnp.sum(flat, dtype=jnp.int32)

@@ -13,6 +13,7 @@ from jaxsearch.game import per_item_keys
 from jaxsearch.model import Model
 from jaxsearch.search.backup_bellman import _bellman_simulation
 from jaxsearch.search.backup_mean import _mean_simulation
+from jaxsearch.enums import OutcomeRule
 from jaxsearch.search.config import SearchConfig
 from jaxsearch.search.descent import _select
 from jaxsearch.search.nodes import _node_rows, _root_noise_logits, _write_root
@@ -28,36 +29,43 @@ def init_tree(model: Model, config: SearchConfig, params, key, root_input,
   (``num_nodes == 0``, e.g. after :func:`jaxsearch.tree.reroot` into an unexpanded child) start
   from ``root_input``.
   """
+  config = config.for_model(model)
   validation.check_inputs(model, config, params, key, root_input, tree)  # trace time only
   expansion = model.root(params, key, root_input)
   batch_size, num_actions = expansion.legal.shape
   if num_actions != model.num_actions:
     raise ValueError(f"root legal mask has {num_actions} actions, the model {model.num_actions}")
   state_example = jax.tree.map(lambda x: x[0], expansion.state)
-  num_buckets = config.num_buckets if config.bellman else 1
   fresh = tree_lib.allocate(batch_size, config.max_nodes, config.slots_for(num_actions),
-                            model.num_outcomes, state_example, num_buckets, config.bellman,
-                            entropy=config.subtree_entropy is not None,
+                            model.num_outcomes, state_example,
+                            num_buckets=config.avts.num_buckets if config.bellman else None,
+                            slot_bounds=config.bellman,
+                            entropy=config.entropy is not None,
                             max_chance=config.chance_capacity)
   fresh = jax.vmap(_write_root)(fresh, expansion, _node_rows(expansion, config, num_actions))
   if tree is None:
     return fresh
-  expected = (batch_size, config.max_nodes, config.slots_for(num_actions), model.num_outcomes,
-              num_buckets, config.chance_capacity)
-  got = (tree.batch_size, tree.max_nodes, tree.num_slots, tree.num_outcomes, tree.num_buckets,
-         tree.max_chance)
-  if got != expected:
-    raise ValueError(f"tree has (B, N, K, O, V, C) = {got}, this search needs {expected}")
-  if tree.slot_bound.shape != fresh.slot_bound.shape:
-    raise ValueError("the tree was made for the other backup (backup='mean' vs 'bellman')")
-  if tree.node_entropy.shape != fresh.node_entropy.shape:
-    raise ValueError("the tree was made with another subtree_entropy setting (None vs kept)")
-  if jax.tree.structure(tree.node_state) != jax.tree.structure(fresh.node_state):
-    raise ValueError("tree.node_state does not match the structure of the root states")
+  _check_reused(tree, fresh)
   keep = tree.num_nodes > 0
   return jax.tree.map(
       lambda old, new: jnp.where(keep.reshape((-1,) + (1,) * (old.ndim - 1)), old, new),
       tree, fresh)
+
+
+def _check_reused(tree: Tree, fresh: Tree) -> None:
+  """A clear error where a tree passed to a search was not made for it (trace time)."""
+  expected = (fresh.batch_size, fresh.max_nodes, fresh.num_slots, fresh.num_outcomes,
+              fresh.num_buckets, fresh.max_chance)
+  got = (tree.batch_size, tree.max_nodes, tree.num_slots, tree.num_outcomes, tree.num_buckets,
+         tree.max_chance)
+  if (tree.slot_bounds is None) != (fresh.slot_bounds is None):
+    raise ValueError("the tree was made for the other backup (backup='mean' vs 'bellman')")
+  if (tree.entropy is None) != (fresh.entropy is None):
+    raise ValueError("the tree was made with another subtree_entropy setting (None vs kept)")
+  if got != expected:
+    raise ValueError(f"tree has (B, N, K, O, V, C) = {got}, this search needs {expected}")
+  if jax.tree.structure(tree.nodes.state) != jax.tree.structure(fresh.nodes.state):
+    raise ValueError("tree.nodes.state does not match the structure of the root states")
 
 
 def draw_root_noise(config: SearchConfig, key, batch_size: int, num_slots: int) -> jax.Array:
@@ -75,7 +83,8 @@ def run(model: Model, config: SearchConfig, params, key, root_input,
 
   Args:
     model: the batched world (see :mod:`jaxsearch.model`).
-    config: static settings.
+    config: static settings (``max_nodes``, ``max_depth`` left ``None`` come from ``model``:
+      :meth:`SearchConfig.for_model`).
     params: estimator parameters (any pytree, passed through).
     key: a PRNG key.
     root_input: the root states ``[B, ...]`` (for :func:`jaxsearch.model.from_game`).
@@ -85,18 +94,19 @@ def run(model: Model, config: SearchConfig, params, key, root_input,
   Returns:
     The trees, ``[B, N, ...]``.
   """
+  config = config.for_model(model)
   root_key, noise_key, loop_key = jax.random.split(key, 3)
   tree = init_tree(model, config, params, root_key, root_input, tree)
   batch_size = tree.batch_size
   batch_ids = jnp.arange(batch_size)
-  root_logits = tree.slot_prior_logits[:, 0]
-  if config.dirichlet_fraction > 0.0:
+  root_logits = tree.slots.prior_logits[:, 0]
+  if config.root_noise is not None:
     root_logits = jax.vmap(_root_noise_logits, in_axes=(0, 0, 0, None, None))(
-        per_item_keys(noise_key, batch_size), root_logits, tree.slot_legal[:, 0],
-        config.dirichlet_fraction, config.dirichlet_alpha)
+        per_item_keys(noise_key, batch_size), root_logits, tree.slots.legal[:, 0],
+        config.root_noise.fraction, config.root_noise.alpha)
   needs_key = config.selection.needs_key or (
-      model.num_outcomes > 1 and config.outcome_rule == "sample")
-  root_raw_value = tree.node_raw_value[:, 0]
+      model.num_outcomes > 1 and config.outcome_rule is OutcomeRule.SAMPLE)
+  root_raw_value = tree.nodes.raw_value[:, 0]
   if config.root_selection is not None and root_noise is None:
     root_noise = draw_root_noise(config, jax.random.fold_in(noise_key, 1), batch_size,
                                  tree.num_slots)
@@ -121,8 +131,8 @@ def run(model: Model, config: SearchConfig, params, key, root_input,
     last = jnp.maximum(path.length - 1, 0)
     parents = path.nodes[batch_ids, last]
     slots = path.slots[batch_ids, last]
-    parent_states = jax.tree.map(lambda x: x[batch_ids, parents], tree.node_state)
-    actions = tree.slot_action[batch_ids, parents, slots]
+    parent_states = jax.tree.map(lambda x: x[batch_ids, parents], tree.nodes.state)
+    actions = tree.slots.action[batch_ids, parents, slots]
     return backup(model, config, params, outcome_key, estimator_key, tree, path,
                   parent_states, actions)
 

@@ -18,32 +18,28 @@ from jaxsearch.tree import UNEXPANDED, Tree
 
 @struct.dataclass
 class NodeRows:
-  """Everything a new decision node stores (leading ``[B]``; ``K`` slots).
+  """Everything a new decision node stores (leading ``[B]``; ``K`` slots), as partial rows of
+  the tree's parts (:func:`jaxsearch.tree.rows`): :func:`_set_node` adds what comes from the
+  expansion and the path (visits, parent, depth, terminal, state, solved) and leaves the
+  ``None`` fields as allocated (slot visits and chance links).
 
-  ``slot_*`` are ``[B, K]``; ``value``, ``raw_value``, ``bound``, ``upper`` ``f32[B]``;
-  ``num_active`` ``i32[B]``; ``cut_upper`` ``f32[B]`` the best optimistic bound among legal
-  actions that have no slot (``Tree.node_cut_upper``); ``bad``
-  ``bool[B]`` flags estimator output that was NaN/inf and was replaced. ``entropy``,
-  ``leaves``, ``closed`` (``[B]``): the new node's subtree-entropy statistics, ``None``
-  unless ``config.subtree_entropy``.
+  Attributes:
+    nodes: ``value``, ``raw_value`` ``f32[B]``, ``num_active`` ``i32[B]``.
+    slots: ``action``, ``legal``, ``prior_logits``, ``action_value``, ``value`` ``[B, K]``.
+    bounds: ``bound``, ``upper``, ``cut_upper`` ``f32[B]`` (``cut_upper``: the best
+      optimistic bound among legal actions that have no slot, ``BoundStats.cut_upper``).
+    bad: ``bool[B]`` flags estimator output that was NaN/inf and was replaced.
+    slot_bounds: ``upper`` ``f32[B, K]`` (Bellman backup), else ``None``.
+    entropy: the new node's subtree-entropy statistics ``[B]``, ``None`` unless
+      ``config.entropy``.
   """
 
-  slot_action: jax.Array
-  slot_legal: jax.Array
-  slot_prior_logits: jax.Array
-  slot_action_value: jax.Array
-  slot_value: jax.Array
-  num_active: jax.Array
-  value: jax.Array
-  raw_value: jax.Array
-  bound: jax.Array
-  upper: jax.Array
-  cut_upper: jax.Array
+  nodes: tree_lib.NodeStats
+  slots: tree_lib.SlotStats
+  bounds: tree_lib.BoundStats
   bad: jax.Array
-  slot_upper: Optional[jax.Array] = None
-  entropy: Optional[jax.Array] = None
-  leaves: Optional[jax.Array] = None
-  closed: Optional[jax.Array] = None
+  slot_bounds: Optional[tree_lib.SlotBounds] = None
+  entropy: Optional[tree_lib.EntropyStats] = None
 
 
 class _Sanitised(NamedTuple):
@@ -104,7 +100,7 @@ def _slot_layout(clean: _Sanitised, action_bounds, config: SearchConfig,
   batch_size = legal.shape[0]
   num_slots = config.slots_for(num_actions)
   slot_valid = None
-  if num_slots == num_actions and not config.widening:
+  if num_slots == num_actions and not config.avts.widening:
     slot_action = jnp.broadcast_to(jnp.arange(num_actions, dtype=jnp.int32),
                                    (batch_size, num_actions))
   else:
@@ -112,7 +108,7 @@ def _slot_layout(clean: _Sanitised, action_bounds, config: SearchConfig,
     # Legal actions first, best first; ties by index (top_k is stable).
     keys = jnp.where(legal, ranking, -jnp.inf)
     # Only a real cut (K < A) needs them; without one every action has a slot anyway.
-    reserve = min(config.bound_slots, num_slots - 1) if num_slots < num_actions else 0
+    reserve = min(config.avts.bound_slots, num_slots - 1) if num_slots < num_actions else 0
     if reserve and action_bounds is not None and config.bellman:
       _, first = jax.lax.top_k(keys, num_slots - reserve)
       taken = jnp.zeros(keys.shape, bool).at[jnp.arange(batch_size)[:, None], first].set(True)
@@ -173,6 +169,24 @@ def _achievable_bound(expansion: Expansion, bad) -> tuple[jax.Array, jax.Array]:
   return jnp.where(jnp.isfinite(bound), bound, -1.0e30), bad
 
 
+def _initial_values(config: SearchConfig, terminal, value, slot_legal, slot_action_value):
+  """``(num_active i32[B], V f32[B], Q f32[B, K])`` of new nodes: with the Bellman backup,
+  ``V`` is the best q̂1 among the active slots and ``Q`` starts at q̂1; otherwise ``V`` is the
+  estimator's value and ``Q`` 0."""
+  batch_size, num_slots = slot_legal.shape
+  if config.avts.widening:
+    num_active = jnp.minimum(jnp.sum(slot_legal, axis=-1).astype(jnp.int32), 1)
+  else:
+    num_active = jnp.full((batch_size,), num_slots, jnp.int32)
+  if not config.bellman:
+    return num_active, value, jnp.zeros_like(slot_action_value)
+  # V = best q̂1 among the active slots (the debias statistics are empty in a new node).
+  active = slot_legal & (jnp.arange(num_slots) < num_active[:, None])
+  node_value = jnp.max(jnp.where(active, slot_action_value, -jnp.inf), axis=-1)
+  node_value = jnp.where(jnp.any(active, axis=-1) & ~terminal, node_value, 0.0)
+  return num_active, node_value, slot_action_value
+
+
 def _node_rows(expansion: Expansion, config: SearchConfig, num_actions: int) -> NodeRows:
   """Sanitises a batch of estimates and lays them out as slot rows.
 
@@ -186,12 +200,10 @@ def _node_rows(expansion: Expansion, config: SearchConfig, num_actions: int) -> 
 
   Slots: with ``K = A`` and no widening, slot ``k`` is action ``k``; otherwise the slots hold
   the top-``K`` actions by q̂1 (Bellman backup) or prior logit, best first, so that widening
-  activates them in order and illegal ones come last; with ``config.bound_slots`` the last
+  activates them in order and illegal ones come last; with ``config.avts.bound_slots`` the last
   ones are instead the best action bounds among the rest.
   """
   clean = _sanitise(expansion, config, num_actions)
-  batch_size = clean.legal.shape[0]
-  num_slots = config.slots_for(num_actions)
   slot_action, slot_valid = _slot_layout(clean, expansion.estimate.action_bounds, config,
                                          num_actions)
 
@@ -202,72 +214,42 @@ def _node_rows(expansion: Expansion, config: SearchConfig, num_actions: int) -> 
   if slot_valid is not None:
     slot_legal = slot_legal & slot_valid
   slot_action_value = jnp.where(slot_legal, gather(clean.action_values), 0.0)
-  num_candidates = jnp.sum(slot_legal, axis=-1).astype(jnp.int32)
-  if config.widening:
-    num_active = jnp.minimum(num_candidates, 1)
-  else:
-    num_active = jnp.full((batch_size,), num_slots, jnp.int32)
-  if config.bellman:
-    # V = best q̂1 among the active slots (the debias statistics are empty in a new node).
-    active = slot_legal & (jnp.arange(num_slots) < num_active[:, None])
-    node_value = jnp.max(jnp.where(active, slot_action_value, -jnp.inf), axis=-1)
-    node_value = jnp.where(jnp.any(active, axis=-1) & ~expansion.terminal, node_value, 0.0)
-    slot_value = slot_action_value
-  else:
-    node_value = clean.value
-    slot_value = jnp.zeros_like(slot_action_value)
+  num_active, node_value, slot_value = _initial_values(
+      config, expansion.terminal, clean.value, slot_legal, slot_action_value)
   wanted = expansion.legal & ~clean.declared_useless
   cut = jnp.sum(wanted, axis=-1) > jnp.sum(slot_legal, axis=-1)
   upper, cut_upper, slot_upper, bad = _optimistic_bounds(expansion, config, wanted, cut,
                                                          slot_action, slot_legal, clean.bad)
   bound, bad = _achievable_bound(expansion, bad)
-  entropy = leaves = closed = None
-  if config.subtree_entropy is not None:
-    entropy, leaves, closed = entropy_lib.fresh_node(slot_legal, gather(clean.logits),
-                                                     expansion.terminal, config.entropy_policy)
-  return NodeRows(slot_action=slot_action, slot_legal=slot_legal,
-                  slot_prior_logits=gather(clean.logits), slot_action_value=slot_action_value,
-                  slot_value=slot_value, num_active=num_active, value=node_value,
-                  raw_value=clean.value, bound=bound, upper=upper, cut_upper=cut_upper, bad=bad,
-                  slot_upper=slot_upper,
-                  entropy=entropy, leaves=leaves, closed=closed)
+  slot_bounds = entropy = None
+  if config.bellman:
+    slot_bounds = tree_lib.rows(tree_lib.SlotBounds, upper=jnp.broadcast_to(
+        upper[:, None], slot_action.shape) if slot_upper is None else slot_upper)
+  if config.entropy is not None:
+    entropy = tree_lib.EntropyStats(*entropy_lib.fresh_node(
+        slot_legal, gather(clean.logits), expansion.terminal, config.entropy.policy))
+  return NodeRows(
+      nodes=tree_lib.rows(tree_lib.NodeStats, value=node_value, raw_value=clean.value,
+                          num_active=num_active),
+      slots=tree_lib.rows(tree_lib.SlotStats, action=slot_action, legal=slot_legal,
+                          prior_logits=gather(clean.logits), action_value=slot_action_value,
+                          value=slot_value),
+      bounds=tree_lib.rows(tree_lib.BoundStats, bound=bound, upper=upper, cut_upper=cut_upper),
+      bad=bad, slot_bounds=slot_bounds, entropy=entropy)
 
 
 def _set_node(tree: Tree, index, expansion: Expansion, rows: NodeRows, parent, depth) -> Tree:
   """Writes decision node(s) ``index`` of one (unbatched) tree from unbatched ``rows``:
   ``index`` is a scalar (rows unbatched) or ``[M]`` (rows ``[M, ...]``); out-of-range indices
   are dropped."""
-
-  def put(field, x):
-    return field.at[index].set(x, mode="drop")
-
-  if tree.slot_upper.shape[-1] == rows.slot_action.shape[-1]:  # Bellman trees only
-    tree = tree.replace(slot_upper=put(tree.slot_upper, jnp.broadcast_to(
-        rows.upper[..., None], rows.slot_action.shape) if rows.slot_upper is None
-                                       else rows.slot_upper))
-  if rows.entropy is not None:  # subtree-entropy trees only
-    tree = tree.replace(node_entropy=put(tree.node_entropy, rows.entropy),
-                        node_leaves=put(tree.node_leaves, rows.leaves),
-                        node_closed=put(tree.node_closed, rows.closed))
+  nodes = rows.nodes.replace(visits=1, parent=parent, depth=depth,
+                             terminal=expansion.terminal, state=expansion.state)
   return tree.replace(
-      node_visits=put(tree.node_visits, 1),
-      node_value=put(tree.node_value, rows.value),
-      node_raw_value=put(tree.node_raw_value, rows.raw_value),
-      node_parent=put(tree.node_parent, parent),
-      node_depth=put(tree.node_depth, depth),
-      node_terminal=put(tree.node_terminal, expansion.terminal),
-      node_state=jax.tree.map(put, tree.node_state, expansion.state),
-      node_num_active=put(tree.node_num_active, rows.num_active),
-      node_solved=put(tree.node_solved, expansion.terminal),
-      node_bound=put(tree.node_bound, rows.bound),
-      node_upper=put(tree.node_upper, rows.upper),
-      node_cut_upper=put(tree.node_cut_upper, rows.cut_upper),
-      slot_action=put(tree.slot_action, rows.slot_action),
-      slot_legal=put(tree.slot_legal, rows.slot_legal),
-      slot_prior_logits=put(tree.slot_prior_logits, rows.slot_prior_logits),
-      slot_action_value=put(tree.slot_action_value, rows.slot_action_value),
-      slot_value=put(tree.slot_value, rows.slot_value),
-  )
+      nodes=tree_lib.write(tree.nodes, nodes, index),
+      slots=tree_lib.write(tree.slots, rows.slots, index),
+      bounds=tree_lib.write(tree.bounds, rows.bounds.replace(solved=expansion.terminal), index),
+      slot_bounds=tree_lib.write(tree.slot_bounds, rows.slot_bounds, index),
+      entropy=tree_lib.write(tree.entropy, rows.entropy, index))
 
 
 def _write_root(tree: Tree, expansion: Expansion, rows: NodeRows) -> Tree:

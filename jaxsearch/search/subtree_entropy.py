@@ -8,24 +8,26 @@ import jax
 import jax.numpy as jnp
 
 from jaxsearch import entropy as entropy_lib
+from jaxsearch import tree as tree_lib
 from jaxsearch.search.config import SearchConfig
 from jaxsearch.search.descent import Path
 from jaxsearch.selection.base import NodeView
-from jaxsearch.tree import UNEXPANDED, Tree
+from jaxsearch.tree import UNEXPANDED, EntropyStats, Tree
 
 
 def _node_entropy(legal, visits, values, logits, node_visits, node_value, terminal, has_chance,
                   probs, kids, kid_entropy, kid_leaves, kid_closed, *, config: SearchConfig):
   """``(H, K, closed)`` of one node from its ``[K]`` slot rows and its children's ``[K, O]``
-  statistics, under ``config.entropy_policy``'s playout policy."""
+  statistics, under ``config.entropy.policy``'s playout policy."""
   view = NodeView(visits=node_visits, value=node_value, child_visits=visits,
                   child_values=values, prior_logits=logits, action_values=values,
                   legal=legal, depth=jnp.int32(0), debiased_values=values,
                   value_variance=values, upper_bounds=values)
-  probs_policy = entropy_lib.playout_policy(view, config.entropy_policy, config.entropy_pibar_c)
+  options = config.entropy
+  probs_policy = entropy_lib.playout_policy(view, options.policy, options.pibar_c)
   edge = entropy_lib.edge_stats(has_chance, probs, kids, kid_entropy, kid_leaves, kid_closed)
   return entropy_lib.node_stats(probs_policy, legal, terminal, *edge,
-                                mode=config.subtree_entropy)
+                                mode=options.kind)
 
 
 def _level_entropy(tree: Tree, path: Path, node, row, depth, child_h, child_k, child_c, *,
@@ -33,9 +35,10 @@ def _level_entropy(tree: Tree, path: Path, node, row, depth, child_h, child_k, c
   """``(H, K, closed)`` ``[B]`` of the path nodes ``node[B]`` at ``row[B]``: the path child
   (below every level but the deepest) takes the carried statistics ``child_*``."""
   rows = jnp.arange(tree.batch_size)
-  chance = tree.slot_chance[rows, node]
+  slots, nodes = tree.slots, tree.nodes
+  chance = slots.chance[rows, node]
   safe_chance = jnp.maximum(chance, 0)
-  kids = jnp.where((chance >= 0)[:, :, None], tree.chance_child[rows[:, None], safe_chance],
+  kids = jnp.where((chance >= 0)[:, :, None], tree.chance.child[rows[:, None], safe_chance],
                    UNEXPANDED)
   safe_kids = jnp.maximum(kids, 0)
   carried = ((jnp.arange(tree.num_slots) == path.slots[rows, row][:, None])[:, :, None] &
@@ -46,11 +49,11 @@ def _level_entropy(tree: Tree, path: Path, node, row, depth, child_h, child_k, c
     return jnp.where(carried, value[:, None, None], field[rows[:, None, None], safe_kids])
 
   return jax.vmap(functools.partial(_node_entropy, config=config))(
-      tree.slot_legal[rows, node], tree.slot_visits[rows, node], tree.slot_value[rows, node],
-      tree.slot_prior_logits[rows, node], tree.node_visits[rows, node],
-      tree.node_value[rows, node], tree.node_terminal[rows, node], chance >= 0,
-      tree.chance_prob[rows[:, None], safe_chance], kids, kid(tree.node_entropy, child_h),
-      kid(tree.node_leaves, child_k), kid(tree.node_closed, child_c))
+      slots.legal[rows, node], slots.visits[rows, node], slots.value[rows, node],
+      slots.prior_logits[rows, node], nodes.visits[rows, node], nodes.value[rows, node],
+      nodes.terminal[rows, node], chance >= 0, tree.chance.prob[rows[:, None], safe_chance],
+      kids, kid(tree.entropy.entropy, child_h), kid(tree.entropy.leaves, child_k),
+      kid(tree.entropy.closed, child_c))
 
 
 def _entropy_update(tree: Tree, path: Path, config: SearchConfig) -> Tree:
@@ -92,7 +95,5 @@ def _entropy_update(tree: Tree, path: Path, config: SearchConfig) -> Tree:
   *_, out_h, out_k, out_c = jax.lax.while_loop(lambda carry: jnp.any(carry[0] > 0), body, init)
   on_path = jnp.arange(depth_limit + 1)[None, :] <= path.length[:, None]
   ids = jnp.where(on_path & (nodes >= 0), nodes, tree.max_nodes)
-  return tree.replace(
-      node_entropy=tree.node_entropy.at[rows[:, None], ids].set(out_h, mode="drop"),
-      node_leaves=tree.node_leaves.at[rows[:, None], ids].set(out_k, mode="drop"),
-      node_closed=tree.node_closed.at[rows[:, None], ids].set(out_c, mode="drop"))
+  return tree.replace(entropy=tree_lib.write(
+      tree.entropy, EntropyStats(entropy=out_h, leaves=out_k, closed=out_c), (rows[:, None], ids)))

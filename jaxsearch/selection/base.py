@@ -39,7 +39,7 @@ class NodeView:
     child_exploration: ``f32[K]`` E(s, a), the normalised entropy of the frontier-leaf
       distribution below each slot (ALGORITHMS.md §4; 1 for a subtree whose leaves are all
       terminal, 0 for an unexpanded slot or a single leaf), or ``None`` when the search keeps
-      no subtree entropy (``SearchConfig.subtree_entropy=None``).
+      no subtree entropy (``SearchConfig.entropy=None``).
   """
 
   visits: jax.Array

@@ -2,8 +2,8 @@
 
 ``argmax q̄(a) + c(N)·π(a)·sqrt(N) / (1 + n(a)·E(s, a))`` with ``E(s, a)`` the normalised
 entropy of the frontier-leaf distribution of the subtree below slot ``a``
-(``NodeView.child_exploration``, kept by the engine when ``SearchConfig.subtree_entropy`` is
-set; :mod:`jaxsearch.entropy`). ``E = 0`` for an unvisited slot and for a subtree with a single
+(``NodeView.child_exploration``, kept by the engine when ``SearchConfig.entropy`` is set;
+:mod:`jaxsearch.entropy`). ``E = 0`` for an unvisited slot and for a subtree with a single
 leaf (a forced reply): such a move keeps its unvisited-level bonus; ``E ≈ 1`` for uniform
 subtrees (plain PUCT) and ``E = 1`` for subtrees whose leaves are all terminal. Same visit
 convention and Q transform as :func:`jaxsearch.selection.puct`.
@@ -24,8 +24,8 @@ def exploration_fraction(view: NodeView) -> jax.Array:
   """``view.child_exploration`` or a clear error when the search keeps no subtree entropy."""
   if view.child_exploration is None:
     raise ValueError("entropy_puct reads NodeView.child_exploration: configure the search with "
-                     "SearchConfig.subtree_entropy='full' or 'one_level' "
-                     "(jaxsearch.policies.entropy_puct does)")
+                     "subtree_entropy='full' or 'one_level' (SearchConfig.entropy="
+                     "EntropyOptions(...); jaxsearch.policies.entropy_puct does)")
   return view.child_exploration
 
 

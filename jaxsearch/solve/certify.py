@@ -57,13 +57,13 @@ class _Certifier:
     self.puzzle = puzzle
     self.exact = puzzle.exact
     self.deadline = deadline  # ``time.monotonic()`` after which the exact search stops
-    self.states = jax.tree.map(take, trees.node_state)
-    self.node_upper = take(trees.node_upper).astype(np.float64)
-    self.node_terminal = take(trees.node_terminal)
-    self.slot_action = take(trees.slot_action)
-    self.slot_chance = take(trees.slot_chance)
-    self.chance_prob = take(trees.chance_prob)
-    self.chance_child = take(trees.chance_child)
+    self.states = jax.tree.map(take, trees.nodes.state)
+    self.node_upper = take(trees.bounds.upper).astype(np.float64)
+    self.node_terminal = take(trees.nodes.terminal)
+    self.slot_action = take(trees.slots.action)
+    self.slot_chance = take(trees.slots.chance)
+    self.chance_prob = take(trees.chance.prob)
+    self.chance_child = take(trees.chance.child)
     self.num_nodes = int(np.asarray(trees.num_nodes)[row])
     self._proven: dict[int, int] = {}  # node -> largest target shown to hold
     self._failed: dict[int, int] = {}  # node -> smallest target that did not certify
@@ -267,7 +267,7 @@ def _workers_skip_main():
 def _root_secrets(puzzle, trees, row: int) -> np.ndarray:
   """The secrets remaining at root ``row`` (indices)."""
   batch, index = _row_of(trees, row)
-  return _remaining(np.asarray(batch.node_state.remaining[index, 0]), len(puzzle.secrets))
+  return _remaining(np.asarray(batch.nodes.state.remaining[index, 0]), len(puzzle.secrets))
 
 
 def _one_tree(trees, row: int):

@@ -267,7 +267,7 @@ class _ExactTree:
     take = lambda x: np.asarray(x[row])  # noqa: E731
     self.oracle, self.greedy = oracle, greedy
     count = int(np.asarray(trees.num_nodes)[row])
-    self.states = jax.tree.map(lambda x: np.asarray(x[row])[:count], trees.node_state)
+    self.states = jax.tree.map(lambda x: np.asarray(x[row])[:count], trees.nodes.state)
     self.keys = _keys(self.states)
     self.legal = oracle.legal(self.states)
     optimistic = oracle.optimistic(self.states)
@@ -275,9 +275,9 @@ class _ExactTree:
     self.edges: list[dict[int, _Edge]] = [{} for _ in range(count)]
     self.outside: dict[tuple, Fraction] = {}  # optimistic bounds of next states not held
     greedy.explore(self.states)
-    slot_chance, slot_action = take(trees.slot_chance)[:count], take(trees.slot_action)[:count]
+    slot_chance, slot_action = take(trees.slots.chance)[:count], take(trees.slots.action)[:count]
     self._expand(np.argwhere(slot_chance >= 0), slot_action, slot_chance,
-                 take(trees.chance_child))
+                 take(trees.chance.child))
     self._best: dict[int, tuple[Fraction, Optional[int]]] = {}
     self._upper: dict[int, Fraction] = {}
 

@@ -78,11 +78,11 @@ def estimate_memory(problem, init, tables, key, roots) -> MemoryEstimate:
   of the trees it allocates (``jax.eval_shape``: nothing is computed)."""
   shapes = jax.eval_shape(init, tables, key, roots)
   trees = sum(int(np.prod(x.shape)) * x.dtype.itemsize for x in jax.tree.leaves(shapes))
-  nodes = int(shapes.node_visits.shape[0] * shapes.node_visits.shape[1])
+  nodes = int(shapes.nodes.visits.shape[0] * shapes.nodes.visits.shape[1])
   table_bytes = sum(int(np.asarray(x).nbytes)
                     for x in jax.tree.leaves(getattr(problem, "tables", None)))
-  from jaxsearch.search import SearchConfig
-  expand_chunk = SearchConfig.__dataclass_fields__["expand_chunk"].default
+  from jaxsearch.search import AvtsOptions
+  expand_chunk = AvtsOptions().expand_chunk
   # Regrowing the open trees holds the old rows, the fresh larger trees and the copy at once.
   working = 8 * 4 * expand_chunk * problem.game.num_actions + 3 * trees
   return MemoryEstimate(trees=trees, per_node=trees / max(nodes, 1), tables=2 * table_bytes,

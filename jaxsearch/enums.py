@@ -1,0 +1,82 @@
+"""The named modes of a search, as ``str`` enums (:class:`jaxsearch.search.SearchConfig`,
+:class:`jaxsearch.policies.Search`).
+
+Each is a ``str`` enum (:class:`enum.StrEnum`): a member equals, prints and serialises as its
+string (``Backup.BELLMAN == "bellman"``), so options may be given either way; a config turns
+strings into members once, when it is built (:func:`coerce`), and the code compares members
+only.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import TypeVar
+
+
+class OutcomeRule(enum.StrEnum):
+  """How the descent picks an outcome at a chance record.
+
+  ``BALANCED``: ``argmax p(o) / (n(o) + 1)`` (no randomness); ``SAMPLE``: ``o ~ p``; ``GAP``
+  (Bellman backup): the outcome whose child has the widest probability-weighted gap between
+  its optimistic and achievable bounds, ``BALANCED`` among ties.
+  """
+
+  BALANCED = "balanced"
+  SAMPLE = "sample"
+  GAP = "gap"
+
+
+class Backup(enum.StrEnum):
+  """``MEAN``: running means of sampled returns (AlphaZero, MuZero, UCT). ``BELLMAN``: AVTS's
+  Bellman backup over every outcome of an expanded action (ALGORITHMS.md §2)."""
+
+  MEAN = "mean"
+  BELLMAN = "bellman"
+
+
+class SubtreeEntropy(enum.StrEnum):
+  """The subtree entropy a search keeps (ALGORITHMS.md §4): ``FULL`` (chain rule over the
+  whole subtree) or ``ONE_LEVEL`` (a node's own playout-policy entropy)."""
+
+  FULL = "full"
+  ONE_LEVEL = "one_level"
+
+
+class EntropyPolicy(enum.StrEnum):
+  """The playout policy defining the subtree entropy's leaf distribution: ``PI_HAT``
+  ``π̂(a) = (1 + n(a)) / (|A| + N)`` or ``PIBAR`` (π̄, Grill et al. 2020)."""
+
+  PI_HAT = "pi_hat"
+  PIBAR = "pibar"
+
+
+class Variance(enum.StrEnum):
+  """The AVTS variance model of the debiased values (:mod:`jaxsearch.debias`): ``AVTS``
+  (squared changes of q̂3, drift-inflated; the default), ``CENTRED`` (the article's sample
+  variance of each bucket), ``REFERENCE`` (the reference code's) or ``OFF`` (σ² = 0)."""
+
+  AVTS = "avts"
+  REFERENCE = "reference"
+  CENTRED = "centred"
+  OFF = "off"
+
+
+class RootPolicy(enum.StrEnum):
+  """Where a search's action comes from: the root's ``VISITS`` or π̄ at the root (``PIBAR``,
+  Grill et al.'s ACT)."""
+
+  VISITS = "visits"
+  PIBAR = "pibar"
+
+
+E = TypeVar("E", bound=enum.Enum)
+
+
+def coerce(kind: type[E], value, name: str) -> E:
+  """``value`` (a member or its string) as a member of ``kind``; a ``ValueError`` naming
+  ``name`` and the valid values otherwise."""
+  try:
+    return kind(value)
+  except ValueError:
+    valid = ", ".join(repr(member.value) for member in kind)
+    raise ValueError(f"{name} must be one of {valid}, got {value!r}") from None
