@@ -4,7 +4,9 @@ A certificate (:func:`jaxsearch.solve.certify`) must show, at every node of a pr
 every guess which could still beat the target was searched. Near the leaves of a large proof
 the sets of remaining secrets are small, and there a bounded depth-first search settles the
 question outright: :meth:`ExactSolver.at_least` decides whether *no* policy finds a set of
-secrets in fewer than ``target`` guesses in total, exactly, in integers.
+secrets in fewer than ``target`` guesses in total, exactly, in integers. Where a tree's policy
+cannot be certified because it is not optimal, :meth:`ExactSolver.best_policy` returns the
+optimal one (every set's optimum is memoised with the guess that reaches it).
 
 The search is the classic one for Mastermind and Wordle (Knuth 1977; Koyama and Lai 1993;
 and the exhaustive Wordle solvers that proved 7920 / 3.421 for ``salet``): guesses are tried
