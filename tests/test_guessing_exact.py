@@ -148,3 +148,19 @@ def test_best_policy_plays_to_its_optimum_and_proves_below_it(game):
   # Out of time: no answer, and no proof either.
   late = guessing_exact.ExactSolver(_bounds(3, 3))
   assert late.best_policy(np.arange(27), below=1 << 40, deadline=0.0) is None
+
+
+@pytest.mark.parametrize("pegs,colours", [(3, 4), (4, 6)])
+def test_small_sets_pairwise_totals_equal_the_sorted_ones(pegs, colours):
+  """``action_totals`` counts distinct feedbacks pairwise (no sort) where the counting bound
+  is ``2n - 1``; both ways agree on every guess, up to the largest such set."""
+  bounds = _bounds(pegs, colours)
+  largest = bounds._linear_up_to
+  assert largest < bounds.table.shape[0]  # the sorted way takes over above it
+  rng = np.random.default_rng(pegs * colours)
+  for size in sorted({1, 2, 3, largest // 2, largest}):
+    secrets = np.sort(rng.choice(bounds.table.shape[0], size, replace=False))
+    small = bounds._small_action_totals(secrets)
+    sorted_ = bounds._sorted_action_totals(secrets)
+    for mine, theirs in zip(small, sorted_):
+      np.testing.assert_array_equal(mine, theirs)
