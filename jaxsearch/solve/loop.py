@@ -13,10 +13,12 @@ object with ``game``, ``estimator`` and, optionally, ``tables`` and ``bind`` (se
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from typing import Any, Callable, Optional
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from jaxsearch.game import Estimator, Game
@@ -89,9 +91,14 @@ def estimate_memory(problem, init, tables, key, roots) -> MemoryEstimate:
                         working=working, runtime=RUNTIME_BYTES, nodes=nodes)
 
 
-def _regrow(trees, fresh):
-  """``trees`` copied into the larger ``fresh`` trees (more nodes and chance records, same
-  batch): every index stays valid, the new entries are fresh."""
+@functools.partial(jax.jit, donate_argnums=(1,))
+def _regrow(trees, fresh, keep=None):
+  """``trees`` (their rows ``keep``, ``int[B']``; all when ``None``) copied into the larger
+  ``fresh`` trees (more nodes and chance records, ``B'`` rows): every index stays valid, the
+  new entries are fresh. ``fresh`` is donated, so the result takes its memory: a regrowth
+  holds the old trees and the new ones, not a third copy (nor a fourth for the kept rows)."""
+  if keep is not None:
+    trees = jax.tree.map(lambda x: x[keep], trees)
   return jax.tree.map(
       lambda new, old: new.at[tuple(slice(0, size) for size in old.shape)].set(old),
       fresh, trees)
@@ -201,8 +208,7 @@ class _Loop:
     ratio = max(max_nodes // max(self.options["max_chance"], 1), 1)
     self.init, self.step, self.proof_step = self.programs(
         max_nodes=larger, max_chance=max(larger // ratio, 1))
-    self.tree = _regrow(jax.tree.map(lambda x: x[keep], tree),
-                        self.init(self.tables, key, self.roots))
+    self.tree = _regrow(tree, self.init(self.tables, key, self.roots), jnp.asarray(keep))
     return True
 
   def final_trees(self):
