@@ -271,12 +271,15 @@ def _fixed_fields(expansion: Expansion, config: SearchConfig, num_actions: int) 
   return frozenset(fixed)
 
 
-def _set_node(tree: Tree, index, expansion: Expansion, rows: NodeRows, parent, depth) -> Tree:
+def _set_node(tree: Tree, index, expansion: Expansion, rows: NodeRows, parent, depth,
+              stats: bool = True) -> Tree:
   """Writes decision node(s) ``index`` of one (unbatched) tree from unbatched ``rows``:
   ``index`` is a scalar (rows unbatched) or ``[M]`` (rows ``[M, ...]``); out-of-range indices
-  are dropped."""
-  nodes = rows.nodes.replace(visits=1, parent=parent, depth=depth,
-                             terminal=expansion.terminal, state=expansion.state)
+  are dropped. ``stats=False`` leaves the node's visits and value to the caller (the
+  running-mean backup writes them in the scatters that update the path)."""
+  nodes = rows.nodes.replace(visits=1 if stats else None,
+                             value=rows.nodes.value if stats else None, parent=parent,
+                             depth=depth, terminal=expansion.terminal, state=expansion.state)
   return tree.replace(
       nodes=tree_lib.write(tree.nodes, nodes, index),
       slots=tree_lib.write(tree.slots, rows.slots, index),
