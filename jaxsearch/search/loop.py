@@ -132,7 +132,10 @@ def run(model: Model, config: SearchConfig, params, key, root_input,
     parents = path.nodes[batch_ids, last]
     slots = path.slots[batch_ids, last]
     parent_states = jax.tree.map(lambda x: x[batch_ids, parents], tree.nodes.state)
-    actions = tree.slots.action[batch_ids, parents, slots]
+    if config.slots_are_actions(model.num_actions):
+      actions = slots  # no gather
+    else:
+      actions = tree.slots.action[batch_ids, parents, slots]
     return backup(model, config, params, outcome_key, estimator_key, tree, path,
                   parent_states, actions)
 

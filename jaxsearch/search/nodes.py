@@ -100,7 +100,7 @@ def _slot_layout(clean: _Sanitised, action_bounds, config: SearchConfig,
   batch_size = legal.shape[0]
   num_slots = config.slots_for(num_actions)
   slot_valid = None
-  if num_slots == num_actions and not config.avts.widening:
+  if config.slots_are_actions(num_actions):
     slot_action = jnp.broadcast_to(jnp.arange(num_actions, dtype=jnp.int32),
                                    (batch_size, num_actions))
   else:
@@ -250,9 +250,8 @@ def _fixed_fields(expansion: Expansion, config: SearchConfig, num_actions: int) 
   put there, for every node, whatever the estimates (known at trace time). A node is only ever
   written where nothing was (the tree's entries past ``num_nodes`` are as allocated: ``reroot``
   clears them), so these writes can be skipped."""
-  identity = config.slots_for(num_actions) == num_actions and not config.avts.widening
   fixed = set()
-  if identity:
+  if config.slots_are_actions(num_actions):
     fixed.add("action")  # slot k is action k, as allocated
     if not config.bellman:  # every legal action has a slot: nothing is ever cut
       fixed.add("cut_upper")
