@@ -77,16 +77,15 @@ def _choose_outcome(probs, visits, key, rule, gaps=None):
 class _Cursor(NamedTuple):
   """The descent's loop carry: where each tree's walk stands (all ``[B]`` but the buffers).
 
-  ``node`` and its ``visits``, ``value`` and ``at_terminal`` (read when the walk moved onto it,
-  so that the leaf's are in hand when the loop stops); ``depth`` edges taken so far; ``steps``
+  ``node`` and ``at_terminal`` (read when the walk moved onto it; the node's visits and value
+  are read at the start of its level: carrying them too costs a select and a copy each per
+  level); ``depth`` edges taken so far; ``steps``
   ``i32[B, D, 8]`` one packed row per edge (slot, outcome, child, chance record, node visits,
   slot visits, and the node's and the slot's values as their f32 bits: one scatter per level
   for the whole row); ``go`` the walk continues.
   """
 
   node: jax.Array
-  visits: jax.Array
-  value: jax.Array
   at_terminal: jax.Array
   depth: jax.Array
   steps: jax.Array
@@ -172,7 +171,9 @@ def _descend_one_level(cursor: _Cursor, tree: Tree, root_logits, keys, root_scor
   outcome, records the edge in the path buffers and moves onto the child if it exists."""
   depth_limit = config.max_depth
   batch_ids = jnp.arange(tree.batch_size)
-  node, visits, value, at_terminal, depth, steps, go = cursor
+  node, at_terminal, depth, steps, go = cursor
+  visits = tree.nodes.visits[batch_ids, node]
+  value = tree.nodes.value[batch_ids, node]
   view = _node_view(tree, node, visits, value, depth, root_logits, config=config)
   child_visits, child_values = view.child_visits, view.child_values
   if keys is not None:
@@ -204,13 +205,10 @@ def _descend_one_level(cursor: _Cursor, tree: Tree, root_logits, keys, root_scor
   depth = depth + go.astype(jnp.int32)
   safe_child = jnp.maximum(child, 0)
   moving = go & (child >= 0)
-  # Read the next node's statistics now, so the leaf's are in hand when the loop stops.
   node = jnp.where(moving, child, node)
-  visits = jnp.where(moving, tree.nodes.visits[batch_ids, safe_child], visits)
-  value = jnp.where(moving, tree.nodes.value[batch_ids, safe_child], value)
   at_terminal = jnp.where(moving, tree.nodes.terminal[batch_ids, safe_child], at_terminal)
   go = moving & ~at_terminal & (depth < depth_limit)
-  return _Cursor(node, visits, value, at_terminal, depth, steps, go)
+  return _Cursor(node, at_terminal, depth, steps, go)
 
 
 def _root_cursor(tree: Tree, depth_limit: int) -> _Cursor:
@@ -219,8 +217,7 @@ def _root_cursor(tree: Tree, depth_limit: int) -> _Cursor:
   root_open = (tree.num_nodes > 0) & ~tree.nodes.terminal[:, 0] & ~tree.bounds.solved[:, 0]
   # Unwritten rows: -1 links and counts, 0.0 values (bits 0).
   empty_row = jnp.array([UNEXPANDED] * 6 + [0, 0], jnp.int32)
-  return _Cursor(jnp.zeros((batch_size,), jnp.int32), tree.nodes.visits[:, 0],
-                 tree.nodes.value[:, 0], ~root_open, jnp.zeros((batch_size,), jnp.int32),
+  return _Cursor(jnp.zeros((batch_size,), jnp.int32), ~root_open, jnp.zeros((batch_size,), jnp.int32),
                  jnp.broadcast_to(empty_row, (batch_size, depth_limit, 8)), root_open)
 
 
@@ -229,7 +226,9 @@ def _path_of(cursor: _Cursor, tree: Tree) -> Path:
   ends at its parent instead."""
   batch_size = tree.batch_size
   batch_ids = jnp.arange(batch_size)
-  _, leaf_visits, leaf_value, leaf_terminal, length, steps, _ = cursor
+  node, leaf_terminal, length, steps, _ = cursor
+  leaf_visits = tree.nodes.visits[batch_ids, node]
+  leaf_value = tree.nodes.value[batch_ids, node]
   values = jax.lax.bitcast_convert_type(steps[:, :, 6:], jnp.float32)
   nodes = jnp.concatenate([jnp.zeros((batch_size, 1), jnp.int32), steps[:, :, 2]], axis=1)
   slots = jnp.maximum(steps[:, :, 0], 0)
