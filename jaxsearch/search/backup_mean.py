@@ -48,18 +48,23 @@ def _returns(tree: Tree, path: Path, edge_chances, leaf_value) -> jax.Array:
 
 
 def _backup_one(tree: Tree, path: Path, edge_chances, leaf_value, returns) -> Tree:
-  """Running means of the returns for the nodes, slots and outcomes on one tree's path (the
-  new node was written whole by :func:`_expand_one`)."""
+  """Running means of the returns for the nodes, slots and outcomes on one tree's path.
+
+  The path's last node is the existing leaf or the node :func:`_expand_one` just created
+  (index ``num_nodes - 1``, visits 0 as allocated): that one gets visits 1 and the leaf value
+  here, in the same scatters as the path, rather than in writes of its own."""
   capacity = tree.nodes.visits.shape[0]
   depth_limit = path.slots.shape[0]
   on_path = jnp.arange(depth_limit) < path.length
   edge_nodes = jnp.maximum(path.nodes[:-1], 0)
-  existing_leaf = jnp.where(path.expand, capacity, path.nodes[path.length])
-  node_ids = jnp.concatenate([jnp.where(on_path, edge_nodes, capacity), existing_leaf[None]])
-  node_returns = jnp.concatenate([returns, leaf_value[None]])
-  counts = jnp.concatenate([path.node_visits, path.leaf_visits[None]]).astype(jnp.float32)
-  old_values = jnp.concatenate([path.node_values, path.leaf_value[None]])
-  means = (old_values * counts + node_returns) / (counts + 1.0)
+  leaf = jnp.where(path.expand, tree.num_nodes - 1, path.nodes[path.length])
+  node_ids = jnp.concatenate([jnp.where(on_path, edge_nodes, capacity), leaf[None]])
+  counts = path.node_visits.astype(jnp.float32)
+  leaf_count = path.leaf_visits.astype(jnp.float32)
+  leaf_mean = jnp.where(path.expand, leaf_value, (path.leaf_value * leaf_count + leaf_value) /
+                        (leaf_count + 1.0))
+  means = jnp.concatenate([(path.node_values * counts + returns) / (counts + 1.0),
+                           leaf_mean[None]])
   slot_rows = jnp.where(on_path, edge_nodes, capacity)
   slot_counts = path.slot_visits.astype(jnp.float32)
   slot_means = (path.slot_values * slot_counts + returns) / (slot_counts + 1.0)

@@ -227,6 +227,11 @@ class SearchConfig:
     """``K`` for a game with ``num_actions`` actions (``num_slots`` clamped to ``A``)."""
     return num_actions if self.num_slots is None else min(self.num_slots, num_actions)
 
+  def slots_are_actions(self, num_actions: int) -> bool:
+    """Slot ``k`` holds action ``k`` in every node (``K = A``, no widening): the slot layout
+    is the allocated one and is never written or looked up."""
+    return self.slots_for(num_actions) == num_actions and not self.avts.widening
+
   def for_model(self, model) -> SearchConfig:
     """This config with the sizes left to the game filled in (``max_nodes``, ``max_depth``;
     see the attributes) for ``model`` (:class:`~jaxsearch.model.Model`)."""

@@ -77,20 +77,18 @@ def _choose_outcome(probs, visits, key, rule, gaps=None):
 class _Cursor(NamedTuple):
   """The descent's loop carry: where each tree's walk stands (all ``[B]`` but the buffers).
 
-  ``node`` and its ``visits``, ``value`` and ``at_terminal`` (read when the walk moved onto it,
-  so that the leaf's are in hand when the loop stops); ``depth`` edges taken so far; ``steps``
-  ``i32[B, D, 6]`` one packed row per edge (slot, outcome, child, chance record, node visits,
-  slot visits) and ``values`` ``f32[B, D, 2]`` (node value, slot value); ``go`` the walk
-  continues.
+  ``node`` and ``at_terminal`` (read when the walk moved onto it; the node's visits and value
+  are read at the start of its level: carrying them too costs a select and a copy each per
+  level); ``depth`` edges taken so far; ``steps``
+  ``i32[B, D, 8]`` one packed row per edge (slot, outcome, child, chance record, node visits,
+  slot visits, and the node's and the slot's values as their f32 bits: one scatter per level
+  for the whole row); ``go`` the walk continues.
   """
 
   node: jax.Array
-  visits: jax.Array
-  value: jax.Array
   at_terminal: jax.Array
   depth: jax.Array
   steps: jax.Array
-  values: jax.Array
   go: jax.Array
 
 
@@ -108,25 +106,32 @@ def _exploration(tree: Tree, batch_ids, node) -> jax.Array:
 
 def _node_view(tree: Tree, node, visits, value, depth, root_logits, *,
                config: SearchConfig) -> NodeView:
-  """``[B]`` batched :class:`NodeView` of ``node[B]``: what the selection rule sees."""
+  """``[B]`` batched :class:`NodeView` of ``node[B]``: what the selection rule sees.
+  ``node=None`` is the root of every tree, read by static slices (which fuse into their
+  readers) rather than by gathers."""
   batch_ids = jnp.arange(tree.batch_size)
-  logits = tree.slots.prior_logits[batch_ids, node]
-  if config.root_noise is not None:
-    logits = jnp.where((node == 0)[:, None], root_logits, logits)
-  child_visits = tree.slots.visits[batch_ids, node]
-  child_values = tree.slots.value[batch_ids, node]
-  action_values = tree.slots.action_value[batch_ids, node]
-  legal = tree.slots.legal[batch_ids, node]
+  if node is None:
+    at = lambda field: field[:, 0]  # noqa: E731
+    logits = root_logits if config.root_noise is not None else at(tree.slots.prior_logits)
+  else:
+    at = lambda field: field[batch_ids, node]  # noqa: E731
+    logits = at(tree.slots.prior_logits)
+    if config.root_noise is not None:
+      logits = jnp.where((node == 0)[:, None], root_logits, logits)
+  child_visits = at(tree.slots.visits)
+  child_values = at(tree.slots.value)
+  action_values = at(tree.slots.action_value)
+  legal = at(tree.slots.legal)
   if config.avts.widening and not config.selection.sees_inactive:
-    legal = legal & (jnp.arange(tree.num_slots) <
-                     tree.nodes.num_active[batch_ids, node][:, None])
+    legal = legal & (jnp.arange(tree.num_slots) < at(tree.nodes.num_active)[:, None])
+  node_ids = jnp.zeros_like(batch_ids) if node is None else node
   if config.bellman:
-    solved = tree.slot_bounds.solved[batch_ids, node]
+    solved = at(tree.slot_bounds.solved)
     legal = legal & ~solved
     debiased, variance = jax.vmap(functools.partial(slot_estimates, config=config))(
-        node_stats(tree, batch_ids, node), child_values, child_visits, solved,
-        tree.nodes.num_active[batch_ids, node])
-    upper = tree.slot_bounds.upper[batch_ids, node]
+        node_stats(tree, batch_ids, node_ids), child_values, child_visits, solved,
+        at(tree.nodes.num_active))
+    upper = at(tree.slot_bounds.upper)
   else:
     debiased = jnp.where(child_visits > 0, child_values, action_values)
     variance = jnp.zeros_like(child_values)
@@ -135,7 +140,7 @@ def _node_view(tree: Tree, node, visits, value, depth, root_logits, *,
       visits=visits, value=value, child_visits=child_visits, child_values=child_values,
       prior_logits=logits, action_values=action_values, legal=legal, depth=depth,
       debiased_values=debiased, value_variance=variance, upper_bounds=upper,
-      child_exploration=(_exploration(tree, batch_ids, node)
+      child_exploration=(_exploration(tree, batch_ids, node_ids)
                          if config.entropy is not None else None))
 
 
@@ -166,7 +171,9 @@ def _descend_one_level(cursor: _Cursor, tree: Tree, root_logits, keys, root_scor
   outcome, records the edge in the path buffers and moves onto the child if it exists."""
   depth_limit = config.max_depth
   batch_ids = jnp.arange(tree.batch_size)
-  node, visits, value, at_terminal, depth, steps, values, go = cursor
+  node, at_terminal, depth, steps, go = cursor
+  visits = tree.nodes.visits[batch_ids, node]
+  value = tree.nodes.value[batch_ids, node]
   view = _node_view(tree, node, visits, value, depth, root_logits, config=config)
   child_visits, child_values = view.child_visits, view.child_values
   if keys is not None:
@@ -187,34 +194,31 @@ def _descend_one_level(cursor: _Cursor, tree: Tree, root_logits, keys, root_scor
     outcome = _outcomes(tree, chance, outcome_keys, config=config)
   child = jnp.where(chance >= 0, tree.chance.child[batch_ids, safe_chance, outcome],
                     UNEXPANDED)
-  # One packed int row and one float row per edge; finished trees write out of range.
+  # One packed row per edge; finished trees write out of range.
   row = jnp.where(go, depth, depth_limit)
   slot_visits = jnp.take_along_axis(child_visits, slot[:, None], axis=1)[:, 0]
   slot_value = jnp.take_along_axis(child_values, slot[:, None], axis=1)[:, 0]
-  steps = steps.at[batch_ids, row].set(
-      jnp.stack([slot, outcome, child, chance, visits, slot_visits], axis=-1), mode="drop")
-  values = values.at[batch_ids, row].set(jnp.stack([value, slot_value], axis=-1),
-                                         mode="drop")
+  bits = jax.lax.bitcast_convert_type(jnp.stack([value, slot_value], axis=-1), jnp.int32)
+  steps = steps.at[batch_ids, row].set(jnp.concatenate(
+      [jnp.stack([slot, outcome, child, chance, visits, slot_visits], axis=-1), bits], axis=-1),
+      mode="drop")
   depth = depth + go.astype(jnp.int32)
   safe_child = jnp.maximum(child, 0)
   moving = go & (child >= 0)
-  # Read the next node's statistics now, so the leaf's are in hand when the loop stops.
   node = jnp.where(moving, child, node)
-  visits = jnp.where(moving, tree.nodes.visits[batch_ids, safe_child], visits)
-  value = jnp.where(moving, tree.nodes.value[batch_ids, safe_child], value)
   at_terminal = jnp.where(moving, tree.nodes.terminal[batch_ids, safe_child], at_terminal)
   go = moving & ~at_terminal & (depth < depth_limit)
-  return _Cursor(node, visits, value, at_terminal, depth, steps, values, go)
+  return _Cursor(node, at_terminal, depth, steps, go)
 
 
 def _root_cursor(tree: Tree, depth_limit: int) -> _Cursor:
   """Every walk at its root; a tree whose root is empty, terminal or solved does not walk."""
   batch_size = tree.batch_size
   root_open = (tree.num_nodes > 0) & ~tree.nodes.terminal[:, 0] & ~tree.bounds.solved[:, 0]
-  return _Cursor(jnp.zeros((batch_size,), jnp.int32), tree.nodes.visits[:, 0],
-                 tree.nodes.value[:, 0], ~root_open, jnp.zeros((batch_size,), jnp.int32),
-                 jnp.full((batch_size, depth_limit, 6), UNEXPANDED, jnp.int32),
-                 jnp.zeros((batch_size, depth_limit, 2), jnp.float32), root_open)
+  # Unwritten rows: -1 links and counts, 0.0 values (bits 0).
+  empty_row = jnp.array([UNEXPANDED] * 6 + [0, 0], jnp.int32)
+  return _Cursor(jnp.zeros((batch_size,), jnp.int32), ~root_open, jnp.zeros((batch_size,), jnp.int32),
+                 jnp.broadcast_to(empty_row, (batch_size, depth_limit, 8)), root_open)
 
 
 def _path_of(cursor: _Cursor, tree: Tree) -> Path:
@@ -222,7 +226,10 @@ def _path_of(cursor: _Cursor, tree: Tree) -> Path:
   ends at its parent instead."""
   batch_size = tree.batch_size
   batch_ids = jnp.arange(batch_size)
-  _, leaf_visits, leaf_value, leaf_terminal, length, steps, values, _ = cursor
+  node, leaf_terminal, length, steps, _ = cursor
+  leaf_visits = tree.nodes.visits[batch_ids, node]
+  leaf_value = tree.nodes.value[batch_ids, node]
+  values = jax.lax.bitcast_convert_type(steps[:, :, 6:], jnp.float32)
   nodes = jnp.concatenate([jnp.zeros((batch_size, 1), jnp.int32), steps[:, :, 2]], axis=1)
   slots = jnp.maximum(steps[:, :, 0], 0)
   outcomes = jnp.maximum(steps[:, :, 1], 0)
@@ -272,7 +279,7 @@ def _select(tree: Tree, root_logits, keys, *, config: SearchConfig,
   if config.root_selection is not None:
     zeros = jnp.zeros((tree.batch_size,), jnp.int32)
     root_scores = jax.vmap(config.root_selection.score)(
-        _node_view(tree, zeros, tree.nodes.visits[:, 0], tree.nodes.value[:, 0], zeros,
+        _node_view(tree, None, tree.nodes.visits[:, 0], tree.nodes.value[:, 0], zeros,
                    root_logits, config=config),
         root_context)
 

@@ -16,7 +16,8 @@ from jaxsearch.tree import UNEXPANDED, ChanceRecords, Tree
 def _expand_one(tree: Tree, path: Path, expansion: Expansion, rows: NodeRows,
                 probs) -> tuple[Tree, jax.Array]:
   """Writes the expanded edge (chance record, reward, discount, child) and the new node of one
-  tree; returns it with ``i32[D]``, each path edge's chance record."""
+  tree, but for its visits and value (:func:`~jaxsearch.search.backup_mean._backup_one`
+  writes those); returns it with ``i32[D]``, each path edge's chance record."""
   capacity = tree.nodes.visits.shape[0]
   depth_limit = path.slots.shape[0]
   length, expand, new_chance = path.length, path.expand, path.new_chance
@@ -32,7 +33,7 @@ def _expand_one(tree: Tree, path: Path, expansion: Expansion, rows: NodeRows,
 
   edge_chances = jnp.maximum(jnp.where(
       (jnp.arange(depth_limit) == last) & new_chance, tree.num_chance, path.chances), 0)
-  tree = _set_node(tree, write_node, expansion, rows, parent, length)
+  tree = _set_node(tree, write_node, expansion, rows, parent, length, stats=False)
   chance = tree_lib.write(tree.chance, tree_lib.rows(ChanceRecords, node=parent, prob=probs),
                           drop_chance)
   chance = tree_lib.write(chance, tree_lib.rows(

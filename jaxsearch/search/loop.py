@@ -98,7 +98,6 @@ def run(model: Model, config: SearchConfig, params, key, root_input,
   root_key, noise_key, loop_key = jax.random.split(key, 3)
   tree = init_tree(model, config, params, root_key, root_input, tree)
   batch_size = tree.batch_size
-  batch_ids = jnp.arange(batch_size)
   root_logits = tree.slots.prior_logits[:, 0]
   if config.root_noise is not None:
     root_logits = jax.vmap(_root_noise_logits, in_axes=(0, 0, 0, None, None))(
@@ -128,12 +127,21 @@ def run(model: Model, config: SearchConfig, params, key, root_input,
     # Ties the tree's later reads and in-place writes to after the descent, so that XLA
     # updates the buffers the descent read instead of copying them (see _select).
     path, tree = jax.lax.optimization_barrier((path, tree))
-    last = jnp.maximum(path.length - 1, 0)
-    parents = path.nodes[batch_ids, last]
-    slots = path.slots[batch_ids, last]
-    parent_states = jax.tree.map(lambda x: x[batch_ids, parents], tree.nodes.state)
-    actions = tree.slots.action[batch_ids, parents, slots]
+    parent_states, actions = _last_edge(tree, path, config, model.num_actions)
     return backup(model, config, params, outcome_key, estimator_key, tree, path,
                   parent_states, actions)
 
   return jax.lax.fori_loop(0, config.num_simulations, simulate, tree)
+
+
+def _last_edge(tree: Tree, path, config: SearchConfig, num_actions: int):
+  """``(parent states [B, ...], actions i32[B])`` of each path's last edge, the one the
+  simulation expands."""
+  batch_ids = jnp.arange(tree.batch_size)
+  last = jnp.maximum(path.length - 1, 0)
+  parents = path.nodes[batch_ids, last]
+  slots = path.slots[batch_ids, last]
+  parent_states = jax.tree.map(lambda x: x[batch_ids, parents], tree.nodes.state)
+  if config.slots_are_actions(num_actions):
+    return parent_states, slots  # slot k holds action k: no gather
+  return parent_states, tree.slots.action[batch_ids, parents, slots]

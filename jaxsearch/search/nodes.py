@@ -100,7 +100,7 @@ def _slot_layout(clean: _Sanitised, action_bounds, config: SearchConfig,
   batch_size = legal.shape[0]
   num_slots = config.slots_for(num_actions)
   slot_valid = None
-  if num_slots == num_actions and not config.avts.widening:
+  if config.slots_are_actions(num_actions):
     slot_action = jnp.broadcast_to(jnp.arange(num_actions, dtype=jnp.int32),
                                    (batch_size, num_actions))
   else:
@@ -228,22 +228,57 @@ def _node_rows(expansion: Expansion, config: SearchConfig, num_actions: int) -> 
   if config.entropy is not None:
     entropy = tree_lib.EntropyStats(*entropy_lib.fresh_node(
         slot_legal, gather(clean.logits), expansion.terminal, config.entropy.policy))
+  # Fields that always hold their allocated value under this config and model are left
+  # ``None`` (not written): each write is a kernel per simulation.
+  fixed = _fixed_fields(expansion, config, num_actions)
+  keep = lambda name, value: None if name in fixed else value  # noqa: E731
   return NodeRows(
       nodes=tree_lib.rows(tree_lib.NodeStats, value=node_value, raw_value=clean.value,
-                          num_active=num_active),
-      slots=tree_lib.rows(tree_lib.SlotStats, action=slot_action, legal=slot_legal,
-                          prior_logits=gather(clean.logits), action_value=slot_action_value,
-                          value=slot_value),
-      bounds=tree_lib.rows(tree_lib.BoundStats, bound=bound, upper=upper, cut_upper=cut_upper),
+                          num_active=keep("num_active", num_active)),
+      slots=tree_lib.rows(tree_lib.SlotStats, action=keep("action", slot_action),
+                          legal=slot_legal,
+                          prior_logits=keep("prior_logits", gather(clean.logits)),
+                          action_value=keep("action_value", slot_action_value),
+                          value=keep("slot_value", slot_value)),
+      bounds=tree_lib.rows(tree_lib.BoundStats, bound=keep("bound", bound),
+                           upper=keep("upper", upper), cut_upper=keep("cut_upper", cut_upper)),
       bad=bad, slot_bounds=slot_bounds, entropy=entropy)
 
 
-def _set_node(tree: Tree, index, expansion: Expansion, rows: NodeRows, parent, depth) -> Tree:
+def _fixed_fields(expansion: Expansion, config: SearchConfig, num_actions: int) -> frozenset:
+  """Names of the :class:`NodeRows` fields that equal what :func:`jaxsearch.tree.allocate`
+  put there, for every node, whatever the estimates (known at trace time). A node is only ever
+  written where nothing was (the tree's entries past ``num_nodes`` are as allocated: ``reroot``
+  clears them), so these writes can be skipped."""
+  fixed = set()
+  if config.slots_are_actions(num_actions):
+    fixed.add("action")  # slot k is action k, as allocated
+    if not config.bellman:  # every legal action has a slot: nothing is ever cut
+      fixed.add("cut_upper")
+  if not config.avts.widening:
+    fixed.add("num_active")  # K
+  if not config.bellman:
+    fixed.add("slot_value")  # Q starts at 0
+  if expansion.estimate.prior_logits is None:
+    fixed.add("prior_logits")  # 0
+  if expansion.estimate.action_values is None:
+    fixed.add("action_value")  # 0
+  if expansion.pessimistic is None:
+    fixed.add("bound")  # 0
+  if expansion.optimistic is None:
+    fixed.add("upper")  # NO_UPPER
+  return frozenset(fixed)
+
+
+def _set_node(tree: Tree, index, expansion: Expansion, rows: NodeRows, parent, depth,
+              stats: bool = True) -> Tree:
   """Writes decision node(s) ``index`` of one (unbatched) tree from unbatched ``rows``:
   ``index`` is a scalar (rows unbatched) or ``[M]`` (rows ``[M, ...]``); out-of-range indices
-  are dropped."""
-  nodes = rows.nodes.replace(visits=1, parent=parent, depth=depth,
-                             terminal=expansion.terminal, state=expansion.state)
+  are dropped. ``stats=False`` leaves the node's visits and value to the caller (the
+  running-mean backup writes them in the scatters that update the path)."""
+  nodes = rows.nodes.replace(visits=1 if stats else None,
+                             value=rows.nodes.value if stats else None, parent=parent,
+                             depth=depth, terminal=expansion.terminal, state=expansion.state)
   return tree.replace(
       nodes=tree_lib.write(tree.nodes, nodes, index),
       slots=tree_lib.write(tree.slots, rows.slots, index),
