@@ -52,52 +52,54 @@ class ExactSolver:
     self._work = 0
     self._deadline: Optional[float] = None
 
+  def _bounded(self, secrets, question, fallback, deadline: Optional[float] = None):
+    """``question(sorted secrets)`` within the work cap (or, with ``deadline``, until then
+    instead), or ``fallback`` where the set is larger than ``max_secrets`` or the search
+    runs out: the one way every public question is asked."""
+    secrets = np.sort(np.asarray(secrets, np.int64))
+    if len(secrets) > self.max_secrets:
+      return fallback
+    saved = self.max_work
+    self._work, self._deadline = 0, deadline
+    if deadline is not None:
+      self.max_work = 1 << 62
+    try:
+      return question(secrets)
+    except OutOfWork:
+      return fallback
+    finally:
+      self.max_work, self._deadline = saved, None
+
   def at_least(self, secrets: np.ndarray, target: int) -> bool:
     """Whether every policy needs at least ``target`` guesses in total to find each of
     ``secrets`` (``int[n]``, indices into the table's rows). False also where the set is
-    larger than ``max_secrets`` or the search would exceed ``max_work``."""
-    secrets = np.sort(np.asarray(secrets, np.int64))
+    larger than ``max_secrets`` (then only the counting bound decides) or the search would
+    exceed ``max_work``."""
     if len(secrets) > self.max_secrets:
       return target <= self.bounds.node_total(len(secrets))
-    self._work = 0
-    try:
-      return self._solve(secrets, target) >= target
-    except OutOfWork:
-      return False
+    return self._bounded(secrets, lambda s: self._solve(s, target) >= target, False)
 
   def guess_at_least(self, secrets: np.ndarray, guess: int, target: int) -> bool:
     """Whether every policy that opens with ``guess`` on ``secrets`` needs at least
     ``target`` guesses in total. False also where the set is larger than ``max_secrets``
     or the search would exceed ``max_work``."""
-    secrets = np.sort(np.asarray(secrets, np.int64))
-    if len(secrets) > self.max_secrets:
-      return False
-    self._work = 0
-    try:
-      return self._guess_total(secrets, int(guess), target) >= target
-    except OutOfWork:
-      return False
+    return self._bounded(
+        secrets, lambda s: self._guess_total(s, int(guess), target) >= target, False)
 
   def optimum_within(self, secrets: np.ndarray) -> int | None:
     """The exact optimal total of ``secrets`` if the search finds it within ``max_work``
     (and the set is not larger than ``max_secrets``), else ``None``."""
-    secrets = np.sort(np.asarray(secrets, np.int64))
-    if len(secrets) > self.max_secrets:
-      return None
-    self._work = 0
-    try:
-      return self._solve(secrets, 1 << 62)
-    except OutOfWork:
-      return None
+    return self._bounded(secrets, lambda s: self._solve(s, 1 << 62), None)
 
   def optimum(self, secrets: np.ndarray) -> int:
-    """The exact optimal total of ``secrets`` (no work cap; for small sets and tests)."""
-    secrets = np.sort(np.asarray(secrets, np.int64))
-    saved, self.max_work = self.max_work, 1 << 62
+    """The exact optimal total of ``secrets`` (no work cap, no size cap; for small sets and
+    tests)."""
+    saved_secrets, self.max_secrets = self.max_secrets, 1 << 62
     try:
-      return self._solve(secrets, 1 << 62)
+      return self._bounded(secrets, lambda s: self._solve(s, 1 << 62), None,
+                           deadline=float("inf"))
     finally:
-      self.max_work = saved
+      self.max_secrets = saved_secrets
 
   def best_policy(self, secrets: np.ndarray, below: int,
                   deadline: Optional[float] = None) -> Optional[tuple[int, Optional[dict]]]:
@@ -110,20 +112,10 @@ class ExactSolver:
     * ``None`` — the search could not tell by ``deadline`` (``time.monotonic()``; no work
       cap then), within ``max_work``, or the set is larger than ``max_secrets``.
     """
-    secrets = np.sort(np.asarray(secrets, np.int64))
-    if len(secrets) > self.max_secrets:
-      return None
-    self._work, self._deadline = 0, deadline
-    saved = self.max_work
-    if deadline is not None:
-      self.max_work = 1 << 62
-    try:
-      total = self._solve(secrets, below)
-    except OutOfWork:
-      return None
-    finally:
-      self.max_work, self._deadline = saved, None
-    return (total, None) if total >= below else (total, self._policy(secrets))
+    def question(sorted_secrets):
+      total = self._solve(sorted_secrets, below)
+      return (total, None) if total >= below else (total, self._policy(sorted_secrets))
+    return self._bounded(secrets, question, None, deadline)
 
   def _policy(self, secrets: np.ndarray) -> dict:
     """The memoised optimal policy of a set whose optimum :meth:`_solve` found."""
