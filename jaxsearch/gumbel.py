@@ -85,7 +85,7 @@ def sequential_halving_table(max_num_considered: int, num_simulations: int) -> n
 # ---- Completed Q and the improved policy ------------------------------------------------------
 
 def mixed_value(raw_value, prior_logits: jax.Array, q: jax.Array, visits: jax.Array,
-                legal: jax.Array) -> jax.Array:
+                legal: jax.Array, prior_probs: Optional[jax.Array] = None) -> jax.Array:
   """``f32[]`` v_mix = (v̂ + N·Σ_vis π(a) q(a) / Σ_vis π(a)) / (1 + N) (Danihelka et al.
   2022), the value estimate that completes Q for unvisited actions.
 
@@ -95,6 +95,7 @@ def mixed_value(raw_value, prior_logits: jax.Array, q: jax.Array, visits: jax.Ar
     q: ``f32[K]`` Q(s, a) (read only where visited).
     visits: ``i32[K]`` n(a); ``N = Σ n`` over legal slots.
     legal: ``bool[K]``.
+    prior_probs: ``f32[K]`` π when already known (``NodeView.prior_probs``), else ``None``.
   Returns:
     v̂ when nothing is visited. Visited slots whose prior underflows to 0 keep the tiniest
     positive weight, so the average stays defined (then it is their plain mean).
@@ -102,7 +103,8 @@ def mixed_value(raw_value, prior_logits: jax.Array, q: jax.Array, visits: jax.Ar
   legal = jnp.asarray(legal, bool)
   visited = legal & (visits > 0)
   total = jnp.sum(jnp.where(visited, visits, 0)).astype(jnp.float32)
-  probs = masked_softmax(jnp.asarray(prior_logits, jnp.float32), legal)
+  probs = (masked_softmax(jnp.asarray(prior_logits, jnp.float32), legal)
+           if prior_probs is None else prior_probs)
   weights = jnp.where(visited, jnp.maximum(probs, jnp.finfo(jnp.float32).tiny), 0.0)
   weight_sum = jnp.sum(weights)
   safe_q = jnp.where(visited, jnp.asarray(q, jnp.float32), 0.0)
@@ -150,9 +152,11 @@ def sigma_scale(q: jax.Array, visits: jax.Array, c_visit: float = 50.0,
 
 def transformed_q(raw_value, prior_logits: jax.Array, q: jax.Array, visits: jax.Array,
                   legal: jax.Array, c_visit: float = 50.0, c_scale: float = 0.1,
-                  normalize: str = "legal") -> jax.Array:
-  """``f32[K]`` σ(rescale(completedQ)): the whole Q pipeline of one node, from v̂ and Q."""
-  v_mix = mixed_value(raw_value, prior_logits, q, visits, legal)
+                  normalize: str = "legal", prior_probs: Optional[jax.Array] = None
+                  ) -> jax.Array:
+  """``f32[K]`` σ(rescale(completedQ)): the whole Q pipeline of one node, from v̂ and Q
+  (``prior_probs`` as in :func:`mixed_value`)."""
+  v_mix = mixed_value(raw_value, prior_logits, q, visits, legal, prior_probs)
   completed = completed_q(q, visits, v_mix)
   return sigma_scale(rescale_q(completed, legal, normalize), visits, c_visit, c_scale)
 
@@ -222,7 +226,7 @@ def interior_policy(view: NodeView, c_visit: float = 50.0, c_scale: float = 0.1,
     all_visits = view.child_visits
     returns = jnp.where(all_visits > 0, all_visits.astype(jnp.float32) * view.child_values, 0.0)
     raw_value = view.visits.astype(jnp.float32) * view.value - jnp.sum(returns)
-  v_mix = mixed_value(raw_value, view.prior_logits, q, visits, legal)
+  v_mix = mixed_value(raw_value, view.prior_logits, q, visits, legal, view.prior_probs)
   completed = completed_q(q, visits, v_mix)
   return improved_policy(view.prior_logits, completed, visits, legal, c_visit, c_scale,
                          normalize)
@@ -260,7 +264,7 @@ def gumbel_interior_rule(c_visit: float = 50.0, c_scale: float = 0.1,
     visits = view.child_visits.astype(jnp.float32)
     return policy - visits / (1.0 + jnp.sum(visits))
 
-  return SelectionRule("gumbel_interior", score)
+  return SelectionRule("gumbel_interior", score, reads_prior_probs=True)
 
 
 def gumbel_root_rule(num_simulations: int, max_num_considered_actions: int = 16,
@@ -293,7 +297,7 @@ def gumbel_root_rule(num_simulations: int, max_num_considered_actions: int = 16,
     visits = jnp.where(legal, view.child_visits, 0)
     q = jnp.where(visits > 0, view.child_values, 0.0)
     sigma = transformed_q(context.raw_value, view.prior_logits, q, visits, legal, c_visit,
-                          c_scale, normalize)
+                          c_scale, normalize, view.prior_probs)
     num_considered = jnp.minimum(max_num_considered_actions, jnp.sum(legal))
     simulation = jnp.clip(context.simulation, 0, table.shape[1] - 1)
     considered = jnp.asarray(table)[num_considered, simulation]

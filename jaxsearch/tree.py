@@ -86,6 +86,9 @@ class SlotStats:
     value: f32, the tree's estimate Q(s, a) (running mean of returns, mover's view); with the
       Bellman backup q̂2, initialised to q̂1.
     chance: i32, the slot's chance record or ``-1`` while unexpanded.
+    prior_probs: f32, the softmax of ``prior_logits`` over the legal slots, computed when the
+      node is created; ``None`` unless the search keeps it
+      (``SearchConfig.keeps_prior_probs``).
   """
 
   action: jax.Array
@@ -95,6 +98,7 @@ class SlotStats:
   visits: jax.Array
   value: jax.Array
   chance: jax.Array
+  prior_probs: Optional[jax.Array] = None
 
 
 @struct.dataclass
@@ -261,6 +265,9 @@ def write(part, new, index):
   updates = {}
   for field in dataclasses.fields(new):
     value = getattr(new, field.name)
+    if value is not None and getattr(part, field.name) is None:
+      raise ValueError(f"rows for {type(part).__name__}.{field.name}, which the tree does "
+                       "not keep")
     if value is not None:
       updates[field.name] = jax.tree.map(
           lambda old, x: old.at[index].set(x, mode="drop"), getattr(part, field.name), value)
@@ -269,7 +276,8 @@ def write(part, new, index):
 
 def allocate(batch_size: int, max_nodes: int, num_slots: int, num_outcomes: int,
              state_example: Any, num_buckets: Optional[int] = None, slot_bounds: bool = False,
-             entropy: bool = False, max_chance: Optional[int] = None) -> Tree:
+             entropy: bool = False, max_chance: Optional[int] = None,
+             prior_probs: bool = False) -> Tree:
   """An empty batch of trees (``num_nodes == 0``).
 
   Args:
@@ -279,6 +287,7 @@ def allocate(batch_size: int, max_nodes: int, num_slots: int, num_outcomes: int,
     slot_bounds: keep the per-slot bounds (``tree.slot_bounds``, the Bellman backup's).
     entropy: keep the subtree-entropy statistics (``tree.entropy``).
     max_chance: ``C``, chance records per tree (``None``: ``N``).
+    prior_probs: keep each node's prior probabilities (``tree.slots.prior_probs``).
   """
   c = max_nodes if max_chance is None else max_chance
   for name, size in (("batch_size", batch_size), ("max_nodes", max_nodes),
@@ -305,7 +314,8 @@ def allocate(batch_size: int, max_nodes: int, num_slots: int, num_outcomes: int,
           action=jnp.broadcast_to(jnp.arange(k, dtype=i32), (b, n, k)),
           legal=full((n, k), False, bool), prior_logits=full((n, k), 0, f32),
           action_value=full((n, k), 0, f32), visits=full((n, k), 0, i32),
-          value=full((n, k), 0, f32), chance=full((n, k), UNEXPANDED, i32)),
+          value=full((n, k), 0, f32), chance=full((n, k), UNEXPANDED, i32),
+          prior_probs=full((n, k), 0, f32) if prior_probs else None),
       chance=ChanceRecords(
           node=full((c,), UNEXPANDED, i32), prob=full((c, o), 0, f32),
           reward=full((c, o), 0, f32), discount=full((c, o), 0, f32),
@@ -331,7 +341,7 @@ def empty_like(tree: Tree, batch_size: Optional[int] = None) -> Tree:
                   tree.num_slots, tree.num_outcomes,
                   jax.tree.map(lambda x: x[0, 0], tree.nodes.state), tree.num_buckets,
                   slot_bounds=tree.slot_bounds is not None, entropy=tree.entropy is not None,
-                  max_chance=tree.max_chance)
+                  max_chance=tree.max_chance, prior_probs=tree.slots.prior_probs is not None)
 
 
 def root_child(tree: Tree, action: jax.Array, outcome: jax.Array | int = 0) -> jax.Array:

@@ -147,3 +147,39 @@ def test_write_sets_the_given_fields_of_a_part_and_drops_out_of_range_rows():
   with pytest.raises(TypeError, match="no fields"):
     tree_lib.rows(tree_lib.SlotStats, visit=1)
   assert {f.name for f in dataclasses.fields(tree_lib.Tree)} >= set(tree_lib.NODE_PARTS)
+
+
+@pytest.mark.parametrize("rule,noise", [(js.selection.pibar_argmax_visits(), 0.0),
+                                        (js.selection.puct(), 0.25)])
+def test_kept_prior_probabilities_change_no_decision(rule, noise):
+  """A rule that reads the prior probabilities gets them kept per node under the running-mean
+  backup (computed once, at creation) rather than recomputed at every visit; the trees are
+  the same bit for bit as with the rule computing them (root noise included), and the kept
+  ones are the softmax of the stored logits over the legal slots."""
+  assert rule.reads_prior_probs
+  recomputing = dataclasses.replace(rule, reads_prior_probs=False)
+  key = jax.random.PRNGKey(5)
+  trees = []
+  for selection in (rule, recomputing):
+    config = js.SearchConfig(num_simulations=6, selection=selection,
+                             root_noise=js.RootNoise(fraction=noise) if noise else None)
+    search = js.policies.custom(SMALL.game, _estimator(), config=config)
+    assert search.config.keeps_prior_probs == selection.reads_prior_probs
+    trees.append(jax.jit(search)(None, key, SMALL.roots()).tree)
+  kept, computed = trees
+  assert computed.slots.prior_probs is None
+  np.testing.assert_array_equal(
+      kept.slots.prior_probs[:, :3], js.selection.masked_softmax(
+          kept.slots.prior_logits[:, :3], kept.slots.legal[:, :3]))
+  kept = kept.replace(slots=kept.slots.replace(prior_probs=None))
+  for x, y in zip(jax.tree.leaves(kept), jax.tree.leaves(computed), strict=True):
+    np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+  bellman = js.SearchConfig(num_simulations=2, selection=rule, backup=js.Backup.BELLMAN)
+  assert not bellman.keeps_prior_probs  # solved slots leave the selectable set
+
+
+def test_rows_for_a_field_the_part_does_not_keep_are_refused():
+  part = jax.tree.map(lambda x: x[0], tree_lib.allocate(1, 3, 2, 1, jnp.zeros(())).slots)
+  assert part.prior_probs is None
+  with pytest.raises(ValueError, match="SlotStats.prior_probs, which the tree does not keep"):
+    tree_lib.write(part, tree_lib.rows(tree_lib.SlotStats, prior_probs=jnp.ones((2,))), 0)

@@ -208,6 +208,22 @@ FLAT_PREFIX = {"nodes": "node_", "slots": "slot_", "chance": "chance_", "bounds"
                "slot_bounds": "slot_", "entropy": "node_", "debias": "node_bias_"}
 FLAT_NAME = {"entropy.entropy": "node_entropy", "debias.bias_mean": "node_bias_mean",
              "slot_bounds.bound": "slot_bound", "slot_bounds.upper": "slot_upper"}
+# Fields computed from other fields when a node is created, which the flat record did not
+# have: :func:`check_derived` pins them to what they are computed from instead.
+DERIVED = {"slots.prior_probs"}
+
+
+def check_derived(tree) -> None:
+  """Each kept prior probability is, bit for bit, the softmax of its node's stored logits over
+  its legal slots (what a rule would compute at every visit), on every allocated node."""
+  if tree.slots.prior_probs is None:
+    return
+  expected = js.selection.masked_softmax(tree.slots.prior_logits, tree.slots.legal)
+  allocated = np.arange(tree.max_nodes)[None, :] < np.asarray(tree.num_nodes)[:, None]
+  got, want = np.asarray(tree.slots.prior_probs), np.asarray(expected)
+  assert allocated.any()
+  np.testing.assert_array_equal(got[allocated], want[allocated])
+  assert not got[~allocated].any()
 
 
 def _placeholders(tree) -> dict:
@@ -238,6 +254,8 @@ def flat_fields(tree) -> dict:
       continue
     for field in dataclasses.fields(value) if value is not None else ():
       name = f"{part.name}.{field.name}"
+      if name in DERIVED:
+        continue
       out[FLAT_NAME.get(name, FLAT_PREFIX[part.name] + field.name)] = getattr(value, field.name)
   out.update(_placeholders(tree))
   return out
@@ -279,7 +297,10 @@ def _store(name: str, got: dict) -> None:
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_golden_tree(name):
-  got = digests(CASES[name]())
+  trees = CASES[name]()
+  for tree in trees.values():
+    check_derived(tree)
+  got = digests(trees)
   if REGENERATE:
     _store(name, got)
     return

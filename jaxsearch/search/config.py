@@ -223,6 +223,14 @@ class SearchConfig:
     """``C``: ``avts.max_chance``, or ``max_nodes`` by default."""
     return self.max_nodes if self.avts.max_chance is None else self.avts.max_chance
 
+  @property
+  def keeps_prior_probs(self) -> bool:
+    """Each node keeps the softmax of its prior logits over its legal slots
+    (``tree.slots.prior_probs``), computed once when it is created: the rule reads it and,
+    under the running-mean backup, a node's legal slots and logits never change (the Bellman
+    backup removes solved slots, widening adds slots)."""
+    return self.selection.reads_prior_probs and not self.bellman
+
   def slots_for(self, num_actions: int) -> int:
     """``K`` for a game with ``num_actions`` actions (``num_slots`` clamped to ``A``)."""
     return num_actions if self.num_slots is None else min(self.num_slots, num_actions)

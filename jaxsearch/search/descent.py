@@ -14,8 +14,24 @@ from jaxsearch import tree as tree_lib
 from jaxsearch.enums import OutcomeRule
 from jaxsearch.search.config import SearchConfig
 from jaxsearch.search.estimates import node_stats, slot_estimates
-from jaxsearch.selection.base import NodeView, RootContext, masked_argmax
+from jaxsearch.selection.base import NodeView, RootContext, masked_argmax, masked_softmax
 from jaxsearch.tree import UNEXPANDED, Tree
+
+
+class RootPrior(NamedTuple):
+  """The roots' prior as the descent sees it, ``[B, K]``: ``logits`` with any root noise mixed
+  in, and ``probs``, their softmax over the legal slots, where the tree keeps prior
+  probabilities and root noise changed them (else ``None``: the stored ones hold)."""
+
+  logits: jax.Array
+  probs: Optional[jax.Array]
+
+
+def root_prior(tree: Tree, logits: jax.Array, *, config: SearchConfig) -> RootPrior:
+  """:class:`RootPrior` of ``tree``'s roots for prior ``logits`` ``[B, K]`` (computed once per
+  search, not at every root visit)."""
+  noisy = config.root_noise is not None and config.keeps_prior_probs
+  return RootPrior(logits, masked_softmax(logits, tree.slots.legal[:, 0]) if noisy else None)
 
 
 @struct.dataclass
@@ -104,20 +120,28 @@ def _exploration(tree: Tree, batch_ids, node) -> jax.Array:
       at_kids.leaves, at_kids.closed)
 
 
-def _node_view(tree: Tree, node, visits, value, depth, root_logits, *,
+def _node_view(tree: Tree, node, visits, value, depth, root: RootPrior, *,
                config: SearchConfig) -> NodeView:
   """``[B]`` batched :class:`NodeView` of ``node[B]``: what the selection rule sees.
   ``node=None`` is the root of every tree, read by static slices (which fuse into their
   readers) rather than by gathers."""
   batch_ids = jnp.arange(tree.batch_size)
+  noisy = config.root_noise is not None
+  probs = None
   if node is None:
     at = lambda field: field[:, 0]  # noqa: E731
-    logits = root_logits if config.root_noise is not None else at(tree.slots.prior_logits)
+    logits = root.logits if noisy else at(tree.slots.prior_logits)
+    if config.keeps_prior_probs:
+      probs = root.probs if noisy else at(tree.slots.prior_probs)
   else:
     at = lambda field: field[batch_ids, node]  # noqa: E731
     logits = at(tree.slots.prior_logits)
-    if config.root_noise is not None:
-      logits = jnp.where((node == 0)[:, None], root_logits, logits)
+    if noisy:
+      logits = jnp.where((node == 0)[:, None], root.logits, logits)
+    if config.keeps_prior_probs:
+      probs = at(tree.slots.prior_probs)
+      if noisy:
+        probs = jnp.where((node == 0)[:, None], root.probs, probs)
   child_visits = at(tree.slots.visits)
   child_values = at(tree.slots.value)
   action_values = at(tree.slots.action_value)
@@ -141,7 +165,8 @@ def _node_view(tree: Tree, node, visits, value, depth, root_logits, *,
       prior_logits=logits, action_values=action_values, legal=legal, depth=depth,
       debiased_values=debiased, value_variance=variance, upper_bounds=upper,
       child_exploration=(_exploration(tree, batch_ids, node_ids)
-                         if config.entropy is not None else None))
+                         if config.entropy is not None else None),
+      prior_probs=probs)
 
 
 def _outcomes(tree: Tree, chance, outcome_keys, *, config: SearchConfig) -> jax.Array:
@@ -165,7 +190,7 @@ def _outcomes(tree: Tree, chance, outcome_keys, *, config: SearchConfig) -> jax.
       gaps)
 
 
-def _descend_one_level(cursor: _Cursor, tree: Tree, root_logits, keys, root_scores, *,
+def _descend_one_level(cursor: _Cursor, tree: Tree, root: RootPrior, keys, root_scores, *,
                        config: SearchConfig) -> _Cursor:
   """Every walking tree takes one edge: scores its node's slots, picks the slot and the
   outcome, records the edge in the path buffers and moves onto the child if it exists."""
@@ -174,7 +199,7 @@ def _descend_one_level(cursor: _Cursor, tree: Tree, root_logits, keys, root_scor
   node, at_terminal, depth, steps, go = cursor
   visits = tree.nodes.visits[batch_ids, node]
   value = tree.nodes.value[batch_ids, node]
-  view = _node_view(tree, node, visits, value, depth, root_logits, config=config)
+  view = _node_view(tree, node, visits, value, depth, root, config=config)
   child_visits, child_values = view.child_visits, view.child_values
   if keys is not None:
     step_keys = jax.vmap(jax.random.fold_in)(keys, depth)
@@ -252,7 +277,7 @@ def _path_of(cursor: _Cursor, tree: Tree) -> Path:
               leaf_value=leaf_value, leaf_terminal=leaf_terminal)
 
 
-def _select(tree: Tree, root_logits, keys, *, config: SearchConfig,
+def _select(tree: Tree, root: RootPrior, keys, *, config: SearchConfig,
             root_context: Optional[RootContext] = None) -> tuple[Path, Tree]:
   """Descends every tree of the batch from its root to the edge its simulation will expand.
 
@@ -267,7 +292,7 @@ def _select(tree: Tree, root_logits, keys, *, config: SearchConfig,
 
   Args:
     tree: ``[B, ...]`` trees.
-    root_logits: ``f32[B, K]`` root prior logits (Dirichlet noise mixed in).
+    root: the roots' prior (:func:`root_prior`, Dirichlet noise mixed in).
     keys: ``[B]`` keys for rules or outcome rules that draw, else ``None``.
     root_context: ``[B]`` batched :class:`RootContext` for ``config.root_selection``; the
       root rule is scored once, before the descent, and its scores replace the interior
@@ -280,12 +305,12 @@ def _select(tree: Tree, root_logits, keys, *, config: SearchConfig,
     zeros = jnp.zeros((tree.batch_size,), jnp.int32)
     root_scores = jax.vmap(config.root_selection.score)(
         _node_view(tree, None, tree.nodes.visits[:, 0], tree.nodes.value[:, 0], zeros,
-                   root_logits, config=config),
+                   root, config=config),
         root_context)
 
   def body(carry):
     cursor, tree = carry
-    return _descend_one_level(cursor, tree, root_logits, keys, root_scores,
+    return _descend_one_level(cursor, tree, root, keys, root_scores,
                               config=config), tree
 
   cursor, tree = jax.lax.while_loop(lambda carry: jnp.any(carry[0].go), body,

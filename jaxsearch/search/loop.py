@@ -15,7 +15,7 @@ from jaxsearch.search.backup_bellman import _bellman_simulation
 from jaxsearch.search.backup_mean import _mean_simulation
 from jaxsearch.enums import OutcomeRule
 from jaxsearch.search.config import SearchConfig
-from jaxsearch.search.descent import _select
+from jaxsearch.search.descent import _select, root_prior
 from jaxsearch.search.nodes import _node_rows, _root_noise_logits, _write_root
 from jaxsearch.selection.base import RootContext
 from jaxsearch.tree import Tree
@@ -41,7 +41,8 @@ def init_tree(model: Model, config: SearchConfig, params, key, root_input,
                             num_buckets=config.avts.num_buckets if config.bellman else None,
                             slot_bounds=config.bellman,
                             entropy=config.entropy is not None,
-                            max_chance=config.chance_capacity)
+                            max_chance=config.chance_capacity,
+                            prior_probs=config.keeps_prior_probs)
   fresh = jax.vmap(_write_root)(fresh, expansion, _node_rows(expansion, config, num_actions))
   if tree is None:
     return fresh
@@ -105,6 +106,7 @@ def run(model: Model, config: SearchConfig, params, key, root_input,
         config.root_noise.fraction, config.root_noise.alpha)
   needs_key = config.selection.needs_key or (
       model.num_outcomes > 1 and config.outcome_rule is OutcomeRule.SAMPLE)
+  root = root_prior(tree, root_logits, config=config)
   root_raw_value = tree.nodes.raw_value[:, 0]
   if config.root_selection is not None and root_noise is None:
     root_noise = draw_root_noise(config, jax.random.fold_in(noise_key, 1), batch_size,
@@ -122,7 +124,7 @@ def run(model: Model, config: SearchConfig, params, key, root_input,
       root_context = RootContext(noise=root_noise,
                                  simulation=jnp.full((batch_size,), sim, jnp.int32),
                                  raw_value=root_raw_value)
-    path, tree = _select(tree, root_logits, tree_keys, config=config,
+    path, tree = _select(tree, root, tree_keys, config=config,
                          root_context=root_context)
     # Ties the tree's later reads and in-place writes to after the descent, so that XLA
     # updates the buffers the descent read instead of copying them (see _select).

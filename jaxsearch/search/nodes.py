@@ -25,7 +25,8 @@ class NodeRows:
 
   Attributes:
     nodes: ``value``, ``raw_value`` ``f32[B]``, ``num_active`` ``i32[B]``.
-    slots: ``action``, ``legal``, ``prior_logits``, ``action_value``, ``value`` ``[B, K]``.
+    slots: ``action``, ``legal``, ``prior_logits``, ``action_value``, ``value``,
+      ``prior_probs`` (where kept) ``[B, K]``.
     bounds: ``bound``, ``upper``, ``cut_upper`` ``f32[B]`` (``cut_upper``: the best
       optimistic bound among legal actions that have no slot, ``BoundStats.cut_upper``).
     bad: ``bool[B]`` flags estimator output that was NaN/inf and was replaced.
@@ -211,6 +212,7 @@ def _node_rows(expansion: Expansion, config: SearchConfig, num_actions: int) -> 
     return jnp.take_along_axis(x, slot_action, axis=1)
 
   slot_legal = gather(clean.legal)
+  slot_logits = gather(clean.logits)
   if slot_valid is not None:
     slot_legal = slot_legal & slot_valid
   slot_action_value = jnp.where(slot_legal, gather(clean.action_values), 0.0)
@@ -227,7 +229,7 @@ def _node_rows(expansion: Expansion, config: SearchConfig, num_actions: int) -> 
         upper[:, None], slot_action.shape) if slot_upper is None else slot_upper)
   if config.entropy is not None:
     entropy = tree_lib.EntropyStats(*entropy_lib.fresh_node(
-        slot_legal, gather(clean.logits), expansion.terminal, config.entropy.policy))
+        slot_legal, slot_logits, expansion.terminal, config.entropy.policy))
   # Fields that always hold their allocated value under this config and model are left
   # ``None`` (not written): each write is a kernel per simulation.
   fixed = _fixed_fields(expansion, config, num_actions)
@@ -237,9 +239,11 @@ def _node_rows(expansion: Expansion, config: SearchConfig, num_actions: int) -> 
                           num_active=keep("num_active", num_active)),
       slots=tree_lib.rows(tree_lib.SlotStats, action=keep("action", slot_action),
                           legal=slot_legal,
-                          prior_logits=keep("prior_logits", gather(clean.logits)),
+                          prior_logits=keep("prior_logits", slot_logits),
                           action_value=keep("action_value", slot_action_value),
-                          value=keep("slot_value", slot_value)),
+                          value=keep("slot_value", slot_value),
+                          prior_probs=(masked_softmax(slot_logits, slot_legal)
+                                       if config.keeps_prior_probs else None)),
       bounds=tree_lib.rows(tree_lib.BoundStats, bound=keep("bound", bound),
                            upper=keep("upper", upper), cut_upper=keep("cut_upper", cut_upper)),
       bad=bad, slot_bounds=slot_bounds, entropy=entropy)

@@ -40,6 +40,10 @@ class NodeView:
       distribution below each slot (ALGORITHMS.md §4; 1 for a subtree whose leaves are all
       terminal, 0 for an unexpanded slot or a single leaf), or ``None`` when the search keeps
       no subtree entropy (``SearchConfig.entropy=None``).
+    prior_probs: ``f32[K]`` ``masked_softmax(prior_logits, legal)`` where the engine keeps it
+      per node (a rule with ``reads_prior_probs`` under the running-mean backup, without
+      widening: then neither input changes after the node is created), else ``None``. Read it
+      through :func:`prior_probabilities`.
   """
 
   visits: jax.Array
@@ -54,6 +58,15 @@ class NodeView:
   value_variance: jax.Array
   upper_bounds: jax.Array
   child_exploration: Optional[jax.Array] = None
+  prior_probs: Optional[jax.Array] = None
+
+
+def prior_probabilities(view: NodeView) -> jax.Array:
+  """``f32[K]`` the softmax of the node's prior logits over its selectable slots: the copy the
+  engine kept when the node was created, or computed here."""
+  if view.prior_probs is not None:
+    return view.prior_probs
+  return masked_softmax(view.prior_logits, view.legal)
 
 
 @struct.dataclass
@@ -97,12 +110,16 @@ class SelectionRule:
   the rule may pick any candidate slot, not only the active ones (``view.legal`` includes
   them); picking one activates every slot up to it. A rule that follows bounds needs this:
   a slot widening has not reached yet can hold the node's best optimistic bound.
+  ``reads_prior_probs``: the rule reads :func:`prior_probabilities`; where that cannot change
+  after a node is created, the engine computes it once per node instead of at every visit (a
+  softmax is several kernels of every level of every descent).
   """
 
   name: str
   score: Callable[[NodeView, Optional[jax.Array]], jax.Array]
   needs_key: bool = False
   sees_inactive: bool = False
+  reads_prior_probs: bool = False
 
 
 def masked_argmax(scores: jax.Array, legal: jax.Array) -> jax.Array:

@@ -16,7 +16,8 @@ from typing import Optional
 import jax
 import jax.numpy as jnp
 
-from jaxsearch.selection.base import NodeView, QTransform, SelectionRule, masked_softmax, q_minmax
+from jaxsearch.selection.base import (NodeView, QTransform, SelectionRule, prior_probabilities,
+                                      q_minmax)
 from jaxsearch.selection.puct import MUZERO_C1, MUZERO_C2
 
 
@@ -48,8 +49,8 @@ def entropy_puct(c: Optional[float] = None, c1: float = MUZERO_C1, c2: float = M
       weight = c1 + jnp.log((total + c2 + 1.0) / c2)
     else:
       weight = jnp.float32(c)
-    prior = masked_softmax(view.prior_logits, view.legal)
+    prior = prior_probabilities(view)
     denominator = 1.0 + view.child_visits.astype(jnp.float32) * exploration
     return q_transform(view) + weight * prior * jnp.sqrt(total) / denominator
 
-  return SelectionRule("entropy_puct", score)
+  return SelectionRule("entropy_puct", score, reads_prior_probs=True)

@@ -40,7 +40,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxsearch.selection.base import (NodeView, QTransform, SelectionRule, masked_softmax,
-                                      q_minmax)
+                                      prior_probabilities, q_minmax)
 from jaxsearch.selection.puct import MUZERO_C1, MUZERO_C2
 
 
@@ -143,7 +143,7 @@ def pibar_policy(view: NodeView, c: Optional[float] = 1.25,
     num_steps: bisection steps.
   """
   legal = view.legal
-  prior = masked_softmax(view.prior_logits, legal)
+  prior = prior_probabilities(view)
   total = jnp.sum(view.child_visits).astype(jnp.float32)
   if c is None:
     weight = MUZERO_C1 + jnp.log((total + MUZERO_C2 + 1.0) / MUZERO_C2)
@@ -169,7 +169,7 @@ def pibar_sample(c: Optional[float] = 1.25, q_transform: QTransform = q_minmax,
     return jnp.where(pi_bar > 0, jnp.log(jnp.where(pi_bar > 0, pi_bar, 1.0)) + gumbel,
                      -jnp.inf)
 
-  return SelectionRule("pibar_sample", score, needs_key=True)
+  return SelectionRule("pibar_sample", score, needs_key=True, reads_prior_probs=True)
 
 
 def pibar_argmax_visits(c: Optional[float] = 1.25, q_transform: QTransform = q_minmax,
@@ -189,4 +189,4 @@ def pibar_argmax_visits(c: Optional[float] = 1.25, q_transform: QTransform = q_m
     total = jnp.sum(view.child_visits).astype(jnp.float32)
     return pi_bar - view.child_visits.astype(jnp.float32) / (1.0 + total)
 
-  return SelectionRule("pibar_argmax_visits", score)
+  return SelectionRule("pibar_argmax_visits", score, reads_prior_probs=True)

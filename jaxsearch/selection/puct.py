@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxsearch.selection.base import (NodeView, QTransform, SelectionRule, masked_softmax,
-                                      q_minmax)
+                                      prior_probabilities, q_minmax)
 
 MUZERO_C1 = 1.25
 MUZERO_C2 = 19652.0
@@ -58,12 +58,14 @@ def puct(c: Optional[float] = None, c1: float = MUZERO_C1, c2: float = MUZERO_C2
       weight = c1 + jnp.log((total + c2 + 1.0) / c2)
     else:
       weight = jnp.float32(c)
-    logits = view.prior_logits if prior == "logits" else view.action_values
-    prior_probs = masked_softmax(logits, view.legal)
+    if prior == "logits":
+      prior_probs = prior_probabilities(view)
+    else:
+      prior_probs = masked_softmax(view.action_values, view.legal)
     policy_score = jnp.sqrt(total) * weight * prior_probs / (view.child_visits + 1)
     return q_transform(view) + policy_score
 
-  return SelectionRule("puct", score)
+  return SelectionRule("puct", score, reads_prior_probs=prior == "logits")
 
 
 def value_prior_puct(c: float = 1.0) -> SelectionRule:
