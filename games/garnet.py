@@ -337,13 +337,7 @@ def make_game(next_state, probs, rewards, v_pessimistic, horizon: int, discount:
   next_state = np.asarray(next_state, np.int32)
   num_members, _, num_actions, num_outcomes = next_state.shape
   rewards64 = np.asarray(rewards, np.float64)
-  # remaining[t] = 1 + γ + ... + γ^(H - t - 1): the discounts still to come at time t.
-  remaining = np.array([sum(discount ** k for k in range(horizon - t))
-                        for t in range(horizon + 1)])
-  optimistic = rewards64.reshape(num_members, -1).max(-1)[:, None] * remaining  # [M, H + 1]
-  optimistic32 = optimistic.astype(np.float32)  # rounded up, so it stays admissible:
-  optimistic32 = np.where(optimistic32 < optimistic,
-                          np.nextafter(optimistic32, np.float32(np.inf)), optimistic32)
+  optimistic32, remaining = _optimistic_values(rewards64, horizon, discount)
   next_state, probs, rewards = (jnp.asarray(next_state), jnp.asarray(probs, jnp.float32),
                                 jnp.asarray(rewards, jnp.float32))
   v_pessimistic = jnp.asarray(v_pessimistic, jnp.float32)
@@ -357,6 +351,32 @@ def make_game(next_state, probs, rewards, v_pessimistic, horizon: int, discount:
 
   def legal_actions(state):
     return jnp.broadcast_to(state.time < horizon, (num_actions,))
+
+  def outcome_probs(state, action):
+    return probs[_member(state), state.state, action]
+
+  def pessimistic_value(state):
+    return _lookup(v_pessimistic[:, :horizon], state)
+
+  def optimistic_value(state):
+    value = optimistic32[_member(state), jnp.minimum(state.time, horizon)]
+    return jnp.where(state.time < horizon, value, 0.0)
+
+  # With rewards in [lo, hi] ⊇ [0, 1] (Garnets: exactly [0, 1]) a return lies in
+  # [lo, hi] * (1 + γ + ... + γ^(H-1)).
+  total = float(remaining[0])
+  value_range = (min(0.0, float(np.min(rewards64))) * total,
+                 max(1.0, float(np.max(rewards64))) * total)
+  return Game(name=name, num_actions=num_actions, init=init, legal_actions=legal_actions,
+              step=_step_fn(next_state, rewards, horizon, discount),
+              num_outcomes=num_outcomes, outcome_probs=outcome_probs, max_length=horizon,
+              value_range=value_range, pessimistic_value=pessimistic_value,
+              optimistic_value=optimistic_value)
+
+
+def _step_fn(next_state: jax.Array, rewards: jax.Array, horizon: int, discount: float):
+  """The ``step`` of :func:`make_game` over ``next_state i32[M, S, A, O]`` and ``rewards
+  f32[M, S, A, O]``."""
 
   def step(state, action, outcome):
     done = state.time >= horizon
@@ -372,25 +392,21 @@ def make_game(next_state, probs, rewards, v_pessimistic, horizon: int, discount:
                       discount=jnp.where(ends, 0.0, discount).astype(jnp.float32),
                       terminal=ends)
 
-  def outcome_probs(state, action):
-    return probs[_member(state), state.state, action]
+  return step
 
-  def pessimistic_value(state):
-    return _lookup(v_pessimistic[:, :horizon], state)
 
-  def optimistic_value(state):
-    value = optimistic32[_member(state), jnp.minimum(state.time, horizon)]
-    return jnp.where(state.time < horizon, value, 0.0)
-
-  # With rewards in [lo, hi] ⊇ [0, 1] (Garnets: exactly [0, 1]) a return lies in
-  # [lo, hi] * (1 + γ + ... + γ^(H-1)).
-  total = float(remaining[0])
-  lo = min(0.0, float(np.min(rewards64))) * total
-  hi = max(1.0, float(np.max(rewards64))) * total
-  return Game(name=name, num_actions=num_actions, init=init, legal_actions=legal_actions,
-              step=step, num_outcomes=num_outcomes, outcome_probs=outcome_probs,
-              max_length=horizon, value_range=(lo, hi), pessimistic_value=pessimistic_value,
-              optimistic_value=optimistic_value)
+def _optimistic_values(rewards64: np.ndarray, horizon: int, discount: float):
+  """``(optimistic f32[M, H + 1], remaining f64[H + 1])``: the members' optimistic values by
+  time (see :func:`make_game`), rounded up to float32 so they stay admissible, and
+  ``remaining[t] = 1 + γ + ... + γ^(H - t - 1)``, the discounts still to come at time ``t``."""
+  num_members = rewards64.shape[0]
+  remaining = np.array([sum(discount ** k for k in range(horizon - t))
+                        for t in range(horizon + 1)])
+  optimistic = rewards64.reshape(num_members, -1).max(-1)[:, None] * remaining  # [M, H + 1]
+  optimistic32 = optimistic.astype(np.float32)
+  optimistic32 = np.where(optimistic32 < optimistic,
+                          np.nextafter(optimistic32, np.float32(np.inf)), optimistic32)
+  return optimistic32, remaining
 
 
 def _lookup(table: jax.Array, state: State) -> jax.Array:

@@ -153,36 +153,10 @@ def make(env_id: str, *, max_length: Optional[int] = None, chance_samples: int =
 @functools.lru_cache(maxsize=None)
 def _make(env_id: str, max_length: Optional[int], chance_samples: int,
           value_range: Optional[tuple[float, float]]) -> Game:
-  pgx = _require_pgx()
-  known = pgx.available_envs()
-  if env_id in UNSUPPORTED:
-    raise ValueError(f"pgx environment {env_id!r} is not supported: {UNSUPPORTED[env_id]}")
-  if env_id not in known:
-    choices = ", ".join(e for e in known if e not in UNSUPPORTED)
-    raise ValueError(f"unknown pgx environment {env_id!r}; available: {choices}")
-  try:
-    env = pgx.make(env_id)
-  except ImportError as error:  # e.g. minatar-* need the MinAtar package
-    raise ImportError(f"pgx environment {env_id!r} needs a package that is missing: "
-                      f"{error}") from error
-  if env.num_players > 2:
-    raise ValueError(f"pgx environment {env_id!r} has {env.num_players} players; only one- "
-                     "and two-player games are supported")
-  example = jax.eval_shape(env.init, jax.random.PRNGKey(0))
-  obs = example.observation
-  if not (1 <= len(obs.shape) <= 3) or not (jnp.issubdtype(obs.dtype, jnp.number)
-                                            or obs.dtype == jnp.bool_):
-    raise ValueError(f"pgx environment {env_id!r} has an unsupported observation "
-                     f"({obs.dtype}{list(obs.shape)}): need a numeric array of rank 1 to 3")
-  if max_length is None:
-    max_length = MAX_LENGTH.get(env_id, DEFAULT_MAX_LENGTH)
-  if int(max_length) < 1:
-    raise ValueError(f"max_length must be >= 1, got {max_length}")
-  max_length = int(max_length)
+  """:func:`make`, cached per argument (one game object per setting)."""
+  env, example = _supported_env(env_id)
+  max_length, num_outcomes = _checked_sizes(env_id, max_length, chance_samples)
   stochastic = env_id in STOCHASTIC
-  if stochastic and int(chance_samples) < 1:
-    raise ValueError(f"chance_samples must be >= 1, got {chance_samples}")
-  num_outcomes = int(chance_samples) if stochastic else 1
   two_player = env.num_players == 2
   num_actions = int(example.legal_action_mask.shape[0])
   if value_range is None:
@@ -235,6 +209,45 @@ def _make(env_id: str, max_length: Optional[int], chance_samples: int,
               value_range=tuple(float(v) for v in value_range))
 
 
+def _checked_sizes(env_id: str, max_length: Optional[int], chance_samples: int):
+  """``(max_length, num_outcomes)`` of :func:`make` (defaults filled in, checked)."""
+  if max_length is None:
+    max_length = MAX_LENGTH.get(env_id, DEFAULT_MAX_LENGTH)
+  if int(max_length) < 1:
+    raise ValueError(f"max_length must be >= 1, got {max_length}")
+  stochastic = env_id in STOCHASTIC
+  if stochastic and int(chance_samples) < 1:
+    raise ValueError(f"chance_samples must be >= 1, got {chance_samples}")
+  return int(max_length), int(chance_samples) if stochastic else 1
+
+
+def _supported_env(env_id: str):
+  """``(env, example)``: pgx's environment ``env_id`` and the shapes of its initial state,
+  after checking that it is one this module can play (ValueError, ImportError otherwise)."""
+  pgx = _require_pgx()
+  known = pgx.available_envs()
+  if env_id in UNSUPPORTED:
+    raise ValueError(f"pgx environment {env_id!r} is not supported: {UNSUPPORTED[env_id]}")
+  if env_id not in known:
+    choices = ", ".join(e for e in known if e not in UNSUPPORTED)
+    raise ValueError(f"unknown pgx environment {env_id!r}; available: {choices}")
+  try:
+    env = pgx.make(env_id)
+  except ImportError as error:  # e.g. minatar-* need the MinAtar package
+    raise ImportError(f"pgx environment {env_id!r} needs a package that is missing: "
+                      f"{error}") from error
+  if env.num_players > 2:
+    raise ValueError(f"pgx environment {env_id!r} has {env.num_players} players; only one- "
+                     "and two-player games are supported")
+  example = jax.eval_shape(env.init, jax.random.PRNGKey(0))
+  obs = example.observation
+  if not (1 <= len(obs.shape) <= 3) or not (jnp.issubdtype(obs.dtype, jnp.number)
+                                            or obs.dtype == jnp.bool_):
+    raise ValueError(f"pgx environment {env_id!r} has an unsupported observation "
+                     f"({obs.dtype}{list(obs.shape)}): need a numeric array of rank 1 to 3")
+  return env, example
+
+
 def observe(state: State) -> jax.Array:
   """``f32[*obs_shape]``: pgx's observation of the player to move, as floats (the network
   input; e.g. ``[8, 8, 2]`` for othello, ``[34]`` for backgammon)."""
@@ -278,59 +291,14 @@ def render(state: State) -> str:
   obs = np.asarray(s.observation)
   legal = np.asarray(s.legal_action_mask) & ~bool(np.asarray(s.terminated | s.truncated))
   player = int(np.asarray(s.current_player))
-  lines = []
   if env_id == "2048":
-    exponents = obs.argmax(-1)  # one-hot planes of the tile's exponent; plane 0: empty
-    tiles = np.where(exponents > 0, 2 ** exponents, 0)
-    width = max(4, len(str(tiles.max())))
-    lines += [" ".join(str(t).rjust(width) if t else ".".rjust(width) for t in row)
-              for row in tiles]
-    lines.append("moves: " + ", ".join(f"{a + 1} {m}" for a, m in enumerate(_2048_MOVES)
-                                        if legal[a]))
+    lines = _render_2048(obs, legal)
   elif env_id == "backgammon":
-    board, dice = obs[:28].astype(int), obs[28:34].astype(int)
-    lines.append("points 1-24 (+ the mover's checkers, - the opponent's): " + " ".join(
-        f"{x:+d}" if x else "." for x in board[:24]))
-    lines.append(f"bar and borne off (pgx's board[24:28]): {board[24:28].tolist()}")
-    lines.append("dice left: " + (" ".join(str(d + 1) for d in range(6) for _ in
-                                           range(dice[d])) or "-"))
-
-    def describe(a):
-      source = a // 6
-      where = "no move" if source == 0 else "bar" if source == 1 else f"point {source - 1}"
-      return f"{a + 1} ({where}, die {a % 6 + 1})" if source else f"{a + 1} (no move)"
-
-    lines.append("moves: " + ", ".join(describe(a) for a in np.flatnonzero(legal)))
+    lines = _render_backgammon(obs, legal)
   elif obs.ndim == 3 and obs.shape[-1] >= 2:
-    h, w = obs.shape[:2]
-    mine, theirs = obs[..., 0] > 0, obs[..., 1] > 0
-    x_cells, o_cells = (mine, theirs) if player == 0 else (theirs, mine)
-    columns = env_id == "connect_four"
-    cell_width = len(str(len(legal))) + 1
-    for r in range(h):
-      row = []
-      for c in range(w):
-        a = r * w + c
-        if x_cells[r, c]:
-          mark = "X"
-        elif o_cells[r, c]:
-          mark = "O"
-        elif not columns and a < len(legal) and legal[a]:
-          mark = str(a + 1)
-        else:
-          mark = "."
-        row.append(mark.rjust(cell_width))
-      lines.append("".join(row))
-    if columns:
-      lines.append("".join(str(c + 1).rjust(cell_width) if legal[c] else " " * cell_width
-                           for c in range(w)))
-    extra = [a for a in range(h * w, len(legal)) if legal[a]]
-    if extra:
-      lines.append("other moves: " + ", ".join(
-          str(a + 1) + (" (pass)" if env_id in ("othello",) or env_id.startswith("go") else "")
-          for a in extra))
+    lines = _render_grid(env_id, obs, legal, player)
   else:
-    lines.append("legal moves: " + ", ".join(str(a + 1) for a in np.flatnonzero(legal)))
+    lines = ["legal moves: " + ", ".join(str(a + 1) for a in np.flatnonzero(legal))]
   if bool(np.asarray(s.terminated | s.truncated)):
     rewards = np.asarray(s.rewards)
     lines.append("game over" + ("" if rewards.size < 2 else
@@ -338,3 +306,68 @@ def render(state: State) -> str:
   elif s.rewards.shape[0] > 1:
     lines.append(("X" if player == 0 else "O") + " to move")
   return "\n".join(lines)
+
+
+def _render_2048(obs: np.ndarray, legal: np.ndarray) -> list[str]:
+  """2048's tiles and moves, from its one-hot ``[4, 4, 31]`` observation."""
+  exponents = obs.argmax(-1)  # one-hot planes of the tile's exponent; plane 0: empty
+  tiles = np.where(exponents > 0, 2 ** exponents, 0)
+  width = max(4, len(str(tiles.max())))
+  lines = [" ".join(str(t).rjust(width) if t else ".".rjust(width) for t in row)
+           for row in tiles]
+  lines.append("moves: " + ", ".join(f"{a + 1} {m}" for a, m in enumerate(_2048_MOVES)
+                                      if legal[a]))
+  return lines
+
+
+def _render_backgammon(obs: np.ndarray, legal: np.ndarray) -> list[str]:
+  """Backgammon's points, dice and moves (source and die), from its ``[34]`` observation."""
+  board, dice = obs[:28].astype(int), obs[28:34].astype(int)
+  lines = ["points 1-24 (+ the mover's checkers, - the opponent's): " + " ".join(
+      f"{x:+d}" if x else "." for x in board[:24])]
+  lines.append(f"bar and borne off (pgx's board[24:28]): {board[24:28].tolist()}")
+  lines.append("dice left: " + (" ".join(str(d + 1) for d in range(6) for _ in
+                                         range(dice[d])) or "-"))
+
+  def describe(a):
+    source = a // 6
+    where = "no move" if source == 0 else "bar" if source == 1 else f"point {source - 1}"
+    return f"{a + 1} ({where}, die {a % 6 + 1})" if source else f"{a + 1} (no move)"
+
+  lines.append("moves: " + ", ".join(describe(a) for a in np.flatnonzero(legal)))
+  return lines
+
+
+def _render_grid(env_id: str, obs: np.ndarray, legal: np.ndarray, player: int) -> list[str]:
+  """A board game whose ``[H, W, C]`` observation holds the mover's and the opponent's stones
+  in its first two planes: X for player 0, O for player 1, legal cells by number (connect_four:
+  its columns under the board), then the moves past the board (a pass)."""
+  h, w = obs.shape[:2]
+  mine, theirs = obs[..., 0] > 0, obs[..., 1] > 0
+  x_cells, o_cells = (mine, theirs) if player == 0 else (theirs, mine)
+  columns = env_id == "connect_four"
+  cell_width = len(str(len(legal))) + 1
+  lines = []
+  for r in range(h):
+    row = []
+    for c in range(w):
+      a = r * w + c
+      if x_cells[r, c]:
+        mark = "X"
+      elif o_cells[r, c]:
+        mark = "O"
+      elif not columns and a < len(legal) and legal[a]:
+        mark = str(a + 1)
+      else:
+        mark = "."
+      row.append(mark.rjust(cell_width))
+    lines.append("".join(row))
+  if columns:
+    lines.append("".join(str(c + 1).rjust(cell_width) if legal[c] else " " * cell_width
+                         for c in range(w)))
+  extra = [a for a in range(h * w, len(legal)) if legal[a]]
+  if extra:
+    lines.append("other moves: " + ", ".join(
+        str(a + 1) + (" (pass)" if env_id in ("othello",) or env_id.startswith("go") else "")
+        for a in extra))
+  return lines

@@ -12,8 +12,8 @@ guesses over all answers (3158 answers / 14855 guesses: 11219 with TARSE; 2315 /
     search = js.policies.puct(w.game, w.estimator, num_simulations=64)
 
 State, chance, rewards, bounds and the entropic estimator are the generic guessing game of
-:mod:`games.mastermind` (:func:`~games.mastermind.guessing_game`,
-:func:`~games.mastermind.entropic_estimator`): the state is the set of answers still
+:mod:`games.guessing` (:func:`~games.guessing.guessing_game`,
+:func:`~games.guessing_estimator.entropic_estimator`): the state is the set of answers still
 consistent with the feedback (a bitset ``u32[ceil(S / 32)]``) plus ``solved``; action ``g``
 guesses ``guesses[g]``; outcome = feedback pattern index.
 
@@ -25,8 +25,8 @@ guess positions hold the same letter than there are non-green answer positions h
 grey ``B = 0``, yellow ``Y = 1``, green ``G = 2``: 243 patterns, all green = 242
 (:data:`SOLVED`); ``pattern_string(242) == "GGGGG"``, ``pattern_string(1) == "YBBBB"``.
 
-**Estimator cost** (:func:`games.mastermind.entropic_estimator`; 3158 / 14855 lists, XLA
-on 2 shared CPU cores, so +-50%): building the ``u8[3158, 14855]`` table (47 MB) ~2 s; one
+**Estimator cost** (:func:`games.guessing_estimator.entropic_estimator`; 3158 / 14855 lists,
+XLA on 2 shared CPU cores, so +-50%): building the ``u8[3158, 14855]`` table (47 MB) ~2 s; one
 estimate of the full answer set ~0.1 s (all 47 M (guess, answer) pairs); compacted states
 ~1.3 ms for ``n <= 16``, ~3-4 ms for ``n <= 64``, ~15 ms for ``n <= 256``, ~45 ms for
 ``n <= 1024``; all 158 children of TARSE in one batch 0.39 s. XLA's temporaries are 31 MB at
@@ -49,8 +49,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from games import mastermind as _guessing
-from games.mastermind import State, bits_to_mask, mask_to_bits  # noqa: F401 (re-exported)
+from games.guessing import State, bits_to_mask, feedback_branching, guessing_game
+from games.guessing_estimator import (DEFAULT_GUESS_CHUNK, DEFAULT_TIERS, entropic_estimator,
+                                      greedy_guess)
+from games.guessing_exact import ExactBounds
 from jaxsearch import policy_file
 from jaxsearch.game import Estimator, Game
 
@@ -221,7 +223,7 @@ class Wordle:
     secret_of_guess: ``int32[G]`` (numpy), the answer index of each guess, ``-1`` if none.
     game: the :class:`jaxsearch.game.Game` (``num_actions = G``, ``num_outcomes = 243``).
     estimator: the batched entropic estimator
-      (:func:`games.mastermind.entropic_estimator`), ``action_values f32[B, G]``.
+      (:func:`games.guessing_estimator.entropic_estimator`), ``action_values f32[B, G]``.
     bind: ``table -> (game, estimator)``, the same pair over a given ``u8[S, G]`` table
       (usually a tracer): call it inside a jitted function that takes ``by_secret`` as an
       argument, so that the compiled program does not embed the 47 MB table as a constant
@@ -237,10 +239,10 @@ class Wordle:
   bind: Callable[[jax.Array], tuple[Game, Estimator]]
 
   @functools.cached_property
-  def exact_bounds(self) -> _guessing.ExactBounds:
+  def exact_bounds(self) -> ExactBounds:
     """The game's bounds in exact integers, for certificates
-    (:class:`games.mastermind.ExactBounds`)."""
-    return _guessing.ExactBounds.build(
+    (:class:`games.guessing_exact.ExactBounds`)."""
+    return ExactBounds.build(
         self.by_secret, NUM_PATTERNS, SOLVED,
         guess_of_secret=[self.guess_index(word) for word in self.answers])
 
@@ -304,8 +306,8 @@ class Wordle:
 
 def make(answers: Sequence[str], guesses: Sequence[str],
          value_range: tuple[float, float] = (-6.0, 0.0), max_length: Optional[int] = None,
-         tiers: Sequence[int] = _guessing.DEFAULT_TIERS,
-         guess_chunk: int = _guessing.DEFAULT_GUESS_CHUNK,
+         tiers: Sequence[int] = DEFAULT_TIERS,
+         guess_chunk: int = DEFAULT_GUESS_CHUNK,
          name: Optional[str] = None) -> Wordle:
   """Wordle with secrets ``answers`` and actions ``guesses`` (which must contain every
   answer; no repeats in either).
@@ -332,13 +334,13 @@ def make(answers: Sequence[str], guesses: Sequence[str],
   by_secret = feedback_table(guesses, answers, secret_major=True)
   if name is None:
     name = f"wordle_{len(answers)}_{len(guesses)}"
-  branching = _guessing.feedback_branching(by_secret, NUM_PATTERNS, SOLVED)
+  branching = feedback_branching(by_secret, NUM_PATTERNS, SOLVED)
 
   def bind(table):
-    game = _guessing.guessing_game(name, table, NUM_PATTERNS, SOLVED, value_range=value_range,
-                                   max_length=max_length, branching=branching)
-    est = _guessing.entropic_estimator(table, secret_of_guess, NUM_PATTERNS, tiers=tiers,
-                                       guess_chunk=guess_chunk, branching=branching)
+    game = guessing_game(name, table, NUM_PATTERNS, SOLVED, value_range=value_range,
+                         max_length=max_length, branching=branching)
+    est = entropic_estimator(table, secret_of_guess, NUM_PATTERNS, tiers=tiers,
+                             guess_chunk=guess_chunk, branching=branching)
     return game, est
 
   game, est = bind(by_secret)
@@ -363,7 +365,7 @@ def load_default(lists: str = "nyt", **kwargs) -> Wordle:
 def puzzle(answers_path, guesses_path, exact_search: bool = True):
   """Wordle over the word lists in the given files (see :func:`load_words`) as a
   :class:`jaxsearch.solve.Puzzle`; ``exact_search``: certificates may settle small sets of
-  answers by exact search (see :meth:`games.mastermind.ExactBounds.without_search`)."""
+  answers by exact search (see :meth:`games.guessing_exact.ExactBounds.without_search`)."""
   from jaxsearch.solve import Puzzle
 
   answers = load_words(answers_path)
@@ -379,7 +381,7 @@ def puzzle(answers_path, guesses_path, exact_search: bool = True):
                                    len(guesses)),
                 initial_state=game.initial_state(), table=table,
                 guess_of_secret=guess_of_secret,
-                greedy_guess=functools.partial(_guessing.greedy_guess, table, guess_of_secret),
+                greedy_guess=functools.partial(greedy_guess, table, guess_of_secret),
                 tables=game.by_secret, bind=game.bind,
                 exact=game.exact_bounds if exact_search else game.exact_bounds.without_search())
 

@@ -46,280 +46,27 @@ keys, their checks, and the secrets, guesses and scorer it describes — comes f
 :func:`register_games` lookup; ``games.register_policy_files()`` registers Mastermind and
 Wordle, as ``jaxsearch evaluate`` does).
 
-**Evaluation.** :func:`evaluate` partitions the secrets down the tree: at each node the
-secrets that reach it are grouped by their feedback to the node's guess and each group follows
-its child, so every (node, secret) pair is scored once. A secret reaching a node without a
-child for its feedback, an invalid guess, a loop (a node that is its own descendant, possible
-in Python objects, not in JSON) or a path longer than ``len(secrets) + 1`` guesses (or than
-``max_guesses``) raises :class:`PolicyError`, whose message names the secret and the path of
-``(guess, feedback)`` pairs that fails. Mastermind 4x6 (1296 secrets, ~6 k scorings) takes
-~10 ms once the table is built (~0.3 s, once per process and size); Wordle (3158 secrets)
-~0.4 s with a fresh ``games.wordle.WordleScore``, nearly all of it computing the feedback
-rows of the tree's guesses (JAX, a few hundred at a time), then ~30 ms.
+**Evaluation** and completing trees: :mod:`jaxsearch.policy_tree` (:func:`evaluate`,
+:func:`consistent_candidates_policy`; their names are importable from here too).
 
     games.register_policy_files()  # or policy_file.register_game(name, file_game)
     header, policy = policy_file.load("mm46.json")
     result = policy_file.evaluate_file("mm46.json")
     result.total_guesses, result.expected_guesses, result.worst_case, result.histogram
-
-**Completing trees.** :func:`consistent_candidates_policy` builds the policy "guess the first
-remaining candidate consistent with all feedback so far"; its total over ``n`` secrets is at
-most ``n (n + 1) / 2`` (the games' pessimistic bound ``-(n + 1) / 2``): a guess solves one of
-the ``m`` secrets that reach it and splits the other ``m - 1``, so ``T(m) <= m + T(m - 1)``.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 import json
 import os
 import tempfile
-from collections import Counter
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional, Protocol, Sequence
+from typing import Any, Callable, Iterable, Optional, Protocol
+
+from jaxsearch.policy_tree import Evaluation, PolicyError, Score, evaluate, walk_structure
+from jaxsearch.policy_tree import consistent_candidates_policy  # noqa: F401 (re-exported)
 
 FORMAT = "jaxsearch-policy/1"
-
-Score = Callable[[str, str], str]
-TreePath = tuple[tuple[str, str], ...]  # ((guess, feedback), ...) from the root
-
-
-class PolicyError(ValueError):
-  """An invalid policy, policy file or header.
-
-  Attributes:
-    secret: the secret whose walk fails, or ``None``.
-    path: the ``((guess, feedback), ...)`` pairs from the root to the failing node, or
-      ``None``.
-  """
-
-  def __init__(self, message: str, secret: Optional[str] = None,
-               path: Optional[TreePath] = None):
-    super().__init__(message)
-    self.secret = secret
-    self.path = path
-
-
-@dataclasses.dataclass(frozen=True)
-class Evaluation:
-  """The exact performance of a policy over all secrets (each equally likely).
-
-  Attributes:
-    total_guesses: the number of guesses summed over all secrets (the final, correct guess
-      counted).
-    expected_guesses: ``total_guesses / secrets``.
-    worst_case: the most guesses any secret needs.
-    secrets: the number of secrets.
-    histogram: ``{guesses: number of secrets solved with that many}``, by increasing guesses.
-  """
-
-  total_guesses: int
-  expected_guesses: float
-  worst_case: int
-  secrets: int
-  histogram: dict[int, int]
-
-  def __str__(self) -> str:
-    hist = ", ".join(f"{k}: {v}" for k, v in self.histogram.items())
-    return (f"{self.total_guesses} guesses over {self.secrets} secrets "
-            f"(mean {self.expected_guesses:.4f}, worst {self.worst_case}; {{{hist}}})")
-
-
-def format_path(path: TreePath) -> str:
-  """``"root"`` or ``"[('1122', 'b0w1'), ('3344', 'b1w0')]"``."""
-  return "root" if not path else repr([tuple(p) for p in path])
-
-
-# ---------------------------------------------------------------------------------------------
-# Evaluation.
-
-
-def _walk_structure(policy: Any, valid: Optional[set[str]], valid_hint: str) -> list[str]:
-  """Checks every node (reached or not): a dict with a valid string ``"guess"`` and a dict of
-  string-keyed children, no node its own descendant (``valid=None``: any guess). Returns the
-  distinct guesses."""
-  guesses: dict[str, None] = {}
-  on_path: set[int] = set()
-  done: set[int] = set()
-  stack: list[tuple[Any, TreePath, bool]] = [(policy, (), False)]
-  while stack:
-    node, path, leaving = stack.pop()
-    if leaving:
-      on_path.discard(id(node))
-      done.add(id(node))
-      continue
-    if id(node) in on_path:
-      raise PolicyError(f"the policy loops: the node at path {format_path(path)} is one of "
-                        f"its own ancestors", path=path)
-    if id(node) in done:
-      continue  # a shared subtree (Python objects only), already checked
-    where = f"the node at path {format_path(path)}"
-    if not isinstance(node, dict):
-      raise PolicyError(f"{where} is a {type(node).__name__}, not an object "
-                        f"{{'guess': ..., 'children': {{...}}}}", path=path)
-    guess = node.get("guess")
-    if not isinstance(guess, str):
-      raise PolicyError(f"{where} has no string 'guess' (got {guess!r})", path=path)
-    if valid is not None and guess not in valid:
-      raise PolicyError(f"{where} guesses {guess!r}, which is not a valid guess "
-                        f"({valid_hint})", path=path)
-    children = node.get("children", {})
-    if children is None:
-      children = {}
-    if not isinstance(children, dict):
-      raise PolicyError(f"{where} has 'children' of type {type(children).__name__}, not an "
-                        f"object {{feedback: node}}", path=path)
-    guesses[guess] = None
-    on_path.add(id(node))
-    stack.append((node, path, True))
-    for feedback, child in reversed(list(children.items())):
-      if not isinstance(feedback, str):
-        raise PolicyError(f"{where} has a non-string feedback key {feedback!r}", path=path)
-      stack.append((child, path + ((guess, feedback),), False))
-  return list(guesses)
-
-
-def evaluate(policy_node: dict, secrets: Sequence[str], score: Score,
-             max_guesses: Optional[int] = None, *,
-             guesses: Optional[Iterable[str]] = None) -> Evaluation:
-  """Evaluates a policy tree exactly over all ``secrets`` (each equally likely).
-
-  Args:
-    policy_node: the root ``{"guess": ..., "children": {feedback: node}}``.
-    secrets: the distinct secrets.
-    score: ``score(guess, secret) -> feedback key`` (e.g.
-      ``games.mastermind.MastermindScore``, ``games.wordle.WordleScore``,
-      :func:`games.wordle.score`). If it has a ``prefetch(guesses)`` method it is called
-      once per depth with the guesses scored there (the tree is walked level by level).
-    max_guesses: if given, a secret needing more guesses is an error (Wordle: 6).
-    guesses: the valid guesses; default ``None``: the secrets (Mastermind). Every node of the
-      tree is checked, reached or not.
-
-  Returns:
-    The :class:`Evaluation`.
-
-  Raises:
-    PolicyError: a node is malformed or guesses an invalid word/code; a secret reaches a node
-      with no child for its feedback (the message names the secret and the failing path); a
-      secret is not solved within ``max_guesses`` or within ``len(secrets) + 1`` guesses (a
-      policy that wastes guesses); the tree loops.
-    ValueError: ``secrets`` is empty or repeats.
-  """
-  secrets = list(secrets)
-  if not secrets:
-    raise ValueError("evaluate: no secrets")
-  if len(set(secrets)) != len(secrets):
-    dups = [s for s, k in Counter(secrets).items() if k > 1]
-    raise ValueError(f"evaluate: repeated secrets, e.g. {dups[:5]!r}")
-  if max_guesses is not None and int(max_guesses) < 1:
-    raise ValueError(f"evaluate: max_guesses must be >= 1, got {max_guesses!r}")
-  if guesses is None:
-    valid, hint = set(secrets), "guesses must be among the secrets; pass guesses= for others"
-  else:
-    valid, hint = set(guesses), "not in the list of allowed guesses"
-  _walk_structure(policy_node, valid, hint)
-  prefetch = getattr(score, "prefetch", None)
-  limit = len(secrets) + 1
-  histogram: Counter = Counter()
-  # Level by level (``depth`` = the number of this level's guess), so that a scorer with
-  # ``prefetch`` gets each level's guesses at once.
-  level: list[tuple[dict, list[str], TreePath]] = [(policy_node, secrets, ())]
-  depth = 0
-  while level:
-    depth += 1
-    if callable(prefetch):
-      prefetch([node["guess"] for node, group, _ in level
-                if len(group) > 1 or group[0] != node["guess"]])
-    following = []
-    for node, group, path in level:
-      guess = node["guess"]
-      buckets: dict[str, list[str]] = {}
-      for secret in group:
-        if secret == guess:
-          histogram[depth] += 1
-        else:
-          feedback = score(guess, secret)
-          bucket = buckets.get(feedback)
-          if bucket is None:
-            buckets[feedback] = [secret]
-          else:
-            bucket.append(secret)
-      if not buckets:
-        continue
-      children = node.get("children") or {}
-      for feedback, sub in buckets.items():
-        here = path + ((guess, feedback),)
-        others = f" (and {len(sub) - 1} more secrets)" if len(sub) > 1 else ""
-        child = children.get(feedback)
-        if child is None:
-          raise PolicyError(
-              f"secret {sub[0]!r}{others}: the policy has no child for feedback "
-              f"{feedback!r} after guess {guess!r}; path (guess, feedback): "
-              f"{format_path(here)}", secret=sub[0], path=here)
-        if max_guesses is not None and depth >= max_guesses:
-          raise PolicyError(
-              f"secret {sub[0]!r}{others} is not solved within max_guesses={max_guesses}; "
-              f"path (guess, feedback): {format_path(here)}", secret=sub[0], path=here)
-        if depth >= limit:
-          raise PolicyError(
-              f"secret {sub[0]!r}{others} is not solved within {limit} guesses "
-              f"(len(secrets) + 1; the policy wastes guesses); path (guess, feedback): "
-              f"{format_path(here)}", secret=sub[0], path=here)
-        following.append((child, sub, here))
-    level = following
-
-  total = sum(k * v for k, v in histogram.items())
-  return Evaluation(total_guesses=total, expected_guesses=total / len(secrets),
-                    worst_case=max(histogram), secrets=len(secrets),
-                    histogram=dict(sorted(histogram.items())))
-
-
-def consistent_candidates_policy(secrets: Sequence[str], score: Score,
-                                 order: Optional[Sequence[str]] = None) -> dict:
-  """The policy "guess the first remaining candidate consistent with all feedback so far".
-
-  Args:
-    secrets: the distinct secrets still possible (all of them at the root of a game, or the
-      candidates left at a node of a larger tree that this policy completes).
-    score: ``score(guess, secret) -> feedback key``; its ``prefetch(guesses)``, if any, is
-      called once per level of the tree.
-    order: the preference order of the guesses, a permutation of ``secrets`` (default: the
-      order of ``secrets``).
-
-  Returns:
-    The tree (``{"guess": ..., "children": {...}}``; leaves have empty children). Its total
-    over ``n`` secrets is at most ``n (n + 1) / 2``.
-  """
-  secrets = list(secrets)
-  if not secrets:
-    raise ValueError("consistent_candidates_policy: no secrets")
-  if len(set(secrets)) != len(secrets):
-    raise ValueError("consistent_candidates_policy: repeated secrets")
-  if order is not None:
-    order = list(order)
-    if len(order) != len(secrets) or set(order) != set(secrets):
-      raise ValueError("consistent_candidates_policy: order must be a permutation of the "
-                       "secrets")
-    secrets = order
-  prefetch = getattr(score, "prefetch", None)
-  root = {"guess": secrets[0], "children": {}}
-  level = [(root, secrets)]
-  while level:
-    if callable(prefetch):
-      prefetch([cands[0] for _, cands in level if len(cands) > 1])
-    following = []
-    for node, cands in level:
-      guess = cands[0]
-      groups: dict[str, list[str]] = {}
-      for secret in cands[1:]:
-        groups.setdefault(score(guess, secret), []).append(secret)
-      for feedback, group in groups.items():
-        child = {"guess": group[0], "children": {}}
-        node["children"][feedback] = child
-        following.append((child, group))
-    level = following
-  return root
 
 
 # ---------------------------------------------------------------------------------------------
@@ -442,7 +189,7 @@ def save(path: os.PathLike | str, header: dict, policy_node: dict, indent: Optio
   :func:`evaluate_file`). ``indent`` goes to :func:`json.dumps` (default: compact).
   """
   check_header(header)
-  _walk_structure(policy_node, None, "")
+  walk_structure(policy_node, None, "")
   body = {"format": FORMAT}
   body.update({k: v for k, v in header.items() if k not in ("format", "policy")})
   body["policy"] = policy_node
@@ -486,7 +233,7 @@ def load(path: os.PathLike | str) -> tuple[dict, dict]:
     raise PolicyError(f"{path}: {e}") from None
   policy = body.pop("policy")
   try:
-    _walk_structure(policy, None, "")
+    walk_structure(policy, None, "")
   except PolicyError as e:
     raise PolicyError(f"{path}: {e}", path=e.path) from None
   return body, policy

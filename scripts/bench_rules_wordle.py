@@ -68,7 +68,7 @@ sys.path.insert(0, os.path.join(_HERE, ".."))
 sys.path.insert(0, _HERE)
 
 import jaxsearch as js  # noqa: E402
-from games import mastermind, wordle  # noqa: E402
+from games import guessing, wordle  # noqa: E402
 from jaxsearch import debias  # noqa: E402
 from wordle_exact import Exact  # noqa: E402
 
@@ -262,8 +262,8 @@ def top_k_candidates(w, num_slots: int):
   def candidates(secrets):
     mask = np.zeros(w.num_answers, bool)
     mask[list(secrets)] = True
-    state = mastermind.State(remaining=mastermind.mask_to_bits(jnp.asarray(mask))[None],
-                             solved=jnp.zeros((1,), bool))
+    state = guessing.State(remaining=guessing.mask_to_bits(jnp.asarray(mask))[None],
+                           solved=jnp.zeros((1,), bool))
     q = np.asarray(estimate(state))[0]
     finite = np.flatnonzero(np.isfinite(q))
     order = finite[np.argsort(-q[finite], kind="stable")]
@@ -371,8 +371,8 @@ def main(argv=None):
   masks = np.zeros((len(keep), w.num_answers), bool)
   for row, i in enumerate(keep):
     masks[row, local[i]] = True
-  roots = mastermind.State(remaining=mastermind.mask_to_bits(jnp.asarray(masks)),
-                           solved=jnp.zeros((len(keep),), bool))
+  roots = guessing.State(remaining=guessing.mask_to_bits(jnp.asarray(masks)),
+                         solved=jnp.zeros((len(keep),), bool))
   sizes = masks.sum(axis=1)
   target = -np.array([optima[i] for i in keep], np.float64) / sizes
   max_nodes = args.budget + wordle.NUM_PATTERNS + 1

@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import jax  # noqa: E402
 
-from jaxsearch.cli import _parse_overrides  # noqa: E402
+from jaxsearch.cli.train import parse_overrides  # noqa: E402
 from jaxsearch.train import loop, networks, replay  # noqa: E402
 
 
@@ -42,7 +42,7 @@ def main(argv=None) -> int:
   parser.add_argument("--steps", type=int, default=50, help="timed repetitions of each part")
   parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
   args = parser.parse_args(argv)
-  config = loop.preset(args.game, eval_every=-1, **_parse_overrides(args.set, loop.TrainConfig))
+  config = loop.preset(args.game, eval_every=-1, **parse_overrides(args.set, loop.TrainConfig))
   t0 = time.perf_counter()
   trainer = loop.Trainer(config, evaluator=False)
   ts = trainer.init_state()

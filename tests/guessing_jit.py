@@ -4,7 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from games import mastermind as mm
+from games import guessing
 
 
 class JittedGame:
@@ -29,5 +29,5 @@ class JittedGame:
   def states(self, masks):
     """A batched state from ``bool[B, S]`` masks (not solved)."""
     masks = np.asarray(masks, bool)
-    return mm.State(remaining=mm.mask_to_bits(jnp.asarray(masks)),
-                    solved=jnp.zeros((masks.shape[0],), bool))
+    return guessing.State(remaining=guessing.mask_to_bits(jnp.asarray(masks)),
+                          solved=jnp.zeros((masks.shape[0],), bool))

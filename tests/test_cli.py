@@ -1,7 +1,7 @@
 """Tests of the ``jaxsearch`` command line, calling ``cli.main([...])`` in-process.
 
 Input is a monkeypatched ``sys.stdin`` (``input()`` reads it when it is not a terminal). The
-play tests share one setting (tic-tac-toe, UCT, 50 simulations): ``cli._jitted`` caches the
+play tests share one setting (tic-tac-toe, UCT, 50 simulations): ``cli.play._jitted`` caches the
 compiled search per setting, so only the first of them pays the compilation.
 """
 

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from games import guessing, guessing_estimator
 from games import mastermind as mm
 from guessing_jit import JittedGame
 
@@ -132,12 +133,12 @@ def test_bitsets_roundtrip(size):
   rng = np.random.default_rng(size)
   masks = rng.random((7, size)) < 0.5
   masks[0] = True
-  bits = jax.jit(mm.mask_to_bits)(masks)
-  assert bits.shape == (7, mm.num_words(size)) and bits.dtype == jnp.uint32
-  np.testing.assert_array_equal(np.asarray(mm.bits_to_mask(bits, size)), masks)
-  np.testing.assert_array_equal(np.asarray(mm.popcount(bits)), masks.sum(1))
+  bits = jax.jit(guessing.mask_to_bits)(masks)
+  assert bits.shape == (7, guessing.num_words(size)) and bits.dtype == jnp.uint32
+  np.testing.assert_array_equal(np.asarray(guessing.bits_to_mask(bits, size)), masks)
+  np.testing.assert_array_equal(np.asarray(guessing.popcount(bits)), masks.sum(1))
   # Unbatched calls agree with the batched ones.
-  np.testing.assert_array_equal(np.asarray(mm.mask_to_bits(masks[1])), np.asarray(bits[1]))
+  np.testing.assert_array_equal(np.asarray(guessing.mask_to_bits(masks[1])), np.asarray(bits[1]))
 
 
 def test_make_rejects_bad_sizes():
@@ -154,7 +155,7 @@ def test_initial_state_legal_and_conventions():
   j = instance(4, 6)
   s0 = j.m.initial_state()
   assert s0.remaining.shape == (41,) and s0.remaining.dtype == jnp.uint32
-  assert int(mm.popcount(s0.remaining)) == 1296 and not bool(s0.solved)
+  assert int(guessing.popcount(s0.remaining)) == 1296 and not bool(s0.solved)
   assert bool(jnp.all(j.one["legal_actions"](s0)))
   # A wrong guess: reward -1, discount 1, not terminal.
   g, o = j.m.code_index("1122"), j.m.outcome_index("b1w0")
@@ -195,7 +196,7 @@ def test_outcome_probs_and_step_partition():
   for b in range(4):
     state = jax.tree.map(lambda x: x[b], states)
     out = j.step_outcomes(state, actions[b], outcomes)
-    children = np.asarray(mm.bits_to_mask(out.state.remaining, 1296))  # [O, S]
+    children = np.asarray(guessing.bits_to_mask(out.state.remaining, 1296))  # [O, S]
     # The children partition the remaining set, and their sizes are the probabilities.
     np.testing.assert_array_equal(children.sum(0), masks[b].astype(int))
     np.testing.assert_allclose(children.sum(1) / masks[b].sum(), probs[b], rtol=1e-6)
@@ -217,7 +218,7 @@ def _game_expectimax(j: Jitted) -> float:
   def value(bits: tuple, solved: bool) -> float:
     if solved:
       return 0.0
-    state = mm.State(remaining=jnp.asarray(bits, jnp.uint32), solved=jnp.bool_(False))
+    state = guessing.State(remaining=jnp.asarray(bits, jnp.uint32), solved=jnp.bool_(False))
     best = -np.inf
     for a in range(game.num_actions):
       p = np.asarray(probs(state, a), np.float64)
@@ -297,9 +298,9 @@ def test_action_bounds_are_admissible_by_brute_force():
 
 def test_counting_bound_values():
   # F = 13 non-solved feedbacks for 4 x 6: 1 + 13 * 2 + 169 * 3 + (1296 - 183) * 4.
-  assert mm.counting_bound_total(1296, 13) == 1 + 26 + 507 + 1113 * 4
-  assert [mm.counting_bound_total(n, 3) for n in range(1, 6)] == [1, 3, 5, 7, 10]
-  assert mm.counting_bound_total(5, 1) == 15  # one level per secret: 1 + 2 + ... + 5
+  assert guessing.counting_bound_total(1296, 13) == 1 + 26 + 507 + 1113 * 4
+  assert [guessing.counting_bound_total(n, 3) for n in range(1, 6)] == [1, 3, 5, 7, 10]
+  assert guessing.counting_bound_total(5, 1) == 15  # one level per secret: 1 + 2 + ... + 5
   j = instance(4, 6)
   # The jnp bound at n = 1..1296 (first n codes) agrees with the Python one, and lies above
   # the pessimistic bound.
@@ -307,7 +308,7 @@ def test_counting_bound_values():
   masks = np.arange(1296)[None, :] < sizes[:, None]
   states = j.states(masks)
   opt = np.asarray(j.optimistic(states))
-  expected = [-mm.counting_bound_total(n, 13) / n for n in sizes]
+  expected = [-guessing.counting_bound_total(n, 13) / n for n in sizes]
   np.testing.assert_allclose(opt, expected, rtol=1e-6)
   np.testing.assert_allclose(opt[-1], -4986 / 1296, rtol=1e-6)
   assert np.all(np.asarray(j.pessimistic(states)) <= opt)
@@ -345,7 +346,7 @@ def test_estimator_matches_reference_on_every_tier():
     np.testing.assert_allclose(float(est.value[b]), -ref[finite].min(), rtol=2e-6)
   # The action bounds: n + Σ over unsolved feedback parts of the counting bound T(|part|).
   bounds = np.asarray(est.action_bounds)
-  totals = np.array([mm.counting_bound_total(n, 13) for n in range(1297)])
+  totals = np.array([guessing.counting_bound_total(n, 13) for n in range(1297)])
   for b in range(len(sizes)):
     idx = np.flatnonzero(masks[b])
     counts = np.stack([np.bincount(j.table[g, idx], minlength=14) for g in range(1296)])
@@ -368,8 +369,8 @@ def test_estimator_root_and_tiers_agree():
   j = instance(4, 6)
   # Without compaction tiers, in big guess chunks: same numbers (same batch shape as above,
   # so the default estimator is not compiled again).
-  plain = jax.jit(mm.entropic_estimator(j.m.by_secret, np.arange(1296), 14, tiers=(),
-                                        guess_chunk=1000))
+  plain = jax.jit(guessing_estimator.entropic_estimator(j.m.by_secret, np.arange(1296), 14,
+                                                       tiers=(), guess_chunk=1000))
   rng = np.random.default_rng(4)
   fill = np.asarray([1.0, 0.5, 0.05, 0.03, 0.02, 0.01, 0.01, 0.005, 0.003, 0.002, 0.001, 0])
   masks = rng.random((12, 1296)) < fill[:, None]
@@ -419,8 +420,8 @@ def test_estimator_under_outer_vmap():
   rng = np.random.default_rng(6)
   masks = rng.random((2, 3, 27)) < 0.5
   masks[..., 0] = True
-  states = mm.State(remaining=mm.mask_to_bits(jnp.asarray(masks)),
-                    solved=jnp.asarray([[False, True, False], [False, False, False]]))
+  states = guessing.State(remaining=guessing.mask_to_bits(jnp.asarray(masks)),
+                          solved=jnp.asarray([[False, True, False], [False, False, False]]))
   vm = jax.jit(jax.vmap(j.m.estimator, in_axes=(None, None, 0)))(None, None, states)
   for i in range(2):
     one = j.estimate(None, None, jax.tree.map(lambda x: x[i], states))

@@ -20,6 +20,7 @@ pgx = pytest.importorskip("pgx")
 
 import jaxsearch as js  # noqa: E402
 from jaxsearch import cli  # noqa: E402
+from jaxsearch.train import agents  # noqa: E402
 from jaxsearch.train import evaluate as ev  # noqa: E402
 
 from games import pgx_env  # noqa: E402
@@ -240,7 +241,7 @@ def test_backgammon_turns_and_a_match():
   seen = set()
   for t in range(30):
     legal = jax.vmap(game.legal_actions)(states)
-    action = ev._sample_masked(jax.random.PRNGKey(t), legal)
+    action = agents._sample_masked(jax.random.PRNGKey(t), legal)
     before = np.asarray(states.env.current_player)
     result = step(states, jnp.maximum(action, 0), jnp.zeros((16,), jnp.int32))
     after = np.asarray(result.state.env.current_player)

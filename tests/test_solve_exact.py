@@ -1,6 +1,6 @@
 """Exact certificates, bounded memory and the solver's compiled programs.
 
-* :class:`games.mastermind.ExactBounds` — the integer bounds a certificate is checked with —
+* :class:`games.guessing_exact.ExactBounds` — the integer bounds a certificate is checked with —
   are admissible against brute-force optima, and the guesses they leave out are never needed;
 * :func:`jaxsearch.solve.certify` accepts true claims and refuses false ones that a float
   tolerance would have accepted;

@@ -13,6 +13,8 @@ import pytest
 
 from games import connect_four as c4
 from games import tictactoe as t3
+from jaxsearch.train import agents as agents_lib
+from jaxsearch.train import connect4_sets
 from jaxsearch.train import evaluate as ev
 
 KEY = jax.random.PRNGKey(0)
@@ -156,11 +158,11 @@ def test_greedy_act_fn_masks_illegal_moves_and_traces_params():
   np.testing.assert_array_equal(np.asarray(ev.act_on_positions(agent, KEY, states)),
                                 [0, 1, 0, 2])
   # New parameters re-use the compiled program (they are traced, not baked in).
-  size = ev._act_jit._cache_size()  # pylint: disable=protected-access
+  size = agents_lib._act_jit._cache_size()  # pylint: disable=protected-access
   agent = ev.greedy_act_fn(t3.GAME, logits_fn, -prefer_low)
   np.testing.assert_array_equal(np.asarray(ev.act_on_positions(agent, KEY, states)),
                                 [8, 8, 7, 8])
-  assert ev._act_jit._cache_size() == size  # pylint: disable=protected-access
+  assert agents_lib._act_jit._cache_size() == size  # pylint: disable=protected-access
 
 
 def test_search_act_fn_is_greedy_and_keeps_one_program_per_search():
@@ -184,7 +186,7 @@ def test_agent_under_jit_and_vmap(agents):
   # jitted calls (the Agent is a pytree argument of the module's jitted act function).
   mapped = np.asarray(jax.jit(jax.vmap(agent))(keys, batches))
   for i in range(4):
-    one = ev._act_jit(  # pylint: disable=protected-access
+    one = agents_lib._act_jit(  # pylint: disable=protected-access
         agent, keys[i], jax.tree.map(lambda x: x[i], batches))
     np.testing.assert_array_equal(mapped[i], np.asarray(one))
   assert len(set(mapped[:, 0].tolist())) > 1  # the key matters (random tie-breaking)
@@ -216,7 +218,7 @@ def test_connect4_sets_load_with_consistent_full_columns(c4_sets):
 def test_connect4_random_error_rate_matches_readme(c4_sets, c4_random):
   readme = {"Test_L3_R1": 0.311, "Test_L2_R1": 0.286, "Test_L2_R2": 0.421}
   for i, (name, s) in enumerate(c4_sets.items()):
-    probs = ev._random_error_probs(s.scores)  # pylint: disable=protected-access
+    probs = connect4_sets._random_error_probs(s.scores)  # pylint: disable=protected-access
     expected = ev.connect4_expected_random_error(s)
     assert abs(expected - readme[name]) < 0.0006, (name, expected)
     sigma = np.sqrt(np.sum(probs * (1 - probs))) / len(s)

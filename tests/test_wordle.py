@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from games import mastermind as mm
+from games import guessing
 from games import wordle
 from guessing_jit import JittedGame
 
@@ -237,7 +237,7 @@ def test_small_outcome_probs_and_step_partition():
   for b in range(3):
     state = jax.tree.map(lambda x: x[b], states)
     out = s.step_outcomes(state, actions[b], outcomes)
-    children = np.asarray(mm.bits_to_mask(out.state.remaining, 60))  # [243, 60]
+    children = np.asarray(guessing.bits_to_mask(out.state.remaining, 60))  # [243, 60]
     np.testing.assert_array_equal(children.sum(0), masks[b].astype(int))
     np.testing.assert_allclose(children.sum(1) / masks[b].sum(), probs[b], rtol=1e-6)
     np.testing.assert_array_equal(np.asarray(out.terminal), np.arange(243) == 242)
@@ -291,7 +291,7 @@ def test_small_estimator_matches_reference():
   assert float(est.value[-1]) == -1.0 and np.sum(np.isfinite(q[-1])) == 1
   # Action bounds on every tier: n + Σ over unsolved feedback parts of T(|part|).
   branching = len(set(s.table.reshape(-1).tolist()) - {wordle.SOLVED})
-  totals = np.array([mm.counting_bound_total(n, branching) for n in range(61)])
+  totals = np.array([guessing.counting_bound_total(n, branching) for n in range(61)])
   bounds = np.asarray(est.action_bounds)
   for b in range(len(sizes)):
     idx = np.flatnonzero(masks[b])
@@ -354,10 +354,11 @@ def test_full_lists_first_guess_figures(full):
   after = w.state_after([("tarse", "BBYBY")])
   masks = np.zeros((4, 3158), bool)
   masks[0] = True
-  masks[1] = np.asarray(mm.bits_to_mask(after.remaining, 3158))
+  masks[1] = np.asarray(guessing.bits_to_mask(after.remaining, 3158))
   masks[2, [w.answer_index("cigar"), w.answer_index("rebut")]] = True
   masks[3, rng.choice(3158, 12, replace=False)] = True
-  states = mm.State(remaining=mm.mask_to_bits(jnp.asarray(masks)), solved=jnp.zeros(4, bool))
+  states = guessing.State(remaining=guessing.mask_to_bits(jnp.asarray(masks)),
+                          solved=jnp.zeros(4, bool))
   est = jax.jit(w.estimator)(None, None, states)
   q = np.asarray(est.action_values)
   order = np.argsort(-q[0], kind="stable")[:5]

@@ -7,15 +7,20 @@ Modules (small and flat):
   selfplay    ``B`` games in lock-step, one batched search per move, subtree reuse, restarts.
   losses      ``(v − z)² − πᵀ log p + λ‖θ‖²`` (+ action-value regression), optax AdamW.
   checkpoint  orbax checkpoints of the whole training state, with mismatch checks.
-  loop        the training loop (deterministic in seed and step), metrics, plots.
-  evaluate    evaluation against exact oracles (tic-tac-toe minimax, Connect Four test sets).
+  config      TrainConfig and the per-game presets.
+  loop        the training loop (deterministic in seed and step).
+  evaluators  the loop's default evaluation of each game.
+  metrics     metrics.jsonl rows, plots, the progress bar.
+  evaluate    evaluation against exact oracles (tic-tac-toe minimax, Connect Four test sets),
+              from agents (players and adapters), matches and connect4_sets.
 
 Submodules load on first use (``jaxsearch.train.loop``), so importing the package is cheap.
 """
 
 import importlib
 
-_SUBMODULES = ("networks", "replay", "selfplay", "losses", "checkpoint", "loop", "evaluate")
+_SUBMODULES = ("networks", "replay", "selfplay", "losses", "checkpoint", "config", "loop",
+               "evaluators", "metrics", "evaluate", "agents", "matches", "connect4_sets")
 
 __all__ = list(_SUBMODULES)
 

@@ -22,216 +22,23 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from flax import struct
 
 from jaxsearch import policies, sharding
 from jaxsearch.train import checkpoint as checkpoint_lib
 from jaxsearch.train import losses, networks, replay, selfplay
+from jaxsearch.train.config import CONFIG_DEFAULTS, MAY_CHANGE, TrainConfig, game_module
+from jaxsearch.train.config import GAMES, preset  # noqa: F401 (re-exported: the training API)
+from jaxsearch.train.evaluators import Evaluator, default_evaluator
+from jaxsearch.train.metrics import (ProgressBar, flatten_metrics, json_number, plot_metrics,
+                                     truncate_metrics)
+from jaxsearch.train.metrics import read_metrics  # noqa: F401 (re-exported: the training API)
 
-GAMES = ("tictactoe", "connect_four")
-PGX_PREFIX = "pgx:"  # "pgx:ENV_ID" trains on a pgx environment (games.pgx_env)
-POLICIES = ("alphazero", "avts", "gumbel")
-# Configuration fields a resumed run may change (they do not change what a step computes;
-# ``devices`` changes the updates only by float summation order).
-MAY_CHANGE = ("steps", "minutes", "checkpoint_every", "eval_every", "eval_games",
-              "eval_uct_simulations", "log_every", "devices")
 SLEEP_ENV = "JAXSEARCH_TRAIN_STEP_SLEEP"  # tests: seconds to sleep after each step
-# Settings added after checkpoints were first written: a checkpoint without one is taken to
-# have used its default (``CONFIG_DEFAULTS``, read from ``TrainConfig`` below; see
-# ``checkpoint.Checkpointer``), so a new setting's default must be the old behaviour.
-ADDED_SETTINGS = ("pibar_target", "gumbel_c_scale", "ones_plane")
-
-
-@dataclasses.dataclass(frozen=True)
-class TrainConfig:
-  """Everything that defines a training run (see :func:`preset` for the per-game defaults).
-
-  Attributes:
-    game: ``"tictactoe"``, ``"connect_four"`` or ``"pgx:ENV_ID"``, any pgx environment
-      (:mod:`games.pgx_env`; its observation is the network input).
-    policy: ``"alphazero"`` (PUCT + root Dirichlet noise), ``"avts"`` (needs the action-value
-      head, added automatically; its targets are the search's root q̂3) or ``"gumbel"``
-      (Gumbel MuZero: the Gumbel draw explores, the improved policy is the policy target;
-      evaluated with ``gumbel_scale = 0``).
-    seed: the run's seed (network initialisation and every step's keys).
-    network: ``"mlp"`` or ``"resnet"``; ``hidden`` (MLP widths), ``channels``, ``blocks``,
-      ``head_hidden``, ``ones_plane`` (ResNet: a constant input plane, so that the zero
-      padding differs from empty cells).
-    batch_size: games played in lock-step.
-    simulations: search simulations per move; ``max_nodes`` tree capacity (0 = ``2 S + 1``,
-      room for a reused subtree of up to ``S`` nodes plus a full search; bigger kept subtrees
-      are dropped rather than let the tree fill up).
-    c: PUCT constant (``None``: the MuZero schedule, ``c ≈ 1.25``).
-    temperature_moves: plies per game sampled from the visit counts (τ = 1); greedy after.
-    random_opening: games start with up to this many uniformly random plies, not recorded
-      (see :mod:`selfplay`; 0 = off).
-    dirichlet_fraction, dirichlet_alpha: root noise of the self-play search.
-    value_target: ``"outcome"``, ``"search"`` or ``"mix"`` (see :mod:`selfplay`).
-    reuse: subtree reuse between moves (never with ``policy="gumbel"``: its root must be
-      fresh).
-    gumbel_c_scale: σ's ``c_scale`` of ``policy="gumbel"`` (0.1 as mctx; the Gumbel MuZero
-      paper uses 1.0 for board games): how far the improved-policy target moves from the
-      prior toward the actions with the best Q.
-    pibar_target: train the policy head on π̄ (Grill et al. 2020, the search's regularised
-      policy at the root: ``out.policy_target``) instead of the visit distribution; PUCT
-      only (Gumbel has its own improved policy as the target).
-    moves_per_step, updates_per_step: see the module docstring.
-    replay_capacity, min_replay, train_batch: replay buffer size, positions needed before
-      the first update, and the update batch size.
-    learning_rate, warmup_steps, decay_steps, weight_decay, l2: AdamW on a warm-up + cosine
-      schedule (in updates), plus ``λ = l2`` in the loss.
-    action_value_weight: weight of the action-value regression (AVTS).
-    steps, minutes: stop conditions (0 = none); the run stops at the first reached, at a step
-      boundary.
-    checkpoint_every, eval_every, log_every: in steps (the final step is always checkpointed,
-      evaluated and logged); ``eval_every < 0`` turns evaluation off, the final one too.
-    eval_simulations: the fixed search budget of the evaluation (temperature 0, no noise).
-    eval_games: games against the perfect player (tic-tac-toe) or a random player (Connect
-      Four) per evaluation; eval_uct_simulations: UCT-with-rollouts opponent's budget in the
-      final Connect Four evaluation (0 = skip).
-    devices: split the self-play games and every update batch over the first ``devices``
-      devices (:mod:`jaxsearch.sharding`; 0 = one device, no sharding). Self-play is
-      bit-identical on any number of devices (per-game keys); the updates' gradients are
-      all-reduced by XLA and equal one device's up to float summation order.
-      ``batch_size`` and ``train_batch`` must be divisible by it.
-  """
-
-  game: str = "tictactoe"
-  policy: str = "alphazero"
-  seed: int = 0
-  network: str = "mlp"
-  hidden: tuple = (64, 64)
-  channels: int = 32
-  blocks: int = 2
-  head_hidden: int = 64
-  ones_plane: bool = False
-  batch_size: int = 128
-  simulations: int = 32
-  max_nodes: int = 0
-  c: Optional[float] = None
-  temperature_moves: int = 2
-  random_opening: int = 0
-  dirichlet_fraction: float = 0.25
-  dirichlet_alpha: float = 1.0
-  value_target: str = "outcome"
-  reuse: bool = True
-  pibar_target: bool = False
-  gumbel_c_scale: float = 0.1
-  moves_per_step: int = 1
-  updates_per_step: int = 1
-  replay_capacity: int = 20000
-  min_replay: int = 512
-  train_batch: int = 256
-  learning_rate: float = 2e-3
-  warmup_steps: int = 50
-  decay_steps: int = 3000
-  weight_decay: float = 1e-4
-  l2: float = 1e-4
-  action_value_weight: float = 1.0
-  steps: int = 0
-  minutes: float = 0.0
-  checkpoint_every: int = 200
-  eval_every: int = 100
-  log_every: int = 1
-  eval_simulations: int = 32
-  eval_games: int = 100
-  eval_uct_simulations: int = 0
-  devices: int = 0
-
-  def __post_init__(self):
-    if self.game not in GAMES and not str(self.game).startswith(PGX_PREFIX):
-      raise ValueError(f"game must be one of {GAMES} or 'pgx:ENV_ID', got {self.game!r}")
-    if self.policy not in POLICIES:
-      raise ValueError(f"policy must be one of {POLICIES}, got {self.policy!r}")
-    for name in ("batch_size", "simulations", "moves_per_step", "replay_capacity",
-                 "train_batch", "eval_simulations"):
-      if int(getattr(self, name)) < 1:
-        raise ValueError(f"{name} must be >= 1, got {getattr(self, name)!r}")
-    if int(self.updates_per_step) < 1:
-      raise ValueError(f"updates_per_step must be >= 1, got {self.updates_per_step!r}")
-    if int(self.min_replay) > int(self.replay_capacity):
-      raise ValueError(f"min_replay = {self.min_replay} exceeds replay_capacity = "
-                       f"{self.replay_capacity}: the buffer could never hold enough "
-                       "positions and no update would ever run")
-    if int(self.eval_games) < 2 or int(self.eval_games) % 2:
-      raise ValueError(f"eval_games must be an even number >= 2 (each side half the games), "
-                       f"got {self.eval_games!r}")
-    if self.pibar_target and self.policy != "alphazero":
-      raise ValueError("pibar_target needs policy='alphazero' (PUCT)")
-    if int(self.devices) < 0:
-      raise ValueError(f"devices must be >= 0 (0 = one device), got {self.devices!r}")
-    for name in ("batch_size", "train_batch"):
-      if self.devices and int(getattr(self, name)) % int(self.devices):
-        raise ValueError(f"{name} = {getattr(self, name)} is not divisible by "
-                         f"devices = {self.devices}: each device takes an equal share")
-
-  @property
-  def nodes(self) -> int:
-    return self.max_nodes or 2 * self.simulations + 1
-
-  def to_dict(self) -> dict:
-    return dataclasses.asdict(self)
-
-
-
-CONFIG_DEFAULTS = {field.name: field.default for field in dataclasses.fields(TrainConfig)
-                   if field.name in ADDED_SETTINGS}
-
-def preset(game: str, **overrides) -> TrainConfig:
-  """The default configuration for ``game``, with ``overrides``."""
-  if game == "tictactoe":
-    base = dict(game=game, network="mlp", hidden=(64, 64), batch_size=128, simulations=32,
-                temperature_moves=2, random_opening=6, dirichlet_alpha=1.0,
-                replay_capacity=20000, min_replay=512, train_batch=256, updates_per_step=1,
-                learning_rate=2e-3, decay_steps=3000, checkpoint_every=250, eval_every=250,
-                eval_simulations=64, eval_games=100)
-  elif game == "connect_four":
-    # Gumbel, not PUCT: see docs/training.md (PUCT's visit-count targets at 32 simulations
-    # never learnt immediate wins and blocks).
-    base = dict(game=game, policy="gumbel", value_target="mix", network="resnet",
-                channels=16, blocks=1, head_hidden=32, ones_plane=True,
-                batch_size=128, simulations=32, temperature_moves=4, random_opening=8,
-                dirichlet_alpha=1.0, replay_capacity=100000, min_replay=4096,
-                train_batch=256, updates_per_step=2, learning_rate=2e-3, decay_steps=20000,
-                checkpoint_every=500, eval_every=1000, eval_simulations=128, eval_games=100,
-                eval_uct_simulations=200)
-  elif str(game).startswith(PGX_PREFIX):
-    base = _pgx_preset(game)
-  else:
-    raise ValueError(f"no preset for game {game!r}; expected one of {GAMES} or 'pgx:ENV_ID'")
-  base.update(overrides)
-  return TrainConfig(**base)
-
-
-def _pgx_preset(game: str) -> dict:
-  """Defaults for any pgx game: Gumbel MuZero self-play (as pgx's own AlphaZero example), a
-  small ResNet over ``[H, W, C]`` observations (an MLP over others), evaluation against a
-  random player (and, at the end, UCT with random rollouts)."""
-  from games import pgx_env
-  module = pgx_env.module_for(game)
-  obs = jax.eval_shape(module.observe, module.GAME.init(jax.random.PRNGKey(0)))
-  network = (dict(network="resnet", channels=16, blocks=2, head_hidden=32, ones_plane=True)
-             if len(obs.shape) == 3 else dict(network="mlp", hidden=(128, 128)))
-  return dict(game=game, policy="gumbel", value_target="mix", **network, batch_size=64,
-              simulations=32, temperature_moves=4, random_opening=4, dirichlet_alpha=0.3,
-              replay_capacity=50000, min_replay=1024, train_batch=256, updates_per_step=2,
-              learning_rate=2e-3, decay_steps=20000, checkpoint_every=500, eval_every=50,
-              eval_simulations=32, eval_games=64, eval_uct_simulations=100)
-
-
-def game_module(name: str):
-  """The module under ``games`` of a training game (``GAME``, ``observe``, ``render``); for
-  ``"pgx:ENV_ID"`` the same three built by :func:`games.pgx_env.module_for`."""
-  import importlib
-  if str(name).startswith(PGX_PREFIX):
-    from games import pgx_env
-    return pgx_env.module_for(name)
-  return importlib.import_module(f"games.{name}")
 
 
 @struct.dataclass
@@ -256,9 +63,6 @@ class TrainState:
   step: jax.Array
   updates: jax.Array
 
-
-Evaluator = Callable[[Any, jax.Array, bool], dict]
-"""``(params, key, final) -> {name: number or dict}``; ``final`` marks the end-of-run one."""
 
 
 class Trainer:
@@ -421,11 +225,38 @@ class Trainer:
       ``out_dir``.
     """
     config = self.config
-    steps = config.steps if steps is None else steps
-    minutes = config.minutes if minutes is None else minutes
-    started = time.perf_counter() if started is None else started
+    budget = _Budget(steps=config.steps if steps is None else steps,
+                     minutes=config.minutes if minutes is None else minutes,
+                     started=time.perf_counter() if started is None else started)
+    ckpt = self.checkpointer() if self.out_dir is not None else None
+    ts = self._start_state(ckpt, resume)
+    metrics_path = self.out_dir / "metrics.jsonl" if self.out_dir is not None else None
+    if metrics_path is not None:
+      truncate_metrics(metrics_path, int(ts.step))
+    sleep = float(os.environ.get(SLEEP_ENV, "0") or 0)
+    run = _RunProgress(ts=ts, step=int(ts.step), last_saved=int(ts.step))
+    bar = ProgressBar(progress, budget.steps, budget.minutes, console)
+    try:
+      with bar:
+        while not budget.reached(run.step):
+          if not budget.steps and not budget.minutes:
+            raise ValueError("give a stop condition: steps or minutes")
+          self._run_step(run, budget, ckpt, metrics_path, bar)
+          if sleep:
+            time.sleep(sleep)
+    finally:
+      if ckpt is not None:
+        if run.step != run.last_saved:
+          ckpt.save(run.step, run.ts)
+        ckpt.close()
+    self.state = run.ts
+    return self._summary(run, budget, metrics_path if plot else None)
+
+  def _start_state(self, ckpt: Optional[checkpoint_lib.Checkpointer],
+                   resume: bool) -> TrainState:
+    """The state a run starts from: restored with ``resume`` (when there is a checkpoint),
+    else fresh; writes ``config.json``."""
     out = self.out_dir
-    ckpt = self.checkpointer() if out is not None else None
     if resume and ckpt is None:
       raise ValueError("resume needs an out_dir")
     if not resume and ckpt is not None and ckpt.latest_step() is not None:
@@ -440,70 +271,57 @@ class Trainer:
       ts = self.init_state()
     if out is not None:  # after a successful restore: a mismatched resume changes nothing
       out.mkdir(parents=True, exist_ok=True)
-      (out / "config.json").write_text(json.dumps(config.to_dict(), indent=1) + "\n")
-    start_step = int(ts.step)
-    metrics_path = out / "metrics.jsonl" if out is not None else None
-    if metrics_path is not None:
-      _truncate_metrics(metrics_path, start_step)
-    sleep = float(os.environ.get(SLEEP_ENV, "0") or 0)
+      (out / "config.json").write_text(json.dumps(self.config.to_dict(), indent=1) + "\n")
+    return ts
+
+  def _run_step(self, run: "_RunProgress", budget: "_Budget",
+                ckpt: Optional[checkpoint_lib.Checkpointer], metrics_path: Optional[Path],
+                bar: ProgressBar) -> None:
+    """One step of :meth:`run`: iterate, then evaluate, log and checkpoint when due."""
+    config = self.config
     positions_per_step = config.batch_size * config.moves_per_step
-    last_eval: dict = {}
-    last_final = False  # whether last_eval was a final evaluation (the UCT match etc.)
-    last_saved = start_step
-    step = start_step
-    bar = _Bar(progress, steps, minutes, console)
-    try:
-      with bar:
-        while True:
-          elapsed = time.perf_counter() - started
-          if steps and step >= steps:
-            break
-          if minutes and elapsed >= minutes * 60:
-            break
-          if not steps and not minutes:
-            raise ValueError("give a stop condition: steps or minutes")
-          t0 = time.perf_counter()
-          ts, metrics = self.iterate(ts)
-          metrics = jax.device_get(metrics)
-          step += 1
-          dt = time.perf_counter() - t0
-          row = {"step": step, "positions": step * positions_per_step,
-                 "time": round(time.perf_counter() - started, 3),
-                 "positions_per_s": round(positions_per_step / max(dt, 1e-9), 1)}
-          row.update({k: _number(v) for k, v in metrics.items()})
-          final = (steps and step >= steps) or (
-              minutes and time.perf_counter() - started >= minutes * 60)
-          if self.evaluator is not None and ((config.eval_every > 0 and
-                                              step % config.eval_every == 0) or final):
-            last_eval = self.evaluate(ts.params, step, final=bool(final))
-            last_final = bool(final)
-            row.update(_flatten(last_eval))
-          if metrics_path is not None and (final or step % max(config.log_every, 1) == 0
-                                           or last_eval and "eval_step" in row):
-            with metrics_path.open("a") as f:
-              f.write(json.dumps(row) + "\n")
-          if ckpt is not None and ((config.checkpoint_every and
-                                    step % config.checkpoint_every == 0) or final):
-            ckpt.save(step, ts)
-            last_saved = step
-          bar.update(step, row, last_eval, time.perf_counter() - started)
-          if sleep:
-            time.sleep(sleep)
-    finally:
-      if ckpt is not None:
-        if step != last_saved:
-          ckpt.save(step, ts)
-        ckpt.close()
-    self.state = ts
-    if self.evaluator is not None and not (last_eval.get("eval_step") == step and last_final):
-      last_eval = self.evaluate(ts.params, step, final=True)
+    t0 = time.perf_counter()
+    run.ts, metrics = self.iterate(run.ts)
+    metrics = jax.device_get(metrics)
+    run.step += 1
+    step = run.step
+    dt = time.perf_counter() - t0
+    row = {"step": step, "positions": step * positions_per_step,
+           "time": round(budget.elapsed(), 3),
+           "positions_per_s": round(positions_per_step / max(dt, 1e-9), 1)}
+    row.update({k: json_number(v) for k, v in metrics.items()})
+    final = budget.reached(step)
+    if self.evaluator is not None and ((config.eval_every > 0 and
+                                        step % config.eval_every == 0) or final):
+      run.last_eval = self.evaluate(run.ts.params, step, final=final)
+      run.last_final = final
+      row.update(flatten_metrics(run.last_eval))
+    if metrics_path is not None and (final or step % max(config.log_every, 1) == 0
+                                     or run.last_eval and "eval_step" in row):
+      with metrics_path.open("a") as f:
+        f.write(json.dumps(row) + "\n")
+    if ckpt is not None and ((config.checkpoint_every and
+                              step % config.checkpoint_every == 0) or final):
+      ckpt.save(step, run.ts)
+      run.last_saved = step
+    bar.update(step, row, run.last_eval, budget.elapsed())
+
+  def _summary(self, run: "_RunProgress", budget: "_Budget",
+               plot_from: Optional[Path]) -> dict:
+    """:meth:`run`'s summary, after a final evaluation unless the last step had one; with
+    ``plot_from`` (the metrics file) the plot is written too."""
+    config, out, ts = self.config, self.out_dir, run.ts
+    last_eval = run.last_eval
+    if self.evaluator is not None and not (last_eval.get("eval_step") == run.step
+                                           and run.last_final):
+      last_eval = self.evaluate(ts.params, run.step, final=True)
     summary = dict(last_eval)
     summary.update(
-        steps=step, positions=int(ts.selfplay.moves), games=int(ts.selfplay.games),
-        updates=int(ts.updates), minutes=round((time.perf_counter() - started) / 60, 3),
+        steps=run.step, positions=int(ts.selfplay.moves), games=int(ts.selfplay.games),
+        updates=int(ts.updates), minutes=round(budget.elapsed() / 60, 3),
         out_dir=str(out) if out is not None else None)
-    if plot and metrics_path is not None:
-      summary["plot"] = str(plot_metrics(metrics_path, out / "training.png",
+    if plot_from is not None:
+      summary["plot"] = str(plot_metrics(plot_from, out / "training.png",
                                          title=f"{config.game} ({config.policy})"))
     return summary
 
@@ -515,6 +333,35 @@ class Trainer:
     result["eval_step"] = step
     result["eval_seconds"] = round(time.perf_counter() - t0, 2)
     return result
+
+
+@dataclasses.dataclass(frozen=True)
+class _Budget:
+  """When :meth:`Trainer.run` stops: ``steps`` in total or ``minutes`` since ``started``
+  (a ``time.perf_counter()``), whichever comes first; 0 turns a condition off."""
+
+  steps: int
+  minutes: float
+  started: float
+
+  def elapsed(self) -> float:
+    return time.perf_counter() - self.started
+
+  def reached(self, step: int) -> bool:
+    return bool((self.steps and step >= self.steps) or
+                (self.minutes and self.elapsed() >= self.minutes * 60))
+
+
+@dataclasses.dataclass
+class _RunProgress:
+  """Where :meth:`Trainer.run` stands: the state, its step, the last checkpointed step and the
+  latest evaluation (``last_final``: whether it was a final one, with the UCT match etc.)."""
+
+  ts: TrainState
+  step: int
+  last_saved: int
+  last_eval: dict = dataclasses.field(default_factory=dict)
+  last_final: bool = False
 
 
 def load_trained(out_dir: str | Path, step: Optional[int] = None) -> tuple[Trainer, Any]:
@@ -545,233 +392,3 @@ def load_trained(out_dir: str | Path, step: Optional[int] = None) -> tuple[Train
   finally:
     ckpt.close()
   return trainer, jax.tree.map(jnp.asarray, state.params)
-
-
-# ---- evaluation --------------------------------------------------------------------------
-
-
-def default_evaluator(trainer: Trainer) -> Optional[Evaluator]:
-  """The game's oracle evaluation (:mod:`jaxsearch.train.evaluate`) of the search (at
-  ``eval_simulations``, temperature 0, no noise) and of the raw network (argmax of the
-  logits):
-
-  * tic-tac-toe: ``optimal_move_fraction``, ``net_optimal_move_fraction`` over the 4,520
-    reachable positions, ``losses_vs_perfect`` / ``games_vs_perfect`` of the search against
-    the perfect player;
-  * Connect Four: ``search_error`` and ``net_error`` on Test_L3_R1 and Test_L2_R2,
-    ``search_vs_random`` (score rate) and, in the final evaluation with
-    ``eval_uct_simulations``, ``search_vs_uct``.
-  * pgx games (two players): ``search_vs_random`` and ``net_vs_random`` (score rates: win 1,
-    draw 1/2, over ``eval_games`` games, half with each side first) and, in the final
-    evaluation with ``eval_uct_simulations``, ``search_vs_uct``; one player: the mean game
-    returns ``search_return``, ``net_return`` and ``random_return``.
-  """
-  from jaxsearch.train import evaluate as ev
-  config = trainer.config
-  search = trainer.eval_search
-  logits = trainer.logits  # one object: the compiled evaluation is reused across calls
-
-  if str(config.game).startswith(PGX_PREFIX):
-    return _pgx_evaluator(trainer)
-
-  if config.game == "tictactoe":
-
-    def evaluate_ttt(params, key, final):
-      k1, k2, k3 = jax.random.split(key, 3)
-      search_agent = ev.search_act_fn(search, params)
-      net_agent = ev.greedy_act_fn(trainer.game, logits, params)
-      match = ev.tictactoe_vs_perfect(search_agent, k3, num_games=config.eval_games)
-      return dict(
-          optimal_move_fraction=ev.tictactoe_optimal_fraction(search_agent, k1),
-          net_optimal_move_fraction=ev.tictactoe_optimal_fraction(net_agent, k2),
-          losses_vs_perfect=match["losses"], games_vs_perfect=match["games"])
-
-    return evaluate_ttt
-
-  sets = {}
-  for name in ("Test_L3_R1", "Test_L2_R2"):
-    try:
-      sets[name] = ev.load_connect4_set(name)
-    except FileNotFoundError as error:
-      print(f"warning: {error}")
-  random_agent = ev.random_player(trainer.game)
-  uct_agent = (ev.uct_rollout_player(trainer.game, config.eval_uct_simulations)
-               if config.eval_uct_simulations else None)
-
-  def evaluate_c4(params, key, final):
-    keys = jax.random.split(key, 4)
-    search_agent = ev.search_act_fn(search, params)
-    net_agent = ev.greedy_act_fn(trainer.game, logits, params)
-    result = dict(
-        search_error={n: round(ev.connect4_error_rate(search_agent, keys[0], s), 4)
-                      for n, s in sets.items()},
-        net_error={n: round(ev.connect4_error_rate(net_agent, keys[1], s), 4)
-                   for n, s in sets.items()})
-    if config.eval_games >= 2:
-      m = ev.play_match(trainer.game, search_agent, random_agent, keys[2],
-                        config.eval_games // 2 * 2)
-      result["search_vs_random"] = round((m["wins"] + 0.5 * m["draws"]) / m["games"], 4)
-    if final and uct_agent is not None and config.eval_games >= 2:
-      m = ev.play_match(trainer.game, search_agent, uct_agent, keys[3],
-                        config.eval_games // 2 * 2)
-      result["search_vs_uct"] = round((m["wins"] + 0.5 * m["draws"]) / m["games"], 4)
-    return result
-
-  return evaluate_c4
-
-
-def _pgx_evaluator(trainer: Trainer) -> Evaluator:
-  """:func:`default_evaluator` of a pgx game (see there)."""
-  from jaxsearch.train import evaluate as ev
-  config, game = trainer.config, trainer.game
-  search, logits = trainer.eval_search, trainer.logits
-  random_agent = ev.random_player(game)
-  alternating = getattr(trainer.module, "alternating", True)
-  two_player = getattr(trainer.module, "num_players", 2) == 2
-  uct_agent = (ev.uct_rollout_player(game, config.eval_uct_simulations)
-               if config.eval_uct_simulations and two_player else None)
-
-  def score(m):
-    return round((m["wins"] + 0.5 * m["draws"]) / m["games"], 4)
-
-  def evaluate_pgx(params, key, final):
-    keys = jax.random.split(key, 4)
-    search_agent = ev.search_act_fn(search, params)
-    net_agent = ev.greedy_act_fn(game, logits, params)
-    if not two_player:
-      return {name: round(ev.mean_return(game, agent, k, config.eval_games), 4)
-              for name, agent, k in (("search_return", search_agent, keys[0]),
-                                     ("net_return", net_agent, keys[1]),
-                                     ("random_return", random_agent, keys[2]))}
-    result = dict(
-        search_vs_random=score(ev.play_match(game, search_agent, random_agent, keys[0],
-                                             config.eval_games, alternating=alternating)),
-        net_vs_random=score(ev.play_match(game, net_agent, random_agent, keys[1],
-                                          config.eval_games, alternating=alternating)))
-    if final and uct_agent is not None:
-      result["search_vs_uct"] = score(ev.play_match(game, search_agent, uct_agent, keys[2],
-                                                    config.eval_games,
-                                                    alternating=alternating))
-    return result
-
-  return evaluate_pgx
-
-
-# ---- reporting ---------------------------------------------------------------------------
-
-
-def _number(x):
-  x = np.asarray(x)
-  return x.item() if x.dtype.kind in "iub" else round(float(x), 6)
-
-
-def _flatten(d: dict, prefix: str = "") -> dict:
-  flat = {}
-  for k, v in d.items():
-    if isinstance(v, dict):
-      flat.update(_flatten(v, f"{prefix}{k}/"))
-    else:
-      flat[f"{prefix}{k}"] = v
-  return flat
-
-
-def _truncate_metrics(path: Path, step: int) -> None:
-  """Drops lines logged after ``step`` (a resumed run re-does those steps)."""
-  if not path.exists():
-    return
-  kept = []
-  for line in path.read_text().splitlines():
-    try:
-      if json.loads(line).get("step", 0) <= step:
-        kept.append(line)
-    except json.JSONDecodeError:
-      break  # a line cut by a kill: everything after it is gone too
-  path.write_text("".join(line + "\n" for line in kept))
-
-
-def read_metrics(path: str | Path) -> list[dict]:
-  """The rows of a ``metrics.jsonl``."""
-  return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
-
-
-def plot_metrics(metrics_path: str | Path, png_path: str | Path, title: str = "") -> Path:
-  """Writes a PNG: the loss terms (left) and the evaluation metrics (right) against wall-clock
-  minutes. Returns ``png_path``."""
-  import matplotlib
-  matplotlib.use("Agg")
-  import matplotlib.pyplot as plt
-
-  rows = read_metrics(metrics_path)
-  fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
-  trained = [r for r in rows if r.get("updates", 0) > 0]
-  for name in ("loss", "value_loss", "policy_loss", "policy_kl", "action_value_loss"):
-    pts = [(r["time"] / 60, r[name]) for r in trained if name in r]
-    if pts:
-      left.plot(*zip(*pts), label=name, lw=1)
-  left.set_xlabel("minutes")
-  left.set_ylabel("loss")
-  left.legend(fontsize=8)
-  left.set_title("training loss")
-  skip = {"eval_step", "eval_seconds", "games_vs_perfect", "losses_vs_perfect"}
-  evals = [r for r in rows if "eval_step" in r]
-  names = sorted({k for r in evals for k, v in r.items()
-                  if k.startswith(("optimal", "net_", "search_")) and k not in skip
-                  and isinstance(v, (int, float))})
-  for name in names:
-    pts = [(r["time"] / 60, r[name]) for r in evals if name in r]
-    right.plot(*zip(*pts), marker="o", ms=3, label=name, lw=1)
-  losses_pts = [(r["time"] / 60, r["losses_vs_perfect"] / max(r["games_vs_perfect"], 1))
-                for r in evals if "losses_vs_perfect" in r]
-  if losses_pts:
-    right.plot(*zip(*losses_pts), marker="x", ms=3, label="loss rate vs perfect", lw=1)
-  right.set_xlabel("minutes")
-  right.set_title("evaluation")
-  if names or losses_pts:
-    right.legend(fontsize=8)
-  fig.suptitle(title)
-  fig.tight_layout()
-  png_path = Path(png_path)
-  fig.savefig(png_path, dpi=110)
-  plt.close(fig)
-  return png_path
-
-
-class _Bar:
-  """A rich progress bar (step, positions/s, loss, latest evaluation) or nothing."""
-
-  def __init__(self, enabled: bool, steps: int, minutes: float, console=None):
-    self.enabled = enabled
-    self.steps, self.minutes = steps, minutes
-    self.console = console
-    self.progress = None
-
-  def __enter__(self):
-    if self.enabled:
-      from rich.console import Console
-      from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-      self.progress = Progress(TextColumn("[bold]training"), BarColumn(),
-                               TextColumn("{task.fields[status]}"), TimeElapsedColumn(),
-                               console=self.console or Console(stderr=True))
-      self.progress.__enter__()
-      total = self.steps if self.steps else self.minutes * 60
-      self.task = self.progress.add_task("training", total=total, status="compiling…")
-    return self
-
-  def update(self, step, row, last_eval, elapsed):
-    if self.progress is None:
-      return
-    parts = [f"step {step}", f"{row.get('positions_per_s', 0):.0f} pos/s"]
-    if "loss" in row and row.get("updates", 0):
-      parts.append(f"loss {row['loss']:.3f}")
-    flat = _flatten({k: v for k, v in last_eval.items()
-                     if k not in ("eval_step", "eval_seconds")})
-    if flat:
-      parts.append("eval " + " ".join(
-          f"{k.split('/')[-1] if '/' in k else k}={v:.3g}" if isinstance(v, float) else
-          f"{k}={v}" for k, v in list(flat.items())[:4]))
-    done = step if self.steps else min(elapsed, self.minutes * 60)
-    self.progress.update(self.task, completed=done, status=" · ".join(parts))
-
-  def __exit__(self, *exc):
-    if self.progress is not None:
-      self.progress.__exit__(*exc)

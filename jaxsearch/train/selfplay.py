@@ -167,13 +167,8 @@ def make_step(selfplay: SelfPlay) -> Callable:
   """
   game, search = selfplay.game, selfplay.search
   batch, horizon = selfplay.batch_size, selfplay.max_length
-  max_nodes = search.config.max_nodes
-  room = max_nodes - search.config.num_simulations - 1  # a kept subtree must leave S + 1 free
-  observe = jax.vmap(selfplay.observe)
   legal_fn = jax.vmap(game.legal_actions)
   step_fn = jax.vmap(game.step)
-  probs_fn = jax.vmap(game.outcome_probs)
-  init_fn = jax.vmap(game.init)
   rows = jnp.arange(batch)
 
   def step(params, key, state: SelfPlayState, buffer: replay.Buffer):
@@ -181,71 +176,20 @@ def make_step(selfplay: SelfPlay) -> Callable:
     out = search(params, search_key, state.states, state.tree)
     legal = legal_fn(state.states)
     visits = out.visit_counts.astype(jnp.float32)
-    policy = visits / jnp.maximum(jnp.sum(visits, axis=-1, keepdims=True), 1.0)
-    if getattr(out, "policy_target", None) is not None:
-      policy = jnp.where(legal, out.policy_target, 0.0)
-      policy = policy / jnp.maximum(jnp.sum(policy, axis=-1, keepdims=True), 1e-30)
-    sampled = jax.vmap(jax.random.categorical)(
-        per_item_keys(action_key, batch), jnp.where(visits > 0, jnp.log(visits), -jnp.inf))
-    explore = (state.ply < state.opening + selfplay.temperature_moves) & selfplay.sample_visits
-    action = jnp.where(explore & jnp.any(visits > 0, axis=-1), sampled, out.action)
-    if selfplay.random_opening:
-      uniform = jax.vmap(jax.random.categorical)(
-          per_item_keys(jax.random.fold_in(action_key, 1), batch),
-          jnp.where(legal, 0.0, -jnp.inf))
-      action = jnp.where((state.ply < state.opening) & jnp.any(legal, axis=-1), uniform,
-                         action)
-    action = action.astype(jnp.int32)
-
-    record = replay.Sample(
-        obs=observe(state.states), policy=policy, legal=legal, value=out.root_value,
-        # q̂3 is debiased and may leave the game's value range, where no true value lies.
-        action_values=(jnp.where(visits > 0, jnp.clip(out.q_values, *game.value_range),
-                                 jnp.nan)
-                       if selfplay.action_values else None))
-    ply = jnp.minimum(state.ply, horizon - 1)
-    trajectory = jax.tree.map(lambda t, x: t.at[rows, ply].set(x.astype(t.dtype)),
-                              state.trajectory, record)
-
-    if game.num_outcomes > 1:
-      probs = probs_fn(state.states, jnp.maximum(action, 0))
-      outcome = jax.vmap(jax.random.categorical)(per_item_keys(outcome_key, batch),
-                                                 jnp.log(probs))
-    else:
-      outcome = jnp.zeros((batch,), jnp.int32)
+    policy = _policy_target(out, visits, legal)
+    action = _choose_action(selfplay, state, out, visits, legal, action_key)
+    trajectory, ply = _record_positions(selfplay, state, out, visits, legal, policy)
+    outcome = _draw_outcomes(game, state.states, action, outcome_key)
     result = step_fn(state.states, action, outcome)
     reward = state.reward.at[rows, ply].set(result.reward)
     discount = state.discount.at[rows, ply].set(jnp.where(result.terminal, 0.0,
                                                           result.discount))
     # A game ends when the move ends it, at the length bound, or if the root had no move.
     done = result.terminal | (state.ply + 1 >= horizon) | (out.action < 0)
-
-    # Every finished game's positions go to the buffer, oldest game first, in ply order.
-    outcome_z = _returns(reward, discount)
-    if selfplay.value_target == "outcome":
-      value = outcome_z
-    elif selfplay.value_target == "search":
-      value = trajectory.value
-    else:
-      value = 0.5 * (outcome_z + trajectory.value)
-    finished = trajectory.replace(value=value)
-    plies = jnp.arange(horizon)[None, :]
-    mask = done[:, None] & (plies <= state.ply[:, None]) & (plies >= state.opening[:, None])
-    flat = jax.tree.map(lambda x: x.reshape((batch * horizon,) + x.shape[2:]), finished)
-    buffer = replay.add(buffer, flat, mask.reshape(-1))
-
-    # Restart finished games; keep the played child's subtree for the others.
-    fresh = init_fn(per_item_keys(init_key, batch))
-    states = jax.tree.map(
-        lambda new, old: jnp.where(done.reshape((-1,) + (1,) * (old.ndim - 1)), new, old),
-        fresh, result.state)
-    if selfplay.reuse:
-      tree = tree_lib.reroot(out.tree, action, outcome)
-      keep = ~done & (tree.num_nodes <= room)
-    else:
-      tree = out.tree
-      keep = jnp.zeros((batch,), bool)
-    tree = tree.replace(num_nodes=jnp.where(keep, tree.num_nodes, 0))
+    buffer, mask = _add_finished_games(selfplay, buffer, state, trajectory, reward, discount,
+                                       done)
+    states, tree = _restart_finished_games(selfplay, done, result.state, out.tree, action,
+                                           outcome, init_key)
     first_player_result = jnp.where(state.ply % 2 == 0, result.reward, -result.reward)
     info = dict(finished=jnp.sum(done, dtype=jnp.int32),
                 added=jnp.sum(mask, dtype=jnp.int32),
@@ -262,3 +206,99 @@ def make_step(selfplay: SelfPlay) -> Callable:
     return new_state, buffer, info
 
   return step
+
+
+def _policy_target(out, visits: jax.Array, legal: jax.Array) -> jax.Array:
+  """``f32[B, A]``: the search's ``policy_target`` where it has one (restricted to legal
+  moves), else the root visit distribution ``visits f32[B, A]`` normalised."""
+  policy = visits / jnp.maximum(jnp.sum(visits, axis=-1, keepdims=True), 1.0)
+  if getattr(out, "policy_target", None) is not None:
+    policy = jnp.where(legal, out.policy_target, 0.0)
+    policy = policy / jnp.maximum(jnp.sum(policy, axis=-1, keepdims=True), 1e-30)
+  return policy
+
+
+def _choose_action(selfplay: SelfPlay, state: SelfPlayState, out, visits: jax.Array,
+                   legal: jax.Array, key: jax.Array) -> jax.Array:
+  """``i32[B]`` moves played: uniform over the legal ones in the random opening, sampled from
+  the visit counts for ``temperature_moves`` plies after it (when ``sample_visits``), the
+  search's action after that."""
+  batch = selfplay.batch_size
+  sampled = jax.vmap(jax.random.categorical)(
+      per_item_keys(key, batch), jnp.where(visits > 0, jnp.log(visits), -jnp.inf))
+  explore = (state.ply < state.opening + selfplay.temperature_moves) & selfplay.sample_visits
+  action = jnp.where(explore & jnp.any(visits > 0, axis=-1), sampled, out.action)
+  if selfplay.random_opening:
+    uniform = jax.vmap(jax.random.categorical)(
+        per_item_keys(jax.random.fold_in(key, 1), batch),
+        jnp.where(legal, 0.0, -jnp.inf))
+    action = jnp.where((state.ply < state.opening) & jnp.any(legal, axis=-1), uniform,
+                       action)
+  return action.astype(jnp.int32)
+
+
+def _record_positions(selfplay: SelfPlay, state: SelfPlayState, out, visits: jax.Array,
+                      legal: jax.Array, policy: jax.Array):
+  """``(trajectory, ply i32[B])``: every game's current position written at its ply (capped
+  at the last row) of ``state.trajectory``."""
+  game = selfplay.game
+  rows = jnp.arange(selfplay.batch_size)
+  record = replay.Sample(
+      obs=jax.vmap(selfplay.observe)(state.states), policy=policy, legal=legal,
+      value=out.root_value,
+      # q̂3 is debiased and may leave the game's value range, where no true value lies.
+      action_values=(jnp.where(visits > 0, jnp.clip(out.q_values, *game.value_range),
+                               jnp.nan)
+                     if selfplay.action_values else None))
+  ply = jnp.minimum(state.ply, selfplay.max_length - 1)
+  trajectory = jax.tree.map(lambda t, x: t.at[rows, ply].set(x.astype(t.dtype)),
+                            state.trajectory, record)
+  return trajectory, ply
+
+
+def _draw_outcomes(game, states, action: jax.Array, key: jax.Array) -> jax.Array:
+  """``i32[B]`` chance outcomes of ``action`` at ``states`` (zeros without chance)."""
+  batch = action.shape[0]
+  if game.num_outcomes > 1:
+    probs = jax.vmap(game.outcome_probs)(states, jnp.maximum(action, 0))
+    return jax.vmap(jax.random.categorical)(per_item_keys(key, batch), jnp.log(probs))
+  return jnp.zeros((batch,), jnp.int32)
+
+
+def _add_finished_games(selfplay: SelfPlay, buffer: replay.Buffer, state: SelfPlayState,
+                        trajectory, reward: jax.Array, discount: jax.Array, done: jax.Array):
+  """``(buffer, mask bool[B, T])``: every finished game's positions past its opening added
+  to the buffer with their value targets, oldest game first, in ply order."""
+  batch, horizon = selfplay.batch_size, selfplay.max_length
+  outcome_z = _returns(reward, discount)
+  if selfplay.value_target == "outcome":
+    value = outcome_z
+  elif selfplay.value_target == "search":
+    value = trajectory.value
+  else:
+    value = 0.5 * (outcome_z + trajectory.value)
+  finished = trajectory.replace(value=value)
+  plies = jnp.arange(horizon)[None, :]
+  mask = done[:, None] & (plies <= state.ply[:, None]) & (plies >= state.opening[:, None])
+  flat = jax.tree.map(lambda x: x.reshape((batch * horizon,) + x.shape[2:]), finished)
+  return replay.add(buffer, flat, mask.reshape(-1)), mask
+
+
+def _restart_finished_games(selfplay: SelfPlay, done: jax.Array, stepped, tree, action,
+                            outcome, key: jax.Array):
+  """``(states, tree)``: finished games restarted from fresh states (keys from ``key``) with
+  empty trees; the others keep the played child's subtree when reusing and it leaves room
+  for a full search."""
+  batch = selfplay.batch_size
+  config = selfplay.search.config
+  room = config.max_nodes - config.num_simulations - 1  # a kept subtree must leave S + 1 free
+  fresh = jax.vmap(selfplay.game.init)(per_item_keys(key, batch))
+  states = jax.tree.map(
+      lambda new, old: jnp.where(done.reshape((-1,) + (1,) * (old.ndim - 1)), new, old),
+      fresh, stepped)
+  if selfplay.reuse:
+    tree = tree_lib.reroot(tree, action, outcome)
+    keep = ~done & (tree.num_nodes <= room)
+  else:
+    keep = jnp.zeros((batch,), bool)
+  return states, tree.replace(num_nodes=jnp.where(keep, tree.num_nodes, 0))

@@ -1,0 +1,7 @@
+"""``python -m jaxsearch.cli``: the ``jaxsearch`` command."""
+
+import sys
+
+from jaxsearch.cli import main
+
+sys.exit(main())

@@ -1,0 +1,233 @@
+"""``jaxsearch solve``: Mastermind or Wordle by anytime AVTS with certified bounds; the policy
+found is exported and evaluated exactly over every secret."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+
+from jaxsearch.cli.common import CommandError, non_negative_int, positive_int
+
+
+def add_parser(commands) -> None:
+  """The ``solve`` verb's arguments, on the subparsers ``commands``."""
+  solve = commands.add_parser(
+      "solve", help="solve Mastermind or Wordle with certified bounds (anytime AVTS)",
+      description="Anytime AVTS search with an achievable bound (a policy reaches it) and an "
+                  "optimistic bound (no policy does better); the policy found is exported and "
+                  "evaluated exactly over every secret, and that evaluation is the reported "
+                  "figure.")
+  _add_problem_arguments(solve)
+  _add_budget_arguments(solve)
+  _add_output_arguments(solve)
+
+
+def _add_problem_arguments(solve: argparse.ArgumentParser) -> None:
+  """Which puzzle: the game, its size or word lists, the first guess."""
+  solve.add_argument("game", choices=["mastermind", "wordle"])
+  solve.add_argument("--pegs", type=int, default=4, help="Mastermind pegs (default 4)")
+  solve.add_argument("--colours", type=int, default=6, help="Mastermind colours (default 6)")
+  solve.add_argument("--answers", default=None,
+                     help="Wordle answer list (default: ../shared/data/wordle or $WORDLE_DATA)")
+  solve.add_argument("--guesses", default=None, help="Wordle allowed-guess list")
+  solve.add_argument("--first", default=None,
+                     help="fix the first guess and solve every feedback's sub-problem as one "
+                          "batch")
+  solve.add_argument("--no-openings", dest="openings", action="store_false",
+                     help="Mastermind: search from the empty board in one tree instead of one "
+                          "batch of trees per first guess up to symmetry (1111, 1112, 1122, "
+                          "1123, 1234 for 4×6), the default")
+
+
+def _add_budget_arguments(solve: argparse.ArgumentParser) -> None:
+  """How much search: time, simulations, nodes, slots, the certificates' exact search."""
+  solve.add_argument("--seconds", type=float, default=60.0,
+                     help="search time budget, checked between chunks (default 60)")
+  solve.add_argument("--simulations", type=positive_int, default=None,
+                     help="simulation budget per tree (default: none)")
+  solve.add_argument("--chunk", type=positive_int, default=None,
+                     help="simulations per jitted call (the progress and the time budget are "
+                          "checked between calls; default 32 for Mastermind, 4 for Wordle)")
+  solve.add_argument("--nodes", type=positive_int, default=None,
+                     help="node budget, shared out between the trees of a batch (default "
+                          "200000 for Mastermind, 120000 for Wordle: about 3.7 GB for a "
+                          "5-minute run)")
+  solve.add_argument("--slots", type=int, default=None,
+                     help="guesses kept per node, the top ones by the estimator (0 = all; "
+                          "default 128 for Mastermind, 64 for Wordle)")
+  solve.add_argument("--bound-slots", type=int, default=None,
+                     help="of those, how many hold the guesses with the best admissible "
+                          "bounds instead: a cut guess's bound floors its node's, so a proof "
+                          "needs them (default: three quarters of --slots for Mastermind, 0 "
+                          "for Wordle)")
+  solve.add_argument("--exact-search", type=non_negative_int, default=None, metavar="N",
+                     help="the certificates settle guesses at nodes of at most N secrets by "
+                          "exact depth-first search where the tree cannot (default 512; 0: "
+                          "the tree alone)")
+  solve.add_argument("--certify-seconds", type=float, default=600.0, metavar="S",
+                     help="time the certificates may spend in that exact search after the "
+                          "search (default 600); what they cannot show by then is not claimed")
+  solve.add_argument("--memory", type=float, default=None,
+                     help="memory budget in GB (default: the memory available); a run whose "
+                          "estimate exceeds it is refused before it starts, with the estimate")
+  solve.add_argument("--seed", type=int, default=0)
+
+
+def _add_output_arguments(solve: argparse.ArgumentParser) -> None:
+  """What to write: the policy, a plot, a drawing, JSON."""
+  solve.add_argument("--export", default=None, help="write the policy as JSON to this file")
+  solve.add_argument("--plot", default=None, help="write a PNG of the bounds to this file")
+  solve.add_argument("--draw", default=None, metavar="FILE",
+                     help="draw the search tree (the first of the batch) to FILE (.dot, .svg "
+                          "or .png; without Graphviz's `dot` program, FILE.dot is written)")
+  solve.add_argument("--draw-depth", type=int, default=1, metavar="D",
+                     help="guesses deep to draw (default 1)")
+  solve.add_argument("--json", action="store_true", help="end with one JSON line")
+  solve.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def run(args: argparse.Namespace) -> int:
+  """``jaxsearch solve``; returns the exit status."""
+  from jaxsearch import policy_file
+  from jaxsearch import solve as solve_lib
+
+  started = time.perf_counter()
+  puzzle, title = _puzzle(args)
+  num_slots = _fill_budget_defaults(args)
+  result = _search(args, puzzle, title, num_slots)
+  summary = solve_lib.summary(puzzle, result)
+  summary["seconds"] = round(time.perf_counter() - started, 2)
+  if args.export:
+    policy_file.save(args.export, puzzle.header, result.policy)
+  if args.plot:
+    solve_lib.plot_history(result, args.plot, title)
+  if args.draw:
+    _draw_solver_tree(result.trees, args.draw, args.draw_depth, puzzle, title)
+  _report(args, result, title)
+  if args.json:
+    print(json.dumps(summary))
+  return 0
+
+
+def _puzzle(args: argparse.Namespace):
+  """``(puzzle, title)`` of the command line's game, with ``--exact-search`` applied and
+  ``--first`` checked."""
+  if args.game == "mastermind":
+    from games import mastermind
+    puzzle = mastermind.puzzle(args.pegs, args.colours)
+    title = f"Mastermind {args.pegs}×{args.colours}"
+  else:
+    from games import wordle
+    answers, guesses = args.answers, args.guesses
+    if answers is None or guesses is None:
+      default_answers, default_guesses = wordle.default_paths()
+      answers = answers or default_answers
+      guesses = guesses or default_guesses
+    try:
+      puzzle = wordle.puzzle(answers, guesses)
+    except (FileNotFoundError, ValueError) as error:
+      raise CommandError(f"jaxsearch solve wordle: {error}") from None
+    title = f"Wordle {len(puzzle.secrets)}/{len(puzzle.guess_names)}"
+  if args.exact_search is not None:
+    puzzle = dataclasses.replace(
+        puzzle, exact=dataclasses.replace(puzzle.exact, search_secrets=args.exact_search))
+  if args.first is not None and args.first not in puzzle.guess_names:
+    raise CommandError(f"jaxsearch solve: --first {args.first!r} is not an allowed guess")
+  return puzzle, title
+
+
+def _fill_budget_defaults(args: argparse.Namespace):
+  """Sets the game's defaults of ``--slots``, ``--bound-slots``, ``--nodes`` and ``--chunk``
+  in ``args``; returns the slots per node (``None``: all)."""
+  # Mastermind: 128 slots, 96 of them for the best bounds, which certifies 4×6 in about a
+  # minute; Wordle's nodes are larger (243 feedbacks), so 64 by q̂1 only.
+  slots, bound_slots = (args.slots, args.bound_slots)
+  if slots is None:
+    slots = 128 if args.game == "mastermind" else 64
+  if bound_slots is None:
+    bound_slots = 3 * slots // 4 if args.game == "mastermind" else 0
+  args.slots, args.bound_slots = slots, bound_slots
+  if args.nodes is None:
+    args.nodes = 200_000 if args.game == "mastermind" else 120_000
+  if args.chunk is None:
+    # The time budget is checked between chunks: a Wordle chunk of one batch of trees is
+    # ~150 expansions per simulation, each scoring every guess for up to 243 feedbacks.
+    args.chunk = 32 if args.game == "mastermind" else 4
+  num_slots = None if args.slots == 0 else args.slots
+  if args.bound_slots < 0 or (num_slots is not None and args.bound_slots >= num_slots):
+    raise CommandError(f"jaxsearch solve: --bound-slots must be in [0, --slots), got "
+                       f"{args.bound_slots} with --slots {args.slots}")
+  return num_slots
+
+
+def _search(args: argparse.Namespace, puzzle, title: str, num_slots):
+  """The solver's result (:func:`jaxsearch.solve.solve_puzzle`), with a progress bar."""
+  from rich.console import Console
+  from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+  from jaxsearch import solve as solve_lib
+
+  console = Console(stderr=True)
+  with Progress(TextColumn("[bold]{task.description}"), BarColumn(),
+                TextColumn("{task.fields[status]}"), TimeElapsedColumn(),
+                console=console, disable=args.quiet) as progress:
+    task = progress.add_task(f"solving {title}", total=args.seconds, status="compiling…")
+
+    def on_chunk(info):
+      upper = "" if info["upper"] is None else f" ≥ {info['upper']:.1f}"
+      rate = info["simulations"] / max(info["seconds"], 1e-9)
+      ending = info["proven"] or info["seconds"] >= args.seconds
+      progress.update(task, completed=min(info["seconds"], args.seconds), status=(
+          f"total guesses ≤ {info['bound']:.1f}{upper} · {info['simulations']} sims "
+          f"({rate:.0f}/s) · {info['nodes']} nodes"
+          + (" · extracting and evaluating the policy…" if ending else "")))
+
+    openings = (puzzle.openings if args.openings and args.first is None else None)
+    try:
+      return solve_lib.solve_puzzle(
+          puzzle, first=args.first, openings=openings, seconds=args.seconds,
+          max_simulations=args.simulations,
+          chunk=args.chunk, max_nodes=args.nodes, num_slots=num_slots,
+          bound_slots=args.bound_slots, seed=args.seed, certify_seconds=args.certify_seconds,
+          memory=None if args.memory is None else args.memory * (1 << 30),
+          on_chunk=on_chunk)
+    except solve_lib.MemoryBudgetError as error:
+      progress.stop()
+      raise CommandError(f"jaxsearch solve: refused: {error}") from None
+
+
+def _report(args: argparse.Namespace, result, title: str) -> None:
+  """Prints the evaluated total and whether it is proven optimal."""
+  ev = result.evaluation
+  verdict = ("proven optimal" + (f" given the first guess {args.first}" if args.first else "")
+             if result.proven_optimal else (
+      "not proven optimal" if result.upper_total is None else
+      f"not proven: no policy does better than {result.upper_total:.1f}"))
+  if result.subproblems is not None and not result.proven_optimal:
+    proven, total = result.subproblems
+    verdict += f" ({proven} of {total} sub-problems after the first guess proven optimal)"
+  print(f"{title}: {ev.total_guesses} guesses over {ev.secrets} secrets "
+        f"(mean {ev.expected_guesses:.4f}, worst {ev.worst_case}), evaluated exactly; {verdict}."
+        + (f" Policy written to {args.export}." if args.export else "")
+        + (f" Plot written to {args.plot}." if args.plot else ""))
+
+
+def _draw_solver_tree(trees, path: str, depth: int, puzzle, title: str) -> None:
+  """Draws tree 0 of the solver's batch, guesses and feedbacks named, to ``path``."""
+  from jaxsearch import viz
+  if trees is None:
+    print("jaxsearch solve: --draw: the solver returned no tree to draw", file=sys.stderr)
+    return
+  # A list: one batch of one tree per sub-problem (the solver regrew the open ones).
+  batch = len(trees) if isinstance(trees, list) else len(trees.num_nodes)
+  trees = trees[0] if isinstance(trees, list) else trees
+  names = list(puzzle.guess_names)
+  written = viz.draw(trees, path, 0, max_depth=depth, max_children=4, left_to_right=True,
+                     action_names=names,
+                     outcome_names=puzzle.outcome_name,
+                     title=f"{title}: search tree" + (f" 1 of {batch} (the first "
+                                                       f"sub-problem)" if batch > 1 else ""))
+  print(f"Tree drawn to {written}.")

@@ -1,0 +1,124 @@
+"""``jaxsearch train``: AlphaZero-style training by self-play with the batched search."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Sequence
+
+from jaxsearch.cli.common import CommandError, game_name, positive_int
+
+
+def add_parser(commands) -> None:
+  """The ``train`` verb's arguments, on the subparsers ``commands``."""
+  train = commands.add_parser(
+      "train", help="AlphaZero-style training: self-play with the batched search",
+      description="Trains a Flax network by self-play with the batched search (one search "
+                  "per move for a batch of games), evaluates it against exact oracles, and "
+                  "checkpoints it (orbax) so that --resume continues exactly.")
+  train.add_argument("game", type=game_name(("tictactoe", "connect_four")),
+                     help="tictactoe, connect_four, or pgx:ENV_ID (any pgx environment, e.g. "
+                          "pgx:othello; needs pgx)")
+  train.add_argument("--minutes", type=float, default=None,
+                     help="wall-clock budget, imports and compilation included; stops at a "
+                          "step boundary, then checkpoints and evaluates (default: 4.5 "
+                          "tictactoe, 30 connect_four, unless --steps)")
+  train.add_argument("--steps", type=positive_int, default=None,
+                     help="stop after this many steps in total (deterministic)")
+  train.add_argument("--policy", choices=["alphazero", "avts", "gumbel"], default=None,
+                     help="self-play search (default: the game's preset, alphazero = PUCT + "
+                          "root noise for tictactoe, gumbel for connect_four)")
+  train.add_argument("--out", default=None,
+                     help="output directory: metrics.jsonl, checkpoints/, config.json, "
+                          "training.png (default ./train_GAME)")
+  train.add_argument("--resume", action="store_true",
+                     help="continue the run in --out from its newest checkpoint")
+  train.add_argument("--plot", action="store_true", help="write training.png in --out")
+  train.add_argument("--json", action="store_true",
+                     help="end with one JSON line: the final evaluation and the run's size")
+  train.add_argument("--seed", type=int, default=0, help="PRNG seed (default 0)")
+  train.add_argument("--devices", type=int, default=None,
+                     help="split self-play and updates over this many devices (default: one)")
+  train.add_argument("--set", action="append", metavar="KEY=VALUE",
+                     help="override a TrainConfig field (repeatable), e.g. --set "
+                          "simulations=64 --set hidden=[128,128]")
+  train.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def parse_overrides(pairs: Sequence[str], config_cls) -> dict:
+  """``KEY=VALUE`` strings -> TrainConfig overrides, each value parsed as JSON when it can be
+  (``hidden=[32,32]``, ``c=null``), else kept as a string."""
+  names = {f.name for f in dataclasses.fields(config_cls)}
+  out = {}
+  for pair in pairs:
+    key, sep, text = pair.partition("=")
+    key = key.strip().replace("-", "_")
+    if not sep or key not in names:
+      raise ValueError(f"--set {pair!r}: expected KEY=VALUE with KEY one of "
+                       f"{', '.join(sorted(names))}")
+    try:
+      value = json.loads(text)
+    except json.JSONDecodeError:
+      value = text
+    out[key] = tuple(value) if isinstance(value, list) else value
+  return out
+
+
+def run(args: argparse.Namespace) -> int:
+  """``jaxsearch train``; returns the exit status."""
+  started = time.perf_counter()  # --minutes counts from here: imports and compiles included
+  from rich.console import Console
+
+  from jaxsearch.train import checkpoint as checkpoint_lib
+  from jaxsearch.train import loop
+
+  config = _config(args, loop)
+  minutes = args.minutes
+  if minutes is None and args.steps is None:
+    minutes = 4.5 if args.game == "tictactoe" else 30.0
+  out = Path(args.out or f"train_{args.game.replace(':', '_')}")
+  if not args.resume and (out / "checkpoints").is_dir() and any((out / "checkpoints").iterdir()):
+    raise CommandError(f"jaxsearch train: {out} already holds checkpoints; pass --resume to "
+                       f"continue that run, or choose another --out")
+  console = Console(stderr=True)
+  try:
+    trainer = loop.Trainer(config, out_dir=out)
+    summary = trainer.run(steps=args.steps or 0, minutes=minutes or 0.0, resume=args.resume,
+                          progress=not args.quiet, plot=args.plot, console=console,
+                          started=started)
+  except checkpoint_lib.CheckpointError as error:
+    raise CommandError(f"jaxsearch train: cannot resume: {error}") from None
+  except KeyboardInterrupt:
+    print(f"\nInterrupted; the last completed step is checkpointed in {out}: add --resume "
+          f"to continue.", file=sys.stderr)
+    return 130
+  shown = {k: v for k, v in summary.items() if k not in ("out_dir",)}
+  print(f"{config.game}: {summary['steps']} steps, {summary['positions']} self-play positions, "
+        f"{summary['updates']} updates in {summary['minutes']:.2f} min; final evaluation: "
+        + ", ".join(f"{k}={v}" for k, v in shown.items()
+                    if k not in ("steps", "positions", "updates", "minutes", "games", "plot"))
+        + f". Metrics: {out / 'metrics.jsonl'}"
+        + (f", plot: {summary['plot']}" if summary.get("plot") else ""))
+  if args.json:
+    print(json.dumps(summary))
+  return 0
+
+
+def _config(args: argparse.Namespace, loop):
+  """The run's ``TrainConfig``: the game's preset with the command line's overrides."""
+  try:
+    overrides = parse_overrides(args.set or [], loop.TrainConfig)
+    overrides["seed"] = args.seed
+    if args.policy:
+      overrides["policy"] = args.policy
+    if args.devices is not None:
+      overrides["devices"] = args.devices
+    config = loop.preset(args.game, **overrides)
+    loop.sharding.resolve_devices(config.devices or None)  # a clear error before building
+  except (TypeError, ValueError, ImportError) as error:
+    raise CommandError(f"jaxsearch train: {error}") from None
+  return config
