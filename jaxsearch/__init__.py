@@ -15,7 +15,8 @@ _NAMES = {"Estimate": "game", "Estimator": "game", "Game": "game", "StepResult":
           "solve_game": "solve", "SearchConfig": "search", "RootNoise": "search",
           "AvtsOptions": "search", "EntropyOptions": "search", "OutcomeRule": "enums",
           "Backup": "enums", "SubtreeEntropy": "enums", "EntropyPolicy": "enums",
-          "Variance": "enums", "RootPolicy": "enums"}
+          "Variance": "enums", "RootPolicy": "enums", "VisitConvention": "enums",
+          "PriorSource": "enums", "QNormalize": "enums", "ValueSource": "enums"}
 
 __all__ = sorted(_NAMES) + list(_SUBMODULES)
 

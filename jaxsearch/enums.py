@@ -69,6 +69,39 @@ class RootPolicy(enum.StrEnum):
   PIBAR = "pibar"
 
 
+class VisitConvention(enum.StrEnum):
+  """PUCT's ``N``: the ``NODE``'s visit count, ``1 + Σ n(a)`` once expanded (mctx), or the
+  ``CHILDREN``'s sum ``Σ n(a)`` (the AlphaZero paper's ``Σ_b N(s, b)``)."""
+
+  NODE = "node"
+  CHILDREN = "children"
+
+
+class PriorSource(enum.StrEnum):
+  """PUCT's prior π: the softmax of the estimator's prior ``LOGITS``, or of its action values
+  q̂1 (``ACTION_VALUES``: seed 000's PUCT without a policy head), over the selectable slots."""
+
+  LOGITS = "logits"
+  ACTION_VALUES = "action_values"
+
+
+class QNormalize(enum.StrEnum):
+  """Gumbel MuZero's min-max rescale of completed Q to ``[0, 1]``: over the ``LEGAL`` slots,
+  over ``ALL`` slots (mctx), or ``NONE``."""
+
+  LEGAL = "legal"
+  ALL = "all"
+  NONE = "none"
+
+
+class ValueSource(enum.StrEnum):
+  """What plays v̂ in Gumbel MuZero's ``v_mix`` at interior nodes: the ``NODE``'s value, or
+  the estimator's value ``RECOVER``-ed from a running-mean backup."""
+
+  NODE = "node"
+  RECOVER = "recover"
+
+
 E = TypeVar("E", bound=enum.Enum)
 
 

@@ -30,10 +30,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxsearch.enums import QNormalize, ValueSource, coerce
 from jaxsearch.selection.base import (NodeView, RootContext, RootRule, SelectionRule,
                                       masked_softmax)
 
-_NORMALIZE = ("legal", "all", "none")
 
 
 # ---- Sequential Halving: static visit schedules --------------------------------------------
@@ -118,7 +118,7 @@ def completed_q(q: jax.Array, visits: jax.Array, v_mix) -> jax.Array:
   return jnp.where(visits > 0, jnp.asarray(q, jnp.float32), jnp.asarray(v_mix, jnp.float32))
 
 
-def rescale_q(values: jax.Array, legal: jax.Array, normalize: str = "legal",
+def rescale_q(values: jax.Array, legal: jax.Array, normalize: QNormalize | str = QNormalize.LEGAL,
               epsilon: float = 1e-8) -> jax.Array:
   """``f32[K]`` min-max rescale of (completed) Q to ``[0, 1]`` over one node's slots.
 
@@ -126,12 +126,12 @@ def rescale_q(values: jax.Array, legal: jax.Array, normalize: str = "legal",
   (``"legal"``) or over all slots (``"all"``, mctx's choice); ``"none"`` returns ``values``.
   Illegal slots get 0 under ``"legal"``.
   """
-  if normalize not in _NORMALIZE:
-    raise ValueError(f"normalize must be one of {_NORMALIZE}, got {normalize!r}")
+  normalize = coerce(QNormalize, normalize, "normalize")
   values = jnp.asarray(values, jnp.float32)
-  if normalize == "none":
+  if normalize is QNormalize.NONE:
     return values
-  mask = jnp.ones(values.shape, bool) if normalize == "all" else jnp.asarray(legal, bool)
+  mask = (jnp.ones(values.shape, bool) if normalize is QNormalize.ALL
+          else jnp.asarray(legal, bool))
   any_slot = jnp.any(mask)
   lo = jnp.where(any_slot, jnp.min(jnp.where(mask, values, jnp.inf)), 0.0)
   hi = jnp.where(any_slot, jnp.max(jnp.where(mask, values, -jnp.inf)), 0.0)
@@ -152,7 +152,7 @@ def sigma_scale(q: jax.Array, visits: jax.Array, c_visit: float = 50.0,
 
 def transformed_q(raw_value, prior_logits: jax.Array, q: jax.Array, visits: jax.Array,
                   legal: jax.Array, c_visit: float = 50.0, c_scale: float = 0.1,
-                  normalize: str = "legal", prior_probs: Optional[jax.Array] = None
+                  normalize: QNormalize | str = QNormalize.LEGAL, prior_probs: Optional[jax.Array] = None
                   ) -> jax.Array:
   """``f32[K]`` σ(rescale(completedQ)): the whole Q pipeline of one node, from v̂ and Q
   (``prior_probs`` as in :func:`mixed_value`)."""
@@ -163,7 +163,7 @@ def transformed_q(raw_value, prior_logits: jax.Array, q: jax.Array, visits: jax.
 
 def improved_policy(prior_logits: jax.Array, completed: jax.Array, visits: jax.Array,
                     legal: jax.Array, c_visit: float = 50.0, c_scale: float = 0.1,
-                    normalize: str = "legal") -> jax.Array:
+                    normalize: QNormalize | str = QNormalize.LEGAL) -> jax.Array:
   """``f32[K]`` π′ = softmax(logits + σ(q̂)) over the legal slots (Danihelka et al.
   2022), q̂ = ``rescale_q(completed, legal, normalize)``; illegal slots get 0.
 
@@ -212,15 +212,14 @@ def root_scores(gumbel: jax.Array, prior_logits: jax.Array, sigma_q: jax.Array,
 
 
 def interior_policy(view: NodeView, c_visit: float = 50.0, c_scale: float = 0.1,
-                    normalize: str = "legal", value_source: str = "node") -> jax.Array:
+                    normalize: QNormalize | str = QNormalize.LEGAL, value_source: ValueSource | str = ValueSource.NODE) -> jax.Array:
   """``f32[K]`` π′ of one interior node from its :class:`NodeView` (see
   :func:`gumbel_interior_rule` for the arguments)."""
-  if value_source not in ("node", "recover"):
-    raise ValueError(f"value_source must be 'node' or 'recover', got {value_source!r}")
+  value_source = coerce(ValueSource, value_source, "value_source")
   legal = view.legal
   visits = jnp.where(legal, view.child_visits, 0)
   q = jnp.where(visits > 0, view.child_values, 0.0)
-  if value_source == "node":
+  if value_source is ValueSource.NODE:
     raw_value = view.value
   else:
     all_visits = view.child_visits
@@ -233,7 +232,7 @@ def interior_policy(view: NodeView, c_visit: float = 50.0, c_scale: float = 0.1,
 
 
 def gumbel_interior_rule(c_visit: float = 50.0, c_scale: float = 0.1,
-                         normalize: str = "legal", value_source: str = "node"
+                         normalize: QNormalize | str = QNormalize.LEGAL, value_source: ValueSource | str = ValueSource.NODE
                          ) -> SelectionRule:
   """Gumbel MuZero's deterministic interior selection: ``argmax_a π′(a) − n(a) / (1 + N)``
   (Danihelka et al. 2022), ``N = Σ n``.
@@ -253,10 +252,8 @@ def gumbel_interior_rule(c_visit: float = 50.0, c_scale: float = 0.1,
       exact when ``V`` is the mean of v̂ and every backed-up return (mctx's backup, with
       ``view.visits = 1 + N``) and meaningless with the Bellman backup.
   """
-  if normalize not in _NORMALIZE:
-    raise ValueError(f"normalize must be one of {_NORMALIZE}, got {normalize!r}")
-  if value_source not in ("node", "recover"):
-    raise ValueError(f"value_source must be 'node' or 'recover', got {value_source!r}")
+  normalize = coerce(QNormalize, normalize, "normalize")
+  value_source = coerce(ValueSource, value_source, "value_source")
 
   def score(view: NodeView, key: Optional[jax.Array]) -> jax.Array:
     del key
@@ -269,7 +266,7 @@ def gumbel_interior_rule(c_visit: float = 50.0, c_scale: float = 0.1,
 
 def gumbel_root_rule(num_simulations: int, max_num_considered_actions: int = 16,
                      gumbel_scale: float = 1.0, c_visit: float = 50.0, c_scale: float = 0.1,
-                     normalize: str = "legal") -> RootRule:
+                     normalize: QNormalize | str = QNormalize.LEGAL) -> RootRule:
   """Gumbel MuZero's root (Danihelka et al. 2022) as a root-only rule for
   ``SearchConfig.root_selection``.
 
@@ -288,8 +285,7 @@ def gumbel_root_rule(num_simulations: int, max_num_considered_actions: int = 16,
   if max_num_considered_actions < 1:
     raise ValueError(f"max_num_considered_actions must be >= 1, got "
                      f"{max_num_considered_actions}")
-  if normalize not in _NORMALIZE:
-    raise ValueError(f"normalize must be one of {_NORMALIZE}, got {normalize!r}")
+  normalize = coerce(QNormalize, normalize, "normalize")
   table = sequential_halving_table(max_num_considered_actions, max(num_simulations, 1))
 
   def score(view: NodeView, context: RootContext) -> jax.Array:
@@ -313,7 +309,7 @@ def gumbel_root_rule(num_simulations: int, max_num_considered_actions: int = 16,
 
 def root_decision(noise: jax.Array, prior_logits: jax.Array, values: jax.Array,
                   visits: jax.Array, legal: jax.Array, raw_value, c_visit: float = 50.0,
-                  c_scale: float = 0.1, normalize: str = "legal"
+                  c_scale: float = 0.1, normalize: QNormalize | str = QNormalize.LEGAL
                   ) -> tuple[jax.Array, jax.Array]:
   """``(slot i32[], improved f32[K])`` what a Gumbel MuZero search returns for one root.
 

@@ -22,7 +22,8 @@ from jaxsearch import search as search_lib
 from jaxsearch import sharding
 from jaxsearch import validation
 from jaxsearch import selection as selection_lib
-from jaxsearch.enums import Backup, RootPolicy, coerce
+from jaxsearch.enums import (Backup, QNormalize, RootPolicy, ValueSource, VisitConvention,
+                             coerce)
 from jaxsearch.game import Estimator, Game, per_item_keys
 from jaxsearch.model import Model, from_game
 from jaxsearch.selection.base import QTransform, SelectionRule, q_minmax
@@ -209,7 +210,7 @@ def avts(game: Optional[Game] = None, estimator: Optional[Estimator] = None, *,
 def puct(game: Optional[Game] = None, estimator: Optional[Estimator] = None, *,
          num_simulations: int, c: Optional[float] = None, c1: float = 1.25,
          c2: float = 19652.0, q_transform: QTransform = q_minmax,
-         visit_convention: str = "node", **kwargs) -> Search:
+         visit_convention: VisitConvention | str = VisitConvention.NODE, **kwargs) -> Search:
   """PUCT search (AlphaZero with constant ``c``; MuZero schedule when ``c`` is None).
 
   See :func:`jaxsearch.selection.puct` for the rule and :func:`custom` for the other options
@@ -287,7 +288,7 @@ class GumbelSearch(Search):
 
   c_visit: float = 50.0
   c_scale: float = 0.1
-  normalize: str = "legal"
+  normalize: QNormalize | str = QNormalize.LEGAL
 
   def __call__(self, params, key, root, tree: Optional[Tree] = None) -> PolicyOutput:
     validation.check_key(key)
@@ -318,7 +319,7 @@ class GumbelSearch(Search):
 def gumbel(game: Optional[Game] = None, estimator: Optional[Estimator] = None, *,
            num_simulations: int, max_num_considered_actions: int = 16,
            gumbel_scale: float = 1.0, c_visit: float = 50.0, c_scale: float = 0.1,
-           normalize: str = "legal", value_source: str = "recover", **kwargs) -> GumbelSearch:
+           normalize: QNormalize | str = QNormalize.LEGAL, value_source: ValueSource | str = ValueSource.RECOVER, **kwargs) -> GumbelSearch:
   """Gumbel MuZero (Danihelka et al. 2022; ALGORITHMS.md §5).
 
   Root: Gumbel-top-k of ``g + logits`` (``k = min(max_num_considered_actions, #legal)``)

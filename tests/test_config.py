@@ -25,7 +25,9 @@ def _config(**options):
 # ---- enums ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("kind", [js.OutcomeRule, js.Backup, js.SubtreeEntropy,
-                                  js.EntropyPolicy, js.Variance, js.RootPolicy])
+                                  js.EntropyPolicy, js.Variance, js.RootPolicy,
+                                  js.VisitConvention, js.PriorSource, js.QNormalize,
+                                  js.ValueSource])
 def test_modes_are_string_enums(kind):
   for member in kind:
     assert isinstance(member, str) and member == member.value and f"{member}" == member.value
@@ -52,6 +54,20 @@ def test_strings_become_members_once_with_a_clear_error_listing_the_choices():
   with pytest.raises(ValueError, match="root_policy must be one of 'visits', 'pibar'"):
     js.policies.puct(tictactoe.GAME, js.estimators.uniform(), num_simulations=2,
                      root_policy="pi")
+  # The selection rules' own modes too, checked when the rule is built.
+  with pytest.raises(ValueError, match="visit_convention must be one of 'node', 'children'"):
+    js.selection.puct(visit_convention="parent")
+  with pytest.raises(ValueError, match="prior must be one of 'logits', 'action_values'"):
+    js.selection.puct(prior="values")
+  with pytest.raises(ValueError, match="normalize must be one of 'legal', 'all', 'none'"):
+    js.policies.gumbel(tictactoe.GAME, js.estimators.uniform(), num_simulations=2,
+                       normalize="legals")
+  with pytest.raises(ValueError, match="value_source must be one of 'node', 'recover'"):
+    js.policies.gumbel(tictactoe.GAME, js.estimators.uniform(), num_simulations=2,
+                       value_source="raw")
+  same = [js.selection.puct(visit_convention=mode) for mode in ("children",
+                                                                js.VisitConvention.CHILDREN)]
+  assert same[0].reads_prior_probs and same[1].reads_prior_probs
 
 
 # ---- the config object ----------------------------------------------------------------------

@@ -16,6 +16,7 @@ from typing import Optional
 import jax
 import jax.numpy as jnp
 
+from jaxsearch.enums import PriorSource, VisitConvention, coerce
 from jaxsearch.selection.base import (NodeView, QTransform, SelectionRule, masked_softmax,
                                       prior_probabilities, q_minmax)
 
@@ -30,7 +31,8 @@ def q_debiased(view: NodeView) -> jax.Array:
 
 def puct(c: Optional[float] = None, c1: float = MUZERO_C1, c2: float = MUZERO_C2,
          q_transform: QTransform = q_minmax,
-         visit_convention: str = "node", prior: str = "logits") -> SelectionRule:
+         visit_convention: VisitConvention | str = VisitConvention.NODE,
+         prior: PriorSource | str = PriorSource.LOGITS) -> SelectionRule:
   """The PUCT rule.
 
   Args:
@@ -38,19 +40,18 @@ def puct(c: Optional[float] = None, c1: float = MUZERO_C1, c2: float = MUZERO_C2
       schedule ``c1 + log((N + c2 + 1) / c2)``.
     c1, c2: the MuZero schedule's constants.
     q_transform: Q scaling (default: per-node min-max over the node value and visited slots).
-    visit_convention: ``"node"`` (``N = 1 + sum(n)``, mctx) or ``"children"`` (``N = sum(n)``).
-    prior: ``"logits"`` (softmax of the estimator's prior logits) or ``"action_values"``
-      (softmax of its q̂1 over the selectable slots: seed 000's PUCT without a policy head).
+    visit_convention: :class:`~jaxsearch.enums.VisitConvention`: ``"node"``
+      (``N = 1 + sum(n)``, mctx) or ``"children"`` (``N = sum(n)``).
+    prior: :class:`~jaxsearch.enums.PriorSource`: ``"logits"`` (softmax of the estimator's
+      prior logits) or ``"action_values"`` (softmax of its q̂1 over the selectable slots: seed
+      000's PUCT without a policy head).
   """
-  if visit_convention not in ("node", "children"):
-    raise ValueError(
-        f"visit_convention must be 'node' or 'children', got {visit_convention!r}")
-  if prior not in ("logits", "action_values"):
-    raise ValueError(f"prior must be 'logits' or 'action_values', got {prior!r}")
+  visit_convention = coerce(VisitConvention, visit_convention, "visit_convention")
+  prior = coerce(PriorSource, prior, "prior")
 
   def score(view: NodeView, key: Optional[jax.Array]) -> jax.Array:
     del key
-    if visit_convention == "node":
+    if visit_convention is VisitConvention.NODE:
       total = view.visits.astype(jnp.float32)
     else:
       total = jnp.sum(view.child_visits).astype(jnp.float32)
@@ -58,14 +59,14 @@ def puct(c: Optional[float] = None, c1: float = MUZERO_C1, c2: float = MUZERO_C2
       weight = c1 + jnp.log((total + c2 + 1.0) / c2)
     else:
       weight = jnp.float32(c)
-    if prior == "logits":
+    if prior is PriorSource.LOGITS:
       prior_probs = prior_probabilities(view)
     else:
       prior_probs = masked_softmax(view.action_values, view.legal)
     policy_score = jnp.sqrt(total) * weight * prior_probs / (view.child_visits + 1)
     return q_transform(view) + policy_score
 
-  return SelectionRule("puct", score, reads_prior_probs=prior == "logits")
+  return SelectionRule("puct", score, reads_prior_probs=prior is PriorSource.LOGITS)
 
 
 def value_prior_puct(c: float = 1.0) -> SelectionRule:
