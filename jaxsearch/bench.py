@@ -4,9 +4,9 @@ Runs four systems on the same workloads in one process — our PUCT against
 ``mctx.muzero_policy`` and our Gumbel MuZero against ``mctx.gumbel_muzero_policy`` (same
 ``max_num_considered_actions``) — interleaving their repeats so that machine noise hits them
 alike, and prints one JSON line per workload: simulations per second of each system, the
-speedups (ours / theirs), compile seconds, tree bytes, and the XLA kernels each compiled
-search launches per simulation and per level of descent (counted in the optimised HLO, see
-:func:`kernel_counts`). Connect Four also gets the environment alone (S sequential vmapped
+speedups (ours / theirs), compile seconds, tree bytes, how deep our PUCT trees grew, and the
+XLA kernels each compiled search launches per simulation and per level of descent (counted in
+the optimised HLO, see :func:`kernel_counts`). Connect Four also gets the environment alone (S sequential vmapped
 steps), the floor any search on it pays.
 
     jaxsearch bench                  # all workloads (needs mctx: pip install "jaxsearch[mctx]")
@@ -102,6 +102,19 @@ def _time_runs(compiled, args, repeats: int) -> float:
   return statistics.median(times)
 
 
+def _depths(tree) -> dict:
+  """How deep our PUCT trees grew: the mean depth of the nodes the search created (about the
+  levels an average descent walks) and the mean over the batch of each tree's deepest node (a
+  batched descent walks until its deepest tree is done)."""
+  import numpy as np
+  depth = np.asarray(tree.nodes.depth)
+  created = np.arange(depth.shape[1])[None, :] < np.asarray(tree.num_nodes)[:, None]
+  created[:, 0] = False  # the root
+  deepest = np.where(created, depth, 0).max(axis=1)
+  return {"mean_node_depth_ours": round(float(depth[created].mean()), 2),
+          "mean_max_depth_ours": round(float(deepest.mean()), 2)}
+
+
 def _tree_bytes(tree) -> int:
   return int(sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(tree)))
 
@@ -173,6 +186,7 @@ def _workload(name, game, estimator, recurrent_fn, root_states, root_output, inv
   record["speedup_gumbel_vs_mctx_gumbel"] = speed("ours_gumbel", "mctx_gumbel")
   out_ours = compiled["ours"](key, root_states)
   out_mctx = compiled["mctx_muzero"](key, root_output)
+  record.update(_depths(out_ours.tree))
   record["tree_bytes_ours"] = _tree_bytes(out_ours.tree)
   record["tree_bytes_mctx"] = _tree_bytes(out_mctx.search_tree)
   if env_step is not None:

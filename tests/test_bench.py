@@ -61,3 +61,16 @@ def test_kernel_counts_of_a_compiled_search():
   counts = bench.kernel_counts(compiled.as_text())
   assert counts["per_simulation"] > 10 and counts["per_level"] > 0
   assert bench.kernel_counts("HloModule empty\n") == {"per_simulation": 0, "per_level": 0}
+
+
+def test_depths_of_a_hand_built_tree():
+  """The depth figures read created nodes only: the root and unused rows do not count."""
+  import jax.numpy as jnp
+  from jaxsearch import tree as tree_lib
+
+  tree = tree_lib.allocate(2, 5, 2, 1, jnp.zeros(()))
+  depth = jnp.array([[0, 1, 2, 3, 9], [0, 1, 1, 9, 9]], jnp.int32)
+  tree = tree.replace(nodes=tree.nodes.replace(depth=depth),
+                      num_nodes=jnp.array([4, 3], jnp.int32))
+  # Created non-root nodes: depths 1, 2, 3 and 1, 1; deepest 3 and 1.
+  assert bench._depths(tree) == {"mean_node_depth_ours": 1.6, "mean_max_depth_ours": 2.0}
