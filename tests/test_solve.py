@@ -307,8 +307,8 @@ def test_the_default_command_proves_5625(capsys):
 
 
 def test_solver_rows_do_not_depend_on_the_batch():
-  """``solve`` on B = 4 sub-problems and on B = 16 whose first four are the same (3×3, the
-  states after every feedback of the first guesses): the four trees and their bounds are
+  """``solve`` on B = 3 sub-problems and on B = 8 whose first three are the same (3×3, the
+  states after every feedback of the first guesses): the three trees and their bounds are
   identical (per-root keys, no statistic mixing rows; ``combine`` never proves, so both
   runs take the same chunks)."""
   puzzle = mastermind.puzzle(3, 3, exact_search=False)
@@ -318,18 +318,18 @@ def test_solver_rows_do_not_depend_on_the_batch():
     probs = np.asarray(game.outcome_probs(start, jnp.int32(action)))
     states += [game.step(start, jnp.int32(action), jnp.int32(o)).state
                for o in np.flatnonzero(probs > 0) if o != puzzle.solved_outcome]
-  assert len(states) >= 16
-  roots = jax.tree.map(lambda *xs: jnp.stack(xs), *states[:16])
-  options = dict(seconds=600, max_simulations=32, chunk=16, max_nodes=256, num_slots=8,
+  assert len(states) >= 8
+  roots = jax.tree.map(lambda *xs: jnp.stack(xs), *states[:8])
+  options = dict(seconds=600, max_simulations=16, chunk=8, max_nodes=128, num_slots=8,
                  bound_slots=4, extract=False, combine=lambda bound, upper: (0.0, None))
   wide, wide_trees = solve_lib.solve(puzzle, roots, **options)
-  narrow, narrow_trees = solve_lib.solve(puzzle, jax.tree.map(lambda x: x[:4], roots),
+  narrow, narrow_trees = solve_lib.solve(puzzle, jax.tree.map(lambda x: x[:3], roots),
                                          **options)
-  assert wide["simulations"] == narrow["simulations"] == 32
-  np.testing.assert_array_equal(narrow["bound"], wide["bound"][:4])
-  np.testing.assert_array_equal(narrow["upper"], wide["upper"][:4])
+  assert wide["simulations"] == narrow["simulations"] == 16
+  np.testing.assert_array_equal(narrow["bound"], wide["bound"][:3])
+  np.testing.assert_array_equal(narrow["upper"], wide["upper"][:3])
   for (path, x), y in zip(jax.tree_util.tree_leaves_with_path(narrow_trees),
                           jax.tree.leaves(wide_trees), strict=True):
-    np.testing.assert_array_equal(np.asarray(x), np.asarray(y)[:4],
+    np.testing.assert_array_equal(np.asarray(x), np.asarray(y)[:3],
                                   err_msg=jax.tree_util.keystr(path))
   assert np.all(np.asarray(narrow_trees.num_nodes) > 1)

@@ -229,6 +229,9 @@ def test_step_is_deterministic_and_updates_start_after_min_replay(trainer, train
     assert u == prev + (size >= trainer.config.min_replay)
 
 
+# The data-parallel step alone is checked in the default suite
+# (tests/test_sharding.py::test_data_parallel_step_reduces_gradients_like_one_device).
+@pytest.mark.slow
 def test_training_on_two_devices_matches_one(trainer, trained):
   """``devices=2``: self-play splits the games over 2 (simulated CPU) devices and each update
   is data parallel. Until the first update the whole state is bit-identical to one device's;
