@@ -2,7 +2,7 @@
 
 "Proven optimal" for Mastermind and Wordle is checked after the search by :func:`certify`,
 with the game's exact admissible bounds (``puzzle.exact``, e.g.
-:class:`games.mastermind.ExactBounds`): every comparison that decides is between integers.
+:class:`games.guessing_exact.ExactBounds`): every comparison that decides is between integers.
 (:mod:`jaxsearch.solve.exact` certifies any game's bounds in exact rationals.)
 """
 
@@ -35,7 +35,7 @@ class _Certifier:
   target number of guesses in total (over the node's secrets).
 
   ``holds(node, target)`` is a proof by the game's exact admissible bounds
-  (``puzzle.exact``, :class:`games.mastermind.ExactBounds`): the target is met outright when
+  (``puzzle.exact``, :class:`games.guessing_exact.ExactBounds`): the target is met outright when
   the node's counting bound reaches it; otherwise every guess that could still do better —
   its exact action bound below the target — must have been expanded in the tree, and for
   each such guess the targets of its feedbacks' children, summed with the ``n`` guesses it
