@@ -195,6 +195,13 @@ def test_kept_prior_probabilities_change_no_decision(rule, noise):
     np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
   bellman = js.SearchConfig(num_simulations=2, selection=rule, backup=js.Backup.BELLMAN)
   assert not bellman.keeps_prior_probs  # solved slots leave the selectable set
+  # A tree kept by one search and continued by the other: a clear error, not a pytree one.
+  keeping = js.policies.custom(SMALL.game, _estimator(), config=js.SearchConfig(
+      num_simulations=6, selection=rule))
+  with pytest.raises(ValueError, match="rule does not read the prior probabilities"):
+    keeping(None, key, SMALL.roots(), computed)
+  with pytest.raises(ValueError, match="rule reads the prior probabilities"):
+    search(None, key, SMALL.roots(), trees[0])
 
 
 def test_rows_for_a_field_the_part_does_not_keep_are_refused():

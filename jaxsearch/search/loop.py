@@ -63,6 +63,11 @@ def _check_reused(tree: Tree, fresh: Tree) -> None:
     raise ValueError("the tree was made for the other backup (backup='mean' vs 'bellman')")
   if (tree.entropy is None) != (fresh.entropy is None):
     raise ValueError("the tree was made with another subtree_entropy setting (None vs kept)")
+  if (tree.slots.prior_probs is None) != (fresh.slots.prior_probs is None):
+    raise ValueError("the tree was made by a search whose selection rule "
+                     f"{'does not read' if tree.slots.prior_probs is None else 'reads'} the "
+                     "prior probabilities (SelectionRule.reads_prior_probs); reuse a tree with "
+                     "a search of the same rule")
   if got != expected:
     raise ValueError(f"tree has (B, N, K, O, V, C) = {got}, this search needs {expected}")
   if jax.tree.structure(tree.nodes.state) != jax.tree.structure(fresh.nodes.state):
