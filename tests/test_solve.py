@@ -89,6 +89,10 @@ def test_openings_up_to_symmetry_give_an_unconditional_proof():
   _check_certified(2, 3, result)
 
 
+# A cut search proving on action bounds is in the default suite
+# (test_cli_solve_exports_and_evaluate_reads_it: 2×4 with 4 slots, 3 of them for bounds); the
+# refusal to claim a proof without them is checked here, under -m slow.
+@pytest.mark.slow
 def test_cut_search_proves_with_action_bounds_and_not_without():
   """With 2 slots per node (a cutoff) the actions left out keep the estimator's per-action
   bounds, so the proof still closes; an estimator without ``action_bounds`` leaves cut nodes
