@@ -39,8 +39,8 @@ from typing import Optional
 import jax
 import jax.numpy as jnp
 
-from jaxsearch.selection.base import (NodeView, QTransform, SelectionRule, masked_softmax,
-                                      prior_probabilities, q_minmax)
+from jaxsearch.selection.base import (NodeView, QTransform, SelectionRule, prior_probabilities,
+                                      q_minmax)
 from jaxsearch.selection.puct import MUZERO_C1, MUZERO_C2
 
 
