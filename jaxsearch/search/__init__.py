@@ -26,7 +26,7 @@ The engine knows nothing of selection rules, games or networks: it receives a
 
 from jaxsearch.search.backup_bellman import (_bellman_level, _bellman_levels,
                                              _bellman_simulation, _bellman_write_one, _Level)
-from jaxsearch.search.backup_mean import _backup_one, _leaf_value, _returns
+from jaxsearch.search.backup_mean import _backup, _leaf_value
 from jaxsearch.enums import (Backup, EntropyPolicy, OutcomeRule, RootPolicy, SubtreeEntropy,
                              Variance)
 from jaxsearch.search.config import (AvtsOptions, EntropyOptions, RootNoise, SearchConfig,

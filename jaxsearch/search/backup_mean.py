@@ -8,7 +8,8 @@ import jax.numpy as jnp
 from jaxsearch.game import per_item_keys
 from jaxsearch.model import Model
 from jaxsearch.search.config import SearchConfig
-from jaxsearch.search.descent import Path, _choose_outcome
+from jaxsearch.search.descent import (CHANCE, CHILD, NODE_VALUE, NODE_VISITS, OUTCOME, SLOT,
+                                       SLOT_VALUE, SLOT_VISITS, Path, _choose_outcome)
 from jaxsearch.search.expansion import _expand_one, _outcome_probs
 from jaxsearch.search.nodes import _node_rows
 from jaxsearch.search.subtree_entropy import _entropy_update
@@ -21,63 +22,70 @@ def _leaf_value(path: Path, value):
   return jnp.where(path.expand, value, jnp.where(path.leaf_terminal, 0.0, path.leaf_value))
 
 
-def _returns(tree: Tree, path: Path, edge_chances, leaf_value) -> jax.Array:
-  """``f32[B, D]`` returns ``G_d = r_d + γ_d G_{d+1}`` along every path, ``G_L`` = leaf value.
+def _backup(tree: Tree, path: Path, leaf_value, last_outcome) -> Tree:
+  """Running means of the returns ``G_d = r_d + γ_d G_{d+1}`` (``G_L`` = leaf value) for the
+  nodes, slots and outcomes on every path, leaf to root; ``last_outcome`` ``i32[B]`` is the
+  outcome the expansion took on the last edge.
 
-  Batched by hand for the same reason as :func:`_select` (a vmapped loop re-selects its carry
-  each step). Reads the chance records after :func:`_expand_one` wrote the new edge (reading
-  them before the write would make XLA copy them). mctx's order of operations.
-  """
-  rows = jnp.arange(tree.batch_size)
-  depth_limit = path.slots.shape[1]
-  rewards = tree.chance.reward[rows[:, None], edge_chances, path.outcomes]
-  discounts = tree.chance.discount[rows[:, None], edge_chances, path.outcomes]
-
-  def recurse(carry):
-    d, g, returns = carry
-    active = d > 0
-    d = jnp.where(active, d - 1, d)
-    g = jnp.where(active, rewards[rows, d] + discounts[rows, d] * g, g)
-    returns = returns.at[rows, jnp.where(active, d, depth_limit)].set(g, mode="drop")
-    return d, g, returns
-
-  _, _, returns = jax.lax.while_loop(
-      lambda carry: jnp.any(carry[0] > 0), recurse,
-      (path.length, leaf_value, jnp.zeros((tree.batch_size, depth_limit), jnp.float32)))
-  return returns
-
-
-def _backup_one(tree: Tree, path: Path, edge_chances, leaf_value, returns) -> Tree:
-  """Running means of the returns for the nodes, slots and outcomes on one tree's path.
+  One level per step of a batched loop that runs as many steps as the longest path: each
+  step reads one packed row of the descent's step buffer and writes one row per tree
+  (``[B]`` scatters), so the work follows the paths' lengths rather than the path buffers'
+  size ``D`` (``[B, D]`` arrays and scatters, mostly of dropped rows, cost their full size on
+  every simulation). Reads the chance records after :func:`_expand_one` wrote the new edge;
+  the statistics before this simulation come from the path, never from the arrays being
+  written. mctx's order of operations.
 
   The path's last node is the existing leaf or the node :func:`_expand_one` just created
-  (index ``num_nodes - 1``, visits 0 as allocated): that one gets visits 1 and the leaf value
-  here, in the same scatters as the path, rather than in writes of its own."""
-  capacity = tree.nodes.visits.shape[0]
-  depth_limit = path.slots.shape[0]
-  on_path = jnp.arange(depth_limit) < path.length
-  edge_nodes = jnp.maximum(path.nodes[:-1], 0)
-  leaf = jnp.where(path.expand, tree.num_nodes - 1, path.nodes[path.length])
-  node_ids = jnp.concatenate([jnp.where(on_path, edge_nodes, capacity), leaf[None]])
-  counts = path.node_visits.astype(jnp.float32)
+  (index ``num_nodes - 1``, visits 0 as allocated): it gets visits 1 and the leaf value.
+  """
+  rows = jnp.arange(tree.batch_size)
+  nodes, slots, chance = tree.nodes, tree.slots, tree.chance
+  reached = jnp.where(path.length == 0, 0,
+                      path.steps[rows, jnp.maximum(path.length - 1, 0), CHILD])
+  leaf = jnp.where(path.expand, tree.num_nodes - 1, reached)
   leaf_count = path.leaf_visits.astype(jnp.float32)
   leaf_mean = jnp.where(path.expand, leaf_value, (path.leaf_value * leaf_count + leaf_value) /
                         (leaf_count + 1.0))
-  means = jnp.concatenate([(path.node_values * counts + returns) / (counts + 1.0),
-                           leaf_mean[None]])
-  slot_rows = jnp.where(on_path, edge_nodes, capacity)
-  slot_counts = path.slot_visits.astype(jnp.float32)
-  slot_means = (path.slot_values * slot_counts + returns) / (slot_counts + 1.0)
-  nodes, slots, chance = tree.nodes, tree.slots, tree.chance
-  return tree.replace(
-      nodes=nodes.replace(visits=nodes.visits.at[node_ids].add(1, mode="drop"),
-                          value=nodes.value.at[node_ids].set(means, mode="drop")),
-      slots=slots.replace(
-          visits=slots.visits.at[slot_rows, path.slots].add(1, mode="drop"),
-          value=slots.value.at[slot_rows, path.slots].set(slot_means, mode="drop")),
-      chance=chance.replace(visits=chance.visits.at[
-          jnp.where(on_path, edge_chances, capacity), path.outcomes].add(1, mode="drop")),
-  )
+  # The record the expansion created, where it created one (the last edge's).
+  new_record = jnp.where(path.new_chance, tree.num_chance - 1, -1)
+  last = path.length - 1
+
+  def running_mean(value_bits, count, g):
+    count = count.astype(jnp.float32)
+    return (jax.lax.bitcast_convert_type(value_bits, jnp.float32) * count + g) / (count + 1.0)
+
+  def level(carry):
+    depth, g, node_visits, node_values, slot_visits, slot_values, outcome_visits = carry
+    active = depth > 0
+    depth = jnp.where(active, depth - 1, depth)
+    step = path.steps[rows, depth]  # [B, 8]: one gather for the whole edge
+    at_last = depth == last
+    record = jnp.where(at_last & (new_record >= 0), new_record,
+                       jnp.maximum(step[:, CHANCE], 0))
+    outcome = jnp.where(at_last, last_outcome, jnp.maximum(step[:, OUTCOME], 0))
+    g = jnp.where(active, chance.reward[rows, record, outcome] +
+                  chance.discount[rows, record, outcome] * g, g)
+    # The node at depth d is the root or the child the edge above it reached.
+    node = jnp.where(depth == 0, 0, path.steps[rows, jnp.maximum(depth - 1, 0), CHILD])
+    node = jnp.where(active, node, tree.max_nodes)
+    slot = jnp.maximum(step[:, SLOT], 0)
+    return (depth, g,
+            node_visits.at[rows, node].add(1, mode="drop"),
+            node_values.at[rows, node].set(
+                running_mean(step[:, NODE_VALUE], step[:, NODE_VISITS], g), mode="drop"),
+            slot_visits.at[rows, node, slot].add(1, mode="drop"),
+            slot_values.at[rows, node, slot].set(
+                running_mean(step[:, SLOT_VALUE], step[:, SLOT_VISITS], g), mode="drop"),
+            outcome_visits.at[rows, jnp.where(active, record, tree.max_chance), outcome].add(
+                1, mode="drop"))
+
+  init = (path.length, leaf_value, nodes.visits.at[rows, leaf].add(1),
+          nodes.value.at[rows, leaf].set(leaf_mean), slots.visits, slots.value, chance.visits)
+  _, _, node_visits, node_values, slot_visits, slot_values, outcome_visits = jax.lax.while_loop(
+      lambda carry: jnp.any(carry[0] > 0), level, init)
+  return tree.replace(nodes=nodes.replace(visits=node_visits, value=node_values),
+                      slots=slots.replace(visits=slot_visits, value=slot_values),
+                      chance=chance.replace(visits=outcome_visits))
 
 
 def _mean_simulation(model: Model, config: SearchConfig, params, outcome_key, estimator_key,
@@ -99,10 +107,8 @@ def _mean_simulation(model: Model, config: SearchConfig, params, outcome_key, es
     path = path.replace(outcomes=path.outcomes.at[batch_ids, last].set(outcomes))
   expansion = model.step(params, estimator_key, parent_states, actions, outcomes)
   rows = _node_rows(expansion, config, model.num_actions)
-  tree, edge_chances = jax.vmap(_expand_one)(tree, path, expansion, rows, probs)
-  leaf_value = _leaf_value(path, rows.nodes.value)
-  returns = _returns(tree, path, edge_chances, leaf_value)
-  tree = jax.vmap(_backup_one)(tree, path, edge_chances, leaf_value, returns)
+  tree, _ = jax.vmap(_expand_one)(tree, path, expansion, rows, probs)
+  tree = _backup(tree, path, _leaf_value(path, rows.nodes.value), outcomes)
   if config.entropy is not None:
     tree = _entropy_update(tree, path, config)
   return tree

@@ -54,6 +54,10 @@ class Path:
     new_chance: ``bool[]`` ... and its slot has no chance record yet.
     leaf_visits, leaf_value, leaf_terminal: the existing node a simulation ends on when it
       does not expand (a terminal node, the depth limit, or a full tree).
+    steps: ``i32[D, 8]`` the descent's packed step buffer as it wrote it (columns
+      :data:`SLOT` .. :data:`SLOT_VALUE`): the rows below the descent's depth are this
+      simulation's, the others stale. The fields above are unpacked from it with the stale
+      rows masked; a loop over the path reads one packed row per level from it instead.
   """
 
   nodes: jax.Array
@@ -70,6 +74,7 @@ class Path:
   leaf_visits: jax.Array
   leaf_value: jax.Array
   leaf_terminal: jax.Array
+  steps: jax.Array
 
 
 def _choose_outcome(probs, visits, key, rule, gaps=None):
@@ -236,14 +241,28 @@ def _descend_one_level(cursor: _Cursor, tree: Tree, root: RootPrior, keys, root_
   return _Cursor(node, at_terminal, depth, steps, go)
 
 
-def _root_cursor(tree: Tree, depth_limit: int) -> _Cursor:
+# One packed row of the descent's step buffer per edge: these columns hold int32 values, the
+# last two a value's float32 bits (one scatter per level writes the whole row).
+SLOT, OUTCOME, CHILD, CHANCE, NODE_VISITS, SLOT_VISITS, NODE_VALUE, SLOT_VALUE = range(8)
+STEP_COLUMNS = 8
+# A row no descent wrote: -1 links and counts, 0.0 values (bits 0).
+_EMPTY_ROW = (UNEXPANDED,) * 6 + (0, 0)
+
+
+def empty_steps(batch_size: int, depth_limit: int) -> jax.Array:
+  """``i32[B, D, 8]`` a step buffer no descent has written. The simulation loop allocates it
+  once and passes it from simulation to simulation: a descent overwrites the rows it walks and
+  readers mask the rest (:func:`_path_of`), so no simulation pays to clear ``B·D`` rows."""
+  return jnp.broadcast_to(jnp.array(_EMPTY_ROW, jnp.int32),
+                          (batch_size, depth_limit, STEP_COLUMNS))
+
+
+def _root_cursor(tree: Tree, steps: jax.Array) -> _Cursor:
   """Every walk at its root; a tree whose root is empty, terminal or solved does not walk."""
   batch_size = tree.batch_size
   root_open = (tree.num_nodes > 0) & ~tree.nodes.terminal[:, 0] & ~tree.bounds.solved[:, 0]
-  # Unwritten rows: -1 links and counts, 0.0 values (bits 0).
-  empty_row = jnp.array([UNEXPANDED] * 6 + [0, 0], jnp.int32)
-  return _Cursor(jnp.zeros((batch_size,), jnp.int32), ~root_open, jnp.zeros((batch_size,), jnp.int32),
-                 jnp.broadcast_to(empty_row, (batch_size, depth_limit, 8)), root_open)
+  return _Cursor(jnp.zeros((batch_size,), jnp.int32), ~root_open,
+                 jnp.zeros((batch_size,), jnp.int32), steps, root_open)
 
 
 def _path_of(cursor: _Cursor, tree: Tree) -> Path:
@@ -251,9 +270,12 @@ def _path_of(cursor: _Cursor, tree: Tree) -> Path:
   ends at its parent instead."""
   batch_size = tree.batch_size
   batch_ids = jnp.arange(batch_size)
-  node, leaf_terminal, length, steps, _ = cursor
+  node, leaf_terminal, length, raw_steps, _ = cursor
   leaf_visits = tree.nodes.visits[batch_ids, node]
   leaf_value = tree.nodes.value[batch_ids, node]
+  # Rows below the walk's depth are this descent's; the rest are an earlier one's.
+  steps = jnp.where((jnp.arange(raw_steps.shape[1]) < length[:, None])[:, :, None], raw_steps,
+                    jnp.array(_EMPTY_ROW, jnp.int32))
   values = jax.lax.bitcast_convert_type(steps[:, :, 6:], jnp.float32)
   nodes = jnp.concatenate([jnp.zeros((batch_size, 1), jnp.int32), steps[:, :, 2]], axis=1)
   slots = jnp.maximum(steps[:, :, 0], 0)
@@ -274,10 +296,10 @@ def _path_of(cursor: _Cursor, tree: Tree) -> Path:
               node_visits=steps[:, :, 4], node_values=values[:, :, 0],
               slot_visits=steps[:, :, 5], slot_values=values[:, :, 1], length=length,
               expand=expand, new_chance=new_chance, leaf_visits=leaf_visits,
-              leaf_value=leaf_value, leaf_terminal=leaf_terminal)
+              leaf_value=leaf_value, leaf_terminal=leaf_terminal, steps=raw_steps)
 
 
-def _select(tree: Tree, root: RootPrior, keys, *, config: SearchConfig,
+def _select(tree: Tree, root: RootPrior, keys, steps: jax.Array, *, config: SearchConfig,
             root_context: Optional[RootContext] = None) -> tuple[Path, Tree]:
   """Descends every tree of the batch from its root to the edge its simulation will expand.
 
@@ -294,6 +316,8 @@ def _select(tree: Tree, root: RootPrior, keys, *, config: SearchConfig,
     tree: ``[B, ...]`` trees.
     root: the roots' prior (:func:`root_prior`, Dirichlet noise mixed in).
     keys: ``[B]`` keys for rules or outcome rules that draw, else ``None``.
+    steps: ``i32[B, D, 8]`` the step buffer (:func:`empty_steps`, or the previous
+      simulation's ``path.steps``).
     root_context: ``[B]`` batched :class:`RootContext` for ``config.root_selection``; the
       root rule is scored once, before the descent, and its scores replace the interior
       rule's at depth 0 (a mask, not a branch).
@@ -314,5 +338,5 @@ def _select(tree: Tree, root: RootPrior, keys, *, config: SearchConfig,
                               config=config), tree
 
   cursor, tree = jax.lax.while_loop(lambda carry: jnp.any(carry[0].go), body,
-                                    (_root_cursor(tree, config.max_depth), tree))
+                                    (_root_cursor(tree, steps), tree))
   return _path_of(cursor, tree), tree

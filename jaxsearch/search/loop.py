@@ -15,7 +15,7 @@ from jaxsearch.search.backup_bellman import _bellman_simulation
 from jaxsearch.search.backup_mean import _mean_simulation
 from jaxsearch.enums import OutcomeRule
 from jaxsearch.search.config import SearchConfig
-from jaxsearch.search.descent import _select, root_prior
+from jaxsearch.search.descent import _select, empty_steps, root_prior
 from jaxsearch.search.nodes import _node_rows, _root_noise_logits, _write_root
 from jaxsearch.selection.base import RootContext
 from jaxsearch.tree import Tree
@@ -120,7 +120,8 @@ def run(model: Model, config: SearchConfig, params, key, root_input,
   # The backup is picked once, at trace time: one simulation body per search.
   backup = _bellman_simulation if config.bellman else _mean_simulation
 
-  def simulate(sim, tree):
+  def simulate(sim, carry):
+    tree, steps = carry
     sim_key = jax.random.fold_in(loop_key, sim)
     select_key, outcome_key, estimator_key = jax.random.split(sim_key, 3)
     tree_keys = per_item_keys(select_key, batch_size) if needs_key else None
@@ -129,16 +130,17 @@ def run(model: Model, config: SearchConfig, params, key, root_input,
       root_context = RootContext(noise=root_noise,
                                  simulation=jnp.full((batch_size,), sim, jnp.int32),
                                  raw_value=root_raw_value)
-    path, tree = _select(tree, root, tree_keys, config=config,
+    path, tree = _select(tree, root, tree_keys, steps, config=config,
                          root_context=root_context)
     # Ties the tree's later reads and in-place writes to after the descent, so that XLA
     # updates the buffers the descent read instead of copying them (see _select).
     path, tree = jax.lax.optimization_barrier((path, tree))
     parent_states, actions = _last_edge(tree, path, config, model.num_actions)
     return backup(model, config, params, outcome_key, estimator_key, tree, path,
-                  parent_states, actions)
+                  parent_states, actions), path.steps
 
-  return jax.lax.fori_loop(0, config.num_simulations, simulate, tree)
+  return jax.lax.fori_loop(0, config.num_simulations, simulate,
+                           (tree, empty_steps(batch_size, config.max_depth)))[0]
 
 
 def _last_edge(tree: Tree, path, config: SearchConfig, num_actions: int):
