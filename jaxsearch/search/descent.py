@@ -138,15 +138,11 @@ def _node_view(tree: Tree, node, visits, value, depth, root: RootPrior, *,
     logits = root.logits if noisy else at(tree.slots.prior_logits)
     if config.keeps_prior_probs:
       probs = root.probs if noisy else at(tree.slots.prior_probs)
-  else:
+  else:  # a node below the root: no root noise
     at = lambda field: field[batch_ids, node]  # noqa: E731
     logits = at(tree.slots.prior_logits)
-    if noisy:
-      logits = jnp.where((node == 0)[:, None], root.logits, logits)
     if config.keeps_prior_probs:
       probs = at(tree.slots.prior_probs)
-      if noisy:
-        probs = jnp.where((node == 0)[:, None], root.probs, probs)
   child_visits = at(tree.slots.visits)
   child_values = at(tree.slots.value)
   action_values = at(tree.slots.action_value)
@@ -195,28 +191,38 @@ def _outcomes(tree: Tree, chance, outcome_keys, *, config: SearchConfig) -> jax.
       gaps)
 
 
-def _descend_one_level(cursor: _Cursor, tree: Tree, root: RootPrior, keys, root_scores, *,
-                       config: SearchConfig) -> _Cursor:
+def _descend_one_level(cursor: _Cursor, tree: Tree, root: RootPrior, keys, *,
+                       config: SearchConfig, at_root: bool,
+                       root_context: Optional[RootContext] = None) -> _Cursor:
   """Every walking tree takes one edge: scores its node's slots, picks the slot and the
-  outcome, records the edge in the path buffers and moves onto the child if it exists."""
+  outcome, records the edge in the path buffers and moves onto the child if it exists.
+
+  ``at_root`` (static) is the first level, where every walk stands at its root: the root is
+  read by static slices, and ``config.root_selection`` (given ``root_context``), where set,
+  scores it instead of the interior rule. The other levels never stand on a root, so they
+  neither mix root noise in nor score a root rule."""
   depth_limit = config.max_depth
   batch_ids = jnp.arange(tree.batch_size)
   node, at_terminal, depth, steps, go = cursor
-  visits = tree.nodes.visits[batch_ids, node]
-  value = tree.nodes.value[batch_ids, node]
-  view = _node_view(tree, node, visits, value, depth, root, config=config)
+  if at_root:
+    visits, value = tree.nodes.visits[:, 0], tree.nodes.value[:, 0]
+  else:
+    visits, value = tree.nodes.visits[batch_ids, node], tree.nodes.value[batch_ids, node]
+  view = _node_view(tree, None if at_root else node, visits, value, depth, root, config=config)
   child_visits, child_values = view.child_visits, view.child_values
   if keys is not None:
     step_keys = jax.vmap(jax.random.fold_in)(keys, depth)
     rule_keys, outcome_keys = jnp.moveaxis(jax.vmap(jax.random.split)(step_keys), 1, 0)
   else:
     rule_keys = outcome_keys = None
-  scores = jax.vmap(config.selection.score, in_axes=(0, 0 if keys is not None else None))(
-      view, rule_keys)
-  if root_scores is not None:
-    scores = jnp.where((depth == 0)[:, None], root_scores, scores)
+  if at_root and config.root_selection is not None:
+    scores = jax.vmap(config.root_selection.score)(view, root_context)
+  else:
+    scores = jax.vmap(config.selection.score, in_axes=(0, 0 if keys is not None else None))(
+        view, rule_keys)
   slot = jax.vmap(masked_argmax)(scores, view.legal)
-  chance = tree.slots.chance[batch_ids, node, slot]
+  slot_chances = tree.slots.chance[:, 0] if at_root else tree.slots.chance[batch_ids, node]
+  chance = jnp.take_along_axis(slot_chances, slot[:, None], axis=1)[:, 0]
   safe_chance = jnp.maximum(chance, 0)
   if tree.num_outcomes == 1:
     outcome = jnp.zeros_like(slot)
@@ -318,25 +324,20 @@ def _select(tree: Tree, root: RootPrior, keys, steps: jax.Array, *, config: Sear
     keys: ``[B]`` keys for rules or outcome rules that draw, else ``None``.
     steps: ``i32[B, D, 8]`` the step buffer (:func:`empty_steps`, or the previous
       simulation's ``path.steps``).
-    root_context: ``[B]`` batched :class:`RootContext` for ``config.root_selection``; the
-      root rule is scored once, before the descent, and its scores replace the interior
-      rule's at depth 0 (a mask, not a branch).
+    root_context: ``[B]`` batched :class:`RootContext` for ``config.root_selection``, which
+      scores the roots at the first level instead of the interior rule. That level is peeled
+      off the loop (every walk is at its root there), so the loop's levels score the interior
+      rule alone and the first reads the roots by static slices.
   Returns:
     ``(path, tree)`` with a batched :class:`Path` (``[B, ...]``).
   """
-  root_scores = None
-  if config.root_selection is not None:
-    zeros = jnp.zeros((tree.batch_size,), jnp.int32)
-    root_scores = jax.vmap(config.root_selection.score)(
-        _node_view(tree, None, tree.nodes.visits[:, 0], tree.nodes.value[:, 0], zeros,
-                   root, config=config),
-        root_context)
+  # The first level is peeled off the loop: every walk stands at its root there.
+  cursor = _descend_one_level(_root_cursor(tree, steps), tree, root, keys, config=config,
+                              at_root=True, root_context=root_context)
 
   def body(carry):
     cursor, tree = carry
-    return _descend_one_level(cursor, tree, root, keys, root_scores,
-                              config=config), tree
+    return _descend_one_level(cursor, tree, root, keys, config=config, at_root=False), tree
 
-  cursor, tree = jax.lax.while_loop(lambda carry: jnp.any(carry[0].go), body,
-                                    (_root_cursor(tree, steps), tree))
+  cursor, tree = jax.lax.while_loop(lambda carry: jnp.any(carry[0].go), body, (cursor, tree))
   return _path_of(cursor, tree), tree
