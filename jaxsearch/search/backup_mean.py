@@ -8,7 +8,7 @@ import jax.numpy as jnp
 from jaxsearch.game import per_item_keys
 from jaxsearch.model import Model
 from jaxsearch.search.config import SearchConfig
-from jaxsearch.search.descent import (CHANCE, CHILD, NODE_VALUE, NODE_VISITS, OUTCOME, SLOT,
+from jaxsearch.search.descent import (CHANCE, NODE_VALUE, NODE_VISITS, OUTCOME, SLOT,
                                        SLOT_VALUE, SLOT_VISITS, Path, _choose_outcome)
 from jaxsearch.search.expansion import _expand_one, _outcome_probs
 from jaxsearch.search.nodes import _node_rows
@@ -40,9 +40,7 @@ def _backup(tree: Tree, path: Path, leaf_value, last_outcome) -> Tree:
   """
   rows = jnp.arange(tree.batch_size)
   nodes, slots, chance = tree.nodes, tree.slots, tree.chance
-  reached = jnp.where(path.length == 0, 0,
-                      path.steps[rows, jnp.maximum(path.length - 1, 0), CHILD])
-  leaf = jnp.where(path.expand, tree.num_nodes - 1, reached)
+  leaf = jnp.where(path.expand, tree.num_nodes - 1, path.node_at(path.length))
   leaf_count = path.leaf_visits.astype(jnp.float32)
   leaf_mean = jnp.where(path.expand, leaf_value, (path.leaf_value * leaf_count + leaf_value) /
                         (leaf_count + 1.0))
@@ -65,9 +63,7 @@ def _backup(tree: Tree, path: Path, leaf_value, last_outcome) -> Tree:
     outcome = jnp.where(at_last, last_outcome, jnp.maximum(step[:, OUTCOME], 0))
     g = jnp.where(active, chance.reward[rows, record, outcome] +
                   chance.discount[rows, record, outcome] * g, g)
-    # The node at depth d is the root or the child the edge above it reached.
-    node = jnp.where(depth == 0, 0, path.steps[rows, jnp.maximum(depth - 1, 0), CHILD])
-    node = jnp.where(active, node, tree.max_nodes)
+    node = jnp.where(active, path.node_at(depth), tree.max_nodes)
     slot = jnp.maximum(step[:, SLOT], 0)
     return (depth, g,
             node_visits.at[rows, node].add(1, mode="drop"),

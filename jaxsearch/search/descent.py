@@ -19,19 +19,34 @@ from jaxsearch.tree import UNEXPANDED, Tree
 
 
 class RootPrior(NamedTuple):
-  """The roots' prior as the descent sees it, ``[B, K]``: ``logits`` with any root noise mixed
-  in, and ``probs``, their softmax over the legal slots, where the tree keeps prior
-  probabilities and root noise changed them (else ``None``: the stored ones hold)."""
+  """What never changes at the roots during a search, ``[B, K]``: the prior ``logits`` with any
+  root noise mixed in, ``probs``, their softmax over the legal slots (``None`` unless the tree
+  keeps prior probabilities), and the ``legal`` mask. The descent reads the roots' through
+  this, from outside the simulation loop, so that XLA can hoist what a root rule computes from
+  them alone (a log-softmax, a count of legal slots) out of the loop."""
 
   logits: jax.Array
   probs: Optional[jax.Array]
+  legal: jax.Array
 
 
 def root_prior(tree: Tree, logits: jax.Array, *, config: SearchConfig) -> RootPrior:
   """:class:`RootPrior` of ``tree``'s roots for prior ``logits`` ``[B, K]`` (computed once per
   search, not at every root visit)."""
-  noisy = config.root_noise is not None and config.keeps_prior_probs
-  return RootPrior(logits, masked_softmax(logits, tree.slots.legal[:, 0]) if noisy else None)
+  legal = tree.slots.legal[:, 0]
+  probs = None
+  if config.keeps_prior_probs:
+    probs = (masked_softmax(logits, legal) if config.root_noise is not None
+             else tree.slots.prior_probs[:, 0])
+  return RootPrior(logits, probs, legal)
+
+
+# One packed row of the descent's step buffer per edge: these columns hold int32 values, the
+# last two a value's float32 bits (one scatter per level writes the whole row).
+SLOT, OUTCOME, CHILD, CHANCE, NODE_VISITS, SLOT_VISITS, NODE_VALUE, SLOT_VALUE = range(8)
+STEP_COLUMNS = 8
+# A row no descent wrote: -1 links and counts, 0.0 values (bits 0).
+_EMPTY_ROW = (UNEXPANDED,) * 6 + (0, 0)
 
 
 @struct.dataclass
@@ -75,6 +90,14 @@ class Path:
   leaf_value: jax.Array
   leaf_terminal: jax.Array
   steps: jax.Array
+
+  def node_at(self, depth: jax.Array) -> jax.Array:
+    """The decision node at ``depth`` (``i32[]``, or ``[B]`` on a batched path; at most
+    ``length``) read from the packed buffer: one gather, where ``nodes[depth]`` would first
+    build the ``[B, D + 1]`` array."""
+    above = jnp.take_along_axis(self.steps[..., CHILD], jnp.maximum(depth - 1, 0)[..., None],
+                                axis=-1)[..., 0]
+    return jnp.where(depth == 0, 0, above)
 
 
 def _choose_outcome(probs, visits, key, rule, gaps=None):
@@ -131,22 +154,16 @@ def _node_view(tree: Tree, node, visits, value, depth, root: RootPrior, *,
   ``node=None`` is the root of every tree, read by static slices (which fuse into their
   readers) rather than by gathers."""
   batch_ids = jnp.arange(tree.batch_size)
-  noisy = config.root_noise is not None
-  probs = None
   if node is None:
     at = lambda field: field[:, 0]  # noqa: E731
-    logits = root.logits if noisy else at(tree.slots.prior_logits)
-    if config.keeps_prior_probs:
-      probs = root.probs if noisy else at(tree.slots.prior_probs)
+    logits, probs, legal = root
   else:  # a node below the root: no root noise
     at = lambda field: field[batch_ids, node]  # noqa: E731
-    logits = at(tree.slots.prior_logits)
-    if config.keeps_prior_probs:
-      probs = at(tree.slots.prior_probs)
+    logits, legal = at(tree.slots.prior_logits), at(tree.slots.legal)
+    probs = at(tree.slots.prior_probs) if config.keeps_prior_probs else None
   child_visits = at(tree.slots.visits)
   child_values = at(tree.slots.value)
   action_values = at(tree.slots.action_value)
-  legal = at(tree.slots.legal)
   if config.avts.widening and not config.selection.sees_inactive:
     legal = legal & (jnp.arange(tree.num_slots) < at(tree.nodes.num_active)[:, None])
   node_ids = jnp.zeros_like(batch_ids) if node is None else node
@@ -245,14 +262,6 @@ def _descend_one_level(cursor: _Cursor, tree: Tree, root: RootPrior, keys, *,
   at_terminal = jnp.where(moving, tree.nodes.terminal[batch_ids, safe_child], at_terminal)
   go = moving & ~at_terminal & (depth < depth_limit)
   return _Cursor(node, at_terminal, depth, steps, go)
-
-
-# One packed row of the descent's step buffer per edge: these columns hold int32 values, the
-# last two a value's float32 bits (one scatter per level writes the whole row).
-SLOT, OUTCOME, CHILD, CHANCE, NODE_VISITS, SLOT_VISITS, NODE_VALUE, SLOT_VALUE = range(8)
-STEP_COLUMNS = 8
-# A row no descent wrote: -1 links and counts, 0.0 values (bits 0).
-_EMPTY_ROW = (UNEXPANDED,) * 6 + (0, 0)
 
 
 def empty_steps(batch_size: int, depth_limit: int) -> jax.Array:

@@ -22,7 +22,7 @@ def _expand_one(tree: Tree, path: Path, expansion: Expansion, rows: NodeRows,
   depth_limit = path.slots.shape[0]
   length, expand, new_chance = path.length, path.expand, path.new_chance
   last = jnp.maximum(length - 1, 0)
-  parent, slot, outcome = path.nodes[last], path.slots[last], path.outcomes[last]
+  parent, slot, outcome = path.node_at(last), path.slots[last], path.outcomes[last]
 
   # The chance record of the expanded slot (created if new); out-of-range writes are dropped.
   chance_index = jnp.where(new_chance, tree.num_chance, path.chances[last])

@@ -148,7 +148,7 @@ def _last_edge(tree: Tree, path, config: SearchConfig, num_actions: int):
   simulation expands."""
   batch_ids = jnp.arange(tree.batch_size)
   last = jnp.maximum(path.length - 1, 0)
-  parents = path.nodes[batch_ids, last]
+  parents = path.node_at(last)
   slots = path.slots[batch_ids, last]
   parent_states = jax.tree.map(lambda x: x[batch_ids, parents], tree.nodes.state)
   if config.slots_are_actions(num_actions):

@@ -209,6 +209,8 @@ def _node_rows(expansion: Expansion, config: SearchConfig, num_actions: int) -> 
                                          num_actions)
 
   def gather(x):
+    if config.slots_are_actions(num_actions):
+      return x  # slot k holds action k
     return jnp.take_along_axis(x, slot_action, axis=1)
 
   slot_legal = gather(clean.legal)
