@@ -9,15 +9,16 @@ between whole trees. Within a simulation:
 * **expand + evaluate** (:mod:`.expansion`): one batched ``Model.step`` (game step and one
   estimator call); :mod:`.nodes` turns the estimates into slot rows.
 * **backup**: with the running mean (:mod:`.backup_mean`), :func:`_expand_one` writes the new
-  edge and node, :func:`_returns` computes the returns along the paths, :func:`_backup_one`
-  updates the running means — per tree, vmapped — and :mod:`.subtree_entropy` updates the
-  entropy statistics if kept; with the Bellman backup (:mod:`.backup_bellman`), every outcome
+  edge and node (per tree, vmapped), :func:`_backup` computes the returns and running means
+  leaf to root, one ``[B]`` row per level, and :mod:`.subtree_entropy` updates the entropy
+  statistics if kept; with the Bellman backup (:mod:`.backup_bellman`), every outcome
   of the expanded slot is created at once and q̂2, the debias statistics and the bounds are
   recomputed leaf to root.
 
-Loops carry only the ``O(D)`` path, never the tree, and no tree array is read after the descent
-before it is written: either would make XLA copy whole tree arrays every simulation
-(DESIGN.md, performance rules; measured, see the notes in :class:`Path`).
+The descent's loop carries only the ``O(D)`` path, never the tree, and no tree array is read
+after the descent before it is written: either would make XLA copy whole tree arrays every
+simulation (measured, see the notes in :class:`Path`). The running-mean backup's loop carries
+the arrays it writes and reads none of them but through the path (measured in place).
 
 The engine knows nothing of selection rules, games or networks: it receives a
 :class:`~jaxsearch.model.Model` and a :class:`SearchConfig`. The module layout is described in

@@ -201,7 +201,7 @@ def _edge_row(tree: Tree, path: Path, edge_chances, depth, row, child: _Carried)
 def _bellman_levels(tree: Tree, path: Path, edge_chances, config: SearchConfig) -> _Level:
   """``[B, D]`` Bellman updates along every path, leaf to root.
 
-  Batched by hand like :func:`_returns`: the loop carries the child's new value, bound and
+  Batched by hand like the descent: the loop carries the child's new value, bound and
   solved flag up the path and collects per-level results; the tree is only read (it already
   holds the new nodes), and written once afterwards by :func:`_bellman_write_one`.
   """

@@ -16,7 +16,7 @@ from jaxsearch.tree import UNEXPANDED, ChanceRecords, Tree
 def _expand_one(tree: Tree, path: Path, expansion: Expansion, rows: NodeRows,
                 probs) -> tuple[Tree, jax.Array]:
   """Writes the expanded edge (chance record, reward, discount, child) and the new node of one
-  tree, but for its visits and value (:func:`~jaxsearch.search.backup_mean._backup_one`
+  tree, but for its visits and value (:func:`~jaxsearch.search.backup_mean._backup`
   writes those); returns it with ``i32[D]``, each path edge's chance record."""
   capacity = tree.nodes.visits.shape[0]
   depth_limit = path.slots.shape[0]
