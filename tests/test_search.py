@@ -404,3 +404,28 @@ def test_init_tree_then_reuse_compiles_once():
       lambda x: x[jnp.arange(5), js.tree.root_child(out.tree, out.action)], out.tree.nodes.state)
   jitted(None, jax.random.PRNGKey(1), child_states, js.reroot(out.tree, out.action))
   assert jitted._cache_size() == compiled  # the reused-tree call compiled nothing new
+
+
+def test_descent_ignores_what_earlier_descents_left_in_the_step_buffer():
+  """The step buffer passes from simulation to simulation uncleared: a descent over a buffer
+  full of stale rows must record the same path as one over an empty buffer."""
+  from jaxsearch.search.descent import _select, empty_steps, root_prior
+  search, jitted = _puct()
+  tree = jitted(None, jax.random.PRNGKey(3), _roots()).tree
+  config = search.config
+  root = root_prior(tree, tree.slots.prior_logits[:, 0], config=config)
+
+  @jax.jit
+  def descend(steps):
+    return _select(tree, root, None, steps, config=config)[0]
+
+  empty = empty_steps(tree.batch_size, config.max_depth)
+  stale = jax.random.randint(jax.random.PRNGKey(1), empty.shape, 0, 7, jnp.int32)
+  clean, dirty = descend(empty), descend(stale)
+  _trees_equal(clean.replace(steps=None), dirty.replace(steps=None))
+  lengths = np.asarray(clean.length)
+  assert lengths.max() >= 2  # the grown trees give paths several edges long
+  for depth in range(int(lengths.max()) + 1):
+    reached = depth <= lengths
+    np.testing.assert_array_equal(np.asarray(dirty.node_at(jnp.full_like(clean.length, depth)))[reached],
+                                  np.asarray(clean.nodes)[reached, depth])
