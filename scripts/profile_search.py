@@ -1,0 +1,90 @@
+"""Where one compiled search spends its time, kernel by kernel (XLA CPU or GPU).
+
+Runs a search on the hashed MDP (``games.hashed``, 16 actions) under ``jax.profiler``, reads
+the trace back with ``xprof`` (``pip install xprof``: a profiling tool, not a dependency of
+jaxsearch) and prints the kernels that cost most: milliseconds per search, calls per search
+(a call count of ``S`` runs once per simulation; larger counts run once per level), µs per
+call, the kernel's output shape and the JAX operation it came from. The profiler's own
+overhead inflates small kernels; compare kernels with each other, and time changes with
+``scripts/bench_ab.py``.
+
+    python scripts/profile_search.py --policy gumbel --batch 1024 --simulations 32 --top 40
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import glob
+import json
+import re
+import sys
+import tempfile
+
+import jax
+
+_WRAPPERS = ("ThreadpoolListener::Region", "ThunkExecutor::Execute")
+
+
+def _kernel_info(hlo_text: str) -> dict[str, tuple[str, str]]:
+  """``{instruction name: (output shape, op_name tail)}`` of an optimised HLO module."""
+  info = {}
+  for line in hlo_text.splitlines():
+    match = re.match(r"\s*(?:ROOT )?%?([\w.\-]+) = (\S+) .*?op_name=\"([^\"]+)\"", line)
+    if match:
+      info[match.group(1)] = (match.group(2), match.group(3).split("/")[-1][:60])
+  return info
+
+
+def main(argv=None) -> int:
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument("--policy", choices=["puct", "gumbel"], default="puct")
+  parser.add_argument("--batch", type=int, default=1024)
+  parser.add_argument("--simulations", type=int, default=32)
+  parser.add_argument("--repeats", type=int, default=3)
+  parser.add_argument("--top", type=int, default=40)
+  args = parser.parse_args(argv)
+  try:
+    from xprof.convert import raw_to_tool_data
+  except ImportError:
+    print("profile_search.py: needs xprof (pip install xprof)", file=sys.stderr)
+    return 2
+  import jaxsearch as js
+  from games import hashed
+
+  game, estimator = hashed.make(16), hashed.estimator(16)
+  roots = hashed.distinct_roots(game, args.batch)
+  if args.policy == "puct":
+    search = js.policies.puct(game, estimator, num_simulations=args.simulations)
+  else:
+    search = js.policies.gumbel(game, estimator, num_simulations=args.simulations,
+                                max_num_considered_actions=16)
+  key = jax.random.PRNGKey(0)
+  compiled = jax.jit(lambda key, roots: search(None, key, roots)).lower(key, roots).compile()
+  jax.block_until_ready(compiled(key, roots))
+  with tempfile.TemporaryDirectory() as folder:
+    with jax.profiler.trace(folder):
+      for _ in range(args.repeats):
+        jax.block_until_ready(compiled(key, roots))
+    trace_file = glob.glob(f"{folder}/**/*.xplane.pb", recursive=True)[0]
+    data, _ = raw_to_tool_data.xspace_to_tool_data([trace_file], "trace_viewer", {})
+  events = json.loads(data)
+  events = events["traceEvents"] if isinstance(events, dict) else events
+  micros, calls = collections.Counter(), collections.Counter()
+  for event in events:
+    name = event.get("name", "")
+    if (event.get("ph") == "X" and not name.startswith(("$", "end: ", "Pjit")) and
+        not name.startswith(_WRAPPERS)):
+      micros[name] += event.get("dur", 0)
+      calls[name] += 1
+  info = _kernel_info(compiled.as_text())
+  print(f"{'ms/search':>9} {'calls':>7} {'us/call':>8}  kernel  shape  op")
+  for name, total in micros.most_common(args.top):
+    shape, op = info.get(name, ("", ""))
+    print(f"{total / args.repeats / 1000:9.3f} {calls[name] / args.repeats:7.0f} "
+          f"{total / calls[name]:8.1f}  {name}  {shape}  {op}")
+  return 0
+
+
+if __name__ == "__main__":
+  raise SystemExit(main())
