@@ -208,10 +208,8 @@ def _node_rows(expansion: Expansion, config: SearchConfig, num_actions: int) -> 
   slot_action, slot_valid = _slot_layout(clean, expansion.estimate.action_bounds, config,
                                          num_actions)
 
-  def gather(x):
-    if config.slots_are_actions(num_actions):
-      return x  # slot k holds action k
-    return jnp.take_along_axis(x, slot_action, axis=1)
+  gather = ((lambda x: x) if config.slots_are_actions(num_actions)  # slot k holds action k
+            else lambda x: jnp.take_along_axis(x, slot_action, axis=1))
 
   slot_legal = gather(clean.legal)
   slot_logits = gather(clean.logits)
