@@ -103,7 +103,7 @@ def _mean_simulation(model: Model, config: SearchConfig, params, outcome_key, es
     path = path.replace(outcomes=path.outcomes.at[batch_ids, last].set(outcomes))
   expansion = model.step(params, estimator_key, parent_states, actions, outcomes)
   rows = _node_rows(expansion, config, model.num_actions)
-  tree, _ = jax.vmap(_expand_one)(tree, path, expansion, rows, probs)
+  tree = jax.vmap(_expand_one)(tree, path, expansion, rows, probs)
   tree = _backup(tree, path, _leaf_value(path, rows.nodes.value), outcomes)
   if config.entropy is not None:
     tree = _entropy_update(tree, path, config)

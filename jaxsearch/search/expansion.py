@@ -13,13 +13,11 @@ from jaxsearch.search.nodes import NodeRows, _node_rows, _set_node
 from jaxsearch.tree import UNEXPANDED, ChanceRecords, Tree
 
 
-def _expand_one(tree: Tree, path: Path, expansion: Expansion, rows: NodeRows,
-                probs) -> tuple[Tree, jax.Array]:
+def _expand_one(tree: Tree, path: Path, expansion: Expansion, rows: NodeRows, probs) -> Tree:
   """Writes the expanded edge (chance record, reward, discount, child) and the new node of one
   tree, but for its visits and value (:func:`~jaxsearch.search.backup_mean._backup`
-  writes those); returns it with ``i32[D]``, each path edge's chance record."""
+  writes those)."""
   capacity = tree.nodes.visits.shape[0]
-  depth_limit = path.slots.shape[0]
   length, expand, new_chance = path.length, path.expand, path.new_chance
   last = jnp.maximum(length - 1, 0)
   parent, slot, outcome = path.node_at(last), path.slots[last], path.outcomes[last]
@@ -31,8 +29,6 @@ def _expand_one(tree: Tree, path: Path, expansion: Expansion, rows: NodeRows,
   write_node = jnp.where(expand, new_node, capacity)
   write_edge = jnp.where(expand, chance_index, capacity)
 
-  edge_chances = jnp.maximum(jnp.where(
-      (jnp.arange(depth_limit) == last) & new_chance, tree.num_chance, path.chances), 0)
   tree = _set_node(tree, write_node, expansion, rows, parent, length, stats=False)
   chance = tree_lib.write(tree.chance, tree_lib.rows(ChanceRecords, node=parent, prob=probs),
                           drop_chance)
@@ -46,7 +42,7 @@ def _expand_one(tree: Tree, path: Path, expansion: Expansion, rows: NodeRows,
       num_nodes=tree.num_nodes + expand.astype(jnp.int32),
       num_chance=tree.num_chance + new_chance.astype(jnp.int32),
       nonfinite_estimates=tree.nonfinite_estimates + (rows.bad & expand).astype(jnp.int32),
-  ), edge_chances
+  )
 
 
 def _expand_all_one(tree: Tree, path: Path, expansion: Expansion, rows: NodeRows,
