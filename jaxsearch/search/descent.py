@@ -21,7 +21,7 @@ from jaxsearch.tree import UNEXPANDED, Tree
 class RootPrior(NamedTuple):
   """What never changes at the roots during a search, ``[B, K]``: the prior ``logits`` with any
   root noise mixed in, ``probs``, their softmax over the legal slots (``None`` unless the tree
-  keeps prior probabilities), and the ``legal`` mask. The descent reads the roots' through
+  keeps prior probabilities), and the ``legal`` mask. The descent reads the roots' data through
   this, from outside the simulation loop, so that XLA can hoist what a root rule computes from
   them alone (a log-softmax, a count of legal slots) out of the loop."""
 
@@ -247,7 +247,8 @@ def _descend_one_level(cursor: _Cursor, tree: Tree, root: RootPrior, keys, *,
     outcome = _outcomes(tree, chance, outcome_keys, config=config)
   child = jnp.where(chance >= 0, tree.chance.child[batch_ids, safe_chance, outcome],
                     UNEXPANDED)
-  # One packed row per edge; finished trees write out of range.
+  # One packed row per edge (columns SLOT .. SLOT_VALUE, in that order); finished trees write
+  # out of range.
   row = jnp.where(go, depth, depth_limit)
   slot_visits = jnp.take_along_axis(child_visits, slot[:, None], axis=1)[:, 0]
   slot_value = jnp.take_along_axis(child_values, slot[:, None], axis=1)[:, 0]
@@ -291,11 +292,12 @@ def _path_of(cursor: _Cursor, tree: Tree) -> Path:
   # Rows below the walk's depth are this descent's; the rest are an earlier one's.
   steps = jnp.where((jnp.arange(raw_steps.shape[1]) < length[:, None])[:, :, None], raw_steps,
                     jnp.array(_EMPTY_ROW, jnp.int32))
-  values = jax.lax.bitcast_convert_type(steps[:, :, 6:], jnp.float32)
-  nodes = jnp.concatenate([jnp.zeros((batch_size, 1), jnp.int32), steps[:, :, 2]], axis=1)
-  slots = jnp.maximum(steps[:, :, 0], 0)
-  outcomes = jnp.maximum(steps[:, :, 1], 0)
-  chances = steps[:, :, 3]
+  column = lambda index: steps[:, :, index]  # noqa: E731
+  as_float = lambda index: jax.lax.bitcast_convert_type(column(index), jnp.float32)  # noqa: E731
+  nodes = jnp.concatenate([jnp.zeros((batch_size, 1), jnp.int32), column(CHILD)], axis=1)
+  slots = jnp.maximum(column(SLOT), 0)
+  outcomes = jnp.maximum(column(OUTCOME), 0)
+  chances = column(CHANCE)
 
   last = jnp.maximum(length - 1, 0)
   expand = (length > 0) & (nodes[batch_ids, length] < 0)
@@ -308,8 +310,8 @@ def _path_of(cursor: _Cursor, tree: Tree) -> Path:
   leaf_terminal = leaf_terminal & ~expand
   new_chance = expand & (chances[batch_ids, last] < 0)
   return Path(nodes=nodes, slots=slots, outcomes=outcomes, chances=chances,
-              node_visits=steps[:, :, 4], node_values=values[:, :, 0],
-              slot_visits=steps[:, :, 5], slot_values=values[:, :, 1], length=length,
+              node_visits=column(NODE_VISITS), node_values=as_float(NODE_VALUE),
+              slot_visits=column(SLOT_VISITS), slot_values=as_float(SLOT_VALUE), length=length,
               expand=expand, new_chance=new_chance, leaf_visits=leaf_visits,
               leaf_value=leaf_value, leaf_terminal=leaf_terminal, steps=raw_steps)
 
