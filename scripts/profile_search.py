@@ -26,13 +26,22 @@ import jax
 _WRAPPERS = ("ThreadpoolListener::Region", "ThunkExecutor::Execute")
 
 
-def _kernel_info(hlo_text: str) -> dict[str, tuple[str, str]]:
-  """``{instruction name: (output shape, op_name tail)}`` of an optimised HLO module."""
+# The engine's named scopes (``jax.named_scope``), innermost first when nested.
+PHASES = ("root_level", "interior_levels", "estimator", "expansion", "backup", "descent",
+          "init")
+
+
+def _kernel_info(hlo_text: str) -> dict[str, tuple[str, str, str, str]]:
+  """``{instruction name: (output shape, op_name tail, phase, opcode)}`` of an optimised HLO
+  module; the phase is the innermost engine scope in the op_name (``other`` outside them)."""
   info = {}
   for line in hlo_text.splitlines():
-    match = re.match(r"\s*(?:ROOT )?%?([\w.\-]+) = (\S+) .*?op_name=\"([^\"]+)\"", line)
+    match = re.match(r"\s*(?:ROOT )?%?([\w.\-]+) = (\S+) ([\w\-]+)\(.*?op_name=\"([^\"]+)\"",
+                     line)
     if match:
-      info[match.group(1)] = (match.group(2), match.group(3).split("/")[-1][:60])
+      parts = match.group(4).split("/")
+      phase = next((p for p in PHASES if p in parts), "other")
+      info[match.group(1)] = (match.group(2), parts[-1][:60], phase, match.group(3))
   return info
 
 
@@ -78,11 +87,20 @@ def main(argv=None) -> int:
       micros[name] += event.get("dur", 0)
       calls[name] += 1
   info = _kernel_info(compiled.as_text())
-  print(f"{'ms/search':>9} {'calls':>7} {'us/call':>8}  kernel  shape  op")
+  print(f"{'ms/search':>9} {'calls':>7} {'us/call':>8}  kernel  shape  phase  op")
   for name, total in micros.most_common(args.top):
-    shape, op = info.get(name, ("", ""))
+    shape, op, phase, _ = info.get(name, ("", "", "", ""))
     print(f"{total / args.repeats / 1000:9.3f} {calls[name] / args.repeats:7.0f} "
-          f"{total / calls[name]:8.1f}  {name}  {shape}  {op}")
+          f"{total / calls[name]:8.1f}  {name}  {shape}  {phase}  {op}")
+  # Loops' own events span their bodies' kernels: counted once, through the kernels.
+  phase_ms, phase_kernels = collections.Counter(), collections.Counter()
+  for name, total in micros.items():
+    if name in info and info[name][3] not in ("while", "conditional", "call"):
+      phase_ms[info[name][2]] += total / args.repeats / 1000
+      phase_kernels[info[name][2]] += calls[name] / args.repeats / args.simulations
+  print(json.dumps({"phase_ms_per_search": {p: round(v, 3) for p, v in phase_ms.most_common()},
+                    "phase_kernel_calls_per_simulation": {
+                        p: round(v, 1) for p, v in phase_kernels.most_common()}}))
   return 0
 
 

@@ -291,13 +291,15 @@ def _bellman_simulation(model: Model, config: SearchConfig, params, outcome_key,
   path = path.replace(length=jnp.where(full, last, path.length), expand=path.expand & fits,
                       new_chance=path.new_chance & fits,
                       outcomes=path.outcomes.at[batch_ids, last].set(outcomes))
-  expansion, rows = _expand_outcomes(model, config, params, key, parent_states, actions,
-                                     possible & path.expand[:, None])
+  with jax.named_scope("expansion"):
+    expansion, rows = _expand_outcomes(model, config, params, key, parent_states, actions,
+                                       possible & path.expand[:, None])
 
-  def per_tree(x):
-    return x.reshape((batch_size, num_outcomes) + x.shape[1:])
+    def per_tree(x):
+      return x.reshape((batch_size, num_outcomes) + x.shape[1:])
 
-  tree, edge_chances = jax.vmap(_expand_all_one)(
-      tree, path, jax.tree.map(per_tree, expansion), jax.tree.map(per_tree, rows), probs)
-  levels = _bellman_levels(tree, path, edge_chances, config)
-  return jax.vmap(_bellman_write_one)(tree, path, edge_chances, levels)
+    tree, edge_chances = jax.vmap(_expand_all_one)(
+        tree, path, jax.tree.map(per_tree, expansion), jax.tree.map(per_tree, rows), probs)
+  with jax.named_scope("backup"):
+    levels = _bellman_levels(tree, path, edge_chances, config)
+    return jax.vmap(_bellman_write_one)(tree, path, edge_chances, levels)

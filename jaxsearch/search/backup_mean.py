@@ -10,6 +10,7 @@ from jaxsearch.model import Model
 from jaxsearch.search.config import SearchConfig
 from jaxsearch.search.descent import (CHANCE, NODE_VALUE, NODE_VISITS, OUTCOME, SLOT,
                                        SLOT_VALUE, SLOT_VISITS, Path, _choose_outcome)
+from jaxsearch.search import rows as rows_lib
 from jaxsearch.search.expansion import _expand_one, _outcome_probs
 from jaxsearch.search.nodes import _node_rows
 from jaxsearch.search.subtree_entropy import _entropy_update
@@ -38,7 +39,6 @@ def _backup(tree: Tree, path: Path, leaf_value, last_outcome) -> Tree:
   The path's last node is the existing leaf or the node :func:`_expand_one` just created
   (index ``num_nodes - 1``, visits 0 as allocated): it gets visits 1 and the leaf value.
   """
-  rows = jnp.arange(tree.batch_size)
   nodes, slots, chance = tree.nodes, tree.slots, tree.chance
   leaf = jnp.where(path.expand, tree.num_nodes - 1, path.node_at(path.length))
   leaf_count = path.leaf_visits.astype(jnp.float32)
@@ -56,27 +56,28 @@ def _backup(tree: Tree, path: Path, leaf_value, last_outcome) -> Tree:
     depth, g, node_visits, node_values, slot_visits, slot_values, outcome_visits = carry
     active = depth > 0
     depth = jnp.where(active, depth - 1, depth)
-    step = path.steps[rows, depth]  # [B, 8]: one gather for the whole edge
+    step = rows_lib.take(path.steps, depth)  # [B, 8]: one gather for the whole edge
     at_last = depth == last
     record = jnp.where(at_last & (new_record >= 0), new_record,
                        jnp.maximum(step[:, CHANCE], 0))
     outcome = jnp.where(at_last, last_outcome, jnp.maximum(step[:, OUTCOME], 0))
-    g = jnp.where(active, chance.reward[rows, record, outcome] +
-                  chance.discount[rows, record, outcome] * g, g)
+    g = jnp.where(active, rows_lib.take(chance.reward, record, outcome) +
+                  rows_lib.take(chance.discount, record, outcome) * g, g)
     node = jnp.where(active, path.node_at(depth), tree.max_nodes)
     slot = jnp.maximum(step[:, SLOT], 0)
     return (depth, g,
-            node_visits.at[rows, node].add(1, mode="drop"),
-            node_values.at[rows, node].set(
-                running_mean(step[:, NODE_VALUE], step[:, NODE_VISITS], g), mode="drop"),
-            slot_visits.at[rows, node, slot].add(1, mode="drop"),
-            slot_values.at[rows, node, slot].set(
-                running_mean(step[:, SLOT_VALUE], step[:, SLOT_VISITS], g), mode="drop"),
-            outcome_visits.at[rows, jnp.where(active, record, tree.max_chance), outcome].add(
-                1, mode="drop"))
+            rows_lib.put(node_visits, (node,), 1, add=True),
+            rows_lib.put(node_values, (node,),
+                         running_mean(step[:, NODE_VALUE], step[:, NODE_VISITS], g)),
+            rows_lib.put(slot_visits, (node, slot), 1, add=True),
+            rows_lib.put(slot_values, (node, slot),
+                         running_mean(step[:, SLOT_VALUE], step[:, SLOT_VISITS], g)),
+            rows_lib.put(outcome_visits, (jnp.where(active, record, tree.max_chance), outcome),
+                         1, add=True))
 
-  init = (path.length, leaf_value, nodes.visits.at[rows, leaf].add(1),
-          nodes.value.at[rows, leaf].set(leaf_mean), slots.visits, slots.value, chance.visits)
+  init = (path.length, leaf_value, rows_lib.put(nodes.visits, (leaf,), 1, add=True),
+          rows_lib.put(nodes.value, (leaf,), leaf_mean), slots.visits, slots.value,
+          chance.visits)
   _, _, node_visits, node_values, slot_visits, slot_values, outcome_visits = jax.lax.while_loop(
       lambda carry: jnp.any(carry[0] > 0), level, init)
   return tree.replace(nodes=nodes.replace(visits=node_visits, value=node_values),
@@ -101,10 +102,16 @@ def _mean_simulation(model: Model, config: SearchConfig, params, outcome_key, es
         config.outcome_rule)
     outcomes = jnp.where(path.new_chance, fresh_outcomes, path.outcomes[batch_ids, last])
     path = path.replace(outcomes=path.outcomes.at[batch_ids, last].set(outcomes))
-  expansion = model.step(params, estimator_key, parent_states, actions, outcomes)
-  rows = _node_rows(expansion, config, model.num_actions)
-  tree = jax.vmap(_expand_one)(tree, path, expansion, rows, probs)
-  tree = _backup(tree, path, _leaf_value(path, rows.nodes.value), outcomes)
+  with jax.named_scope("estimator"):
+    expansion = model.step(params, estimator_key, parent_states, actions, outcomes)
+    # Evaluated once: XLA would otherwise recompute a cheap estimator inside every fusion
+    # that reads its output (the sanitising checks, the prior softmax, the writes).
+    expansion = jax.lax.optimization_barrier(expansion)
+  with jax.named_scope("expansion"):
+    rows = _node_rows(expansion, config, model.num_actions)
+    tree = jax.vmap(_expand_one)(tree, path, expansion, rows, probs)
+  with jax.named_scope("backup"):
+    tree = _backup(tree, path, _leaf_value(path, rows.nodes.value), outcomes)
   if config.entropy is not None:
     tree = _entropy_update(tree, path, config)
   return tree

@@ -13,6 +13,7 @@ from jaxsearch import entropy as entropy_lib
 from jaxsearch import tree as tree_lib
 from jaxsearch.enums import OutcomeRule
 from jaxsearch.search.config import SearchConfig
+from jaxsearch.search import rows
 from jaxsearch.search.estimates import node_stats, slot_estimates
 from jaxsearch.selection.base import NodeView, RootContext, masked_argmax, masked_softmax
 from jaxsearch.tree import UNEXPANDED, Tree
@@ -158,7 +159,7 @@ def _node_view(tree: Tree, node, visits, value, depth, root: RootPrior, *,
     at = lambda field: field[:, 0]  # noqa: E731
     logits, probs, legal = root
   else:  # a node below the root: no root noise
-    at = lambda field: field[batch_ids, node]  # noqa: E731
+    at = lambda field: rows.take(field, node)  # noqa: E731
     logits, legal = at(tree.slots.prior_logits), at(tree.slots.legal)
     probs = at(tree.slots.prior_probs) if config.keeps_prior_probs else None
   child_visits = at(tree.slots.visits)
@@ -224,7 +225,7 @@ def _descend_one_level(cursor: _Cursor, tree: Tree, root: RootPrior, keys, *,
   if at_root:
     visits, value = tree.nodes.visits[:, 0], tree.nodes.value[:, 0]
   else:
-    visits, value = tree.nodes.visits[batch_ids, node], tree.nodes.value[batch_ids, node]
+    visits, value = rows.take(tree.nodes.visits, node), rows.take(tree.nodes.value, node)
   view = _node_view(tree, None if at_root else node, visits, value, depth, root, config=config)
   child_visits, child_values = view.child_visits, view.child_values
   if keys is not None:
@@ -238,14 +239,14 @@ def _descend_one_level(cursor: _Cursor, tree: Tree, root: RootPrior, keys, *,
     scores = jax.vmap(config.selection.score, in_axes=(0, 0 if keys is not None else None))(
         view, rule_keys)
   slot = jax.vmap(masked_argmax)(scores, view.legal)
-  slot_chances = tree.slots.chance[:, 0] if at_root else tree.slots.chance[batch_ids, node]
+  slot_chances = tree.slots.chance[:, 0] if at_root else rows.take(tree.slots.chance, node)
   chance = jnp.take_along_axis(slot_chances, slot[:, None], axis=1)[:, 0]
   safe_chance = jnp.maximum(chance, 0)
   if tree.num_outcomes == 1:
     outcome = jnp.zeros_like(slot)
   else:
     outcome = _outcomes(tree, chance, outcome_keys, config=config)
-  child = jnp.where(chance >= 0, tree.chance.child[batch_ids, safe_chance, outcome],
+  child = jnp.where(chance >= 0, rows.take(tree.chance.child, safe_chance, outcome),
                     UNEXPANDED)
   # One packed row per edge (columns SLOT .. SLOT_VALUE, in that order); finished trees write
   # out of range.
@@ -260,7 +261,7 @@ def _descend_one_level(cursor: _Cursor, tree: Tree, root: RootPrior, keys, *,
   safe_child = jnp.maximum(child, 0)
   moving = go & (child >= 0)
   node = jnp.where(moving, child, node)
-  at_terminal = jnp.where(moving, tree.nodes.terminal[batch_ids, safe_child], at_terminal)
+  at_terminal = jnp.where(moving, rows.take(tree.nodes.terminal, safe_child), at_terminal)
   go = moving & ~at_terminal & (depth < depth_limit)
   return _Cursor(node, at_terminal, depth, steps, go)
 
@@ -287,8 +288,8 @@ def _path_of(cursor: _Cursor, tree: Tree) -> Path:
   batch_size = tree.batch_size
   batch_ids = jnp.arange(batch_size)
   node, leaf_terminal, length, raw_steps, _ = cursor
-  leaf_visits = tree.nodes.visits[batch_ids, node]
-  leaf_value = tree.nodes.value[batch_ids, node]
+  leaf_visits = rows.take(tree.nodes.visits, node)
+  leaf_value = rows.take(tree.nodes.value, node)
   # Rows below the walk's depth are this descent's; the rest are an earlier one's.
   steps = jnp.where((jnp.arange(raw_steps.shape[1]) < length[:, None])[:, :, None], raw_steps,
                     jnp.array(_EMPTY_ROW, jnp.int32))
@@ -343,12 +344,15 @@ def _select(tree: Tree, root: RootPrior, keys, steps: jax.Array, *, config: Sear
     ``(path, tree)`` with a batched :class:`Path` (``[B, ...]``).
   """
   # The first level is peeled off the loop: every walk stands at its root there.
-  cursor = _descend_one_level(_root_cursor(tree, steps), tree, root, keys, config=config,
-                              at_root=True, root_context=root_context)
+  with jax.named_scope("root_level"):
+    cursor = _descend_one_level(_root_cursor(tree, steps), tree, root, keys, config=config,
+                                at_root=True, root_context=root_context)
 
   def body(carry):
     cursor, tree = carry
     return _descend_one_level(cursor, tree, root, keys, config=config, at_root=False), tree
 
-  cursor, tree = jax.lax.while_loop(lambda carry: jnp.any(carry[0].go), body, (cursor, tree))
+  with jax.named_scope("interior_levels"):
+    cursor, tree = jax.lax.while_loop(lambda carry: jnp.any(carry[0].go), body,
+                                      (cursor, tree))
   return _path_of(cursor, tree), tree

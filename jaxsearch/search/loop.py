@@ -102,7 +102,8 @@ def run(model: Model, config: SearchConfig, params, key, root_input,
   """
   config = config.for_model(model)
   root_key, noise_key, loop_key = jax.random.split(key, 3)
-  tree = init_tree(model, config, params, root_key, root_input, tree)
+  with jax.named_scope("init"):
+    tree = init_tree(model, config, params, root_key, root_input, tree)
   batch_size = tree.batch_size
   root_logits = tree.slots.prior_logits[:, 0]
   if config.root_noise is not None:
@@ -130,12 +131,14 @@ def run(model: Model, config: SearchConfig, params, key, root_input,
       root_context = RootContext(noise=root_noise,
                                  simulation=jnp.full((batch_size,), sim, jnp.int32),
                                  raw_value=root_raw_value)
-    path, tree = _select(tree, root, tree_keys, steps, config=config,
-                         root_context=root_context)
+    with jax.named_scope("descent"):
+      path, tree = _select(tree, root, tree_keys, steps, config=config,
+                           root_context=root_context)
     # Ties the tree's later reads and in-place writes to after the descent, so that XLA
     # updates the buffers the descent read instead of copying them (see _select).
     path, tree = jax.lax.optimization_barrier((path, tree))
-    parent_states, actions = _last_edge(tree, path, config, model.num_actions)
+    with jax.named_scope("expansion"):
+      parent_states, actions = _last_edge(tree, path, config, model.num_actions)
     return backup(model, config, params, outcome_key, estimator_key, tree, path,
                   parent_states, actions), path.steps
 
