@@ -65,13 +65,18 @@ def _backup(tree: Tree, path: Path, leaf_value, last_outcome) -> Tree:
                   rows_lib.take(chance.discount, record, outcome) * g, g)
     node = jnp.where(active, path.node_at(depth), tree.max_nodes)
     slot = jnp.maximum(step[:, SLOT], 0)
+    # One flat index per array shape, shared by the visits and the value written there.
+    at_node = rows_lib.flat_index(node_visits.shape, node)
+    at_slot = rows_lib.flat_index(slot_visits.shape, node, slot)
     return (depth, g,
-            rows_lib.put(node_visits, (node,), 1, add=True),
-            rows_lib.put(node_values, (node,),
-                         running_mean(step[:, NODE_VALUE], step[:, NODE_VISITS], g)),
-            rows_lib.put(slot_visits, (node, slot), 1, add=True),
-            rows_lib.put(slot_values, (node, slot),
-                         running_mean(step[:, SLOT_VALUE], step[:, SLOT_VISITS], g)),
+            rows_lib.put(node_visits, (None,), 1, add=True, at=at_node),
+            rows_lib.put(node_values, (None,),
+                         running_mean(step[:, NODE_VALUE], step[:, NODE_VISITS], g),
+                         at=at_node),
+            rows_lib.put(slot_visits, (None, None), 1, add=True, at=at_slot),
+            rows_lib.put(slot_values, (None, None),
+                         running_mean(step[:, SLOT_VALUE], step[:, SLOT_VISITS], g),
+                         at=at_slot),
             rows_lib.put(outcome_visits, (jnp.where(active, record, tree.max_chance), outcome),
                          1, add=True))
 

@@ -240,7 +240,7 @@ def _descend_one_level(cursor: _Cursor, tree: Tree, root: RootPrior, keys, *,
         view, rule_keys)
   slot = jax.vmap(masked_argmax)(scores, view.legal)
   slot_chances = tree.slots.chance[:, 0] if at_root else rows.take(tree.slots.chance, node)
-  chance = jnp.take_along_axis(slot_chances, slot[:, None], axis=1)[:, 0]
+  chance = rows.take(slot_chances, slot)
   safe_chance = jnp.maximum(chance, 0)
   if tree.num_outcomes == 1:
     outcome = jnp.zeros_like(slot)
@@ -251,8 +251,7 @@ def _descend_one_level(cursor: _Cursor, tree: Tree, root: RootPrior, keys, *,
   # One packed row per edge (columns SLOT .. SLOT_VALUE, in that order); finished trees write
   # out of range.
   row = jnp.where(go, depth, depth_limit)
-  slot_visits = jnp.take_along_axis(child_visits, slot[:, None], axis=1)[:, 0]
-  slot_value = jnp.take_along_axis(child_values, slot[:, None], axis=1)[:, 0]
+  slot_visits, slot_value = rows.take(child_visits, slot), rows.take(child_values, slot)
   bits = jax.lax.bitcast_convert_type(jnp.stack([value, slot_value], axis=-1), jnp.int32)
   steps = steps.at[batch_ids, row].set(jnp.concatenate(
       [jnp.stack([slot, outcome, child, chance, visits, slot_visits], axis=-1), bits], axis=-1),

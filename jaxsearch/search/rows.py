@@ -12,17 +12,20 @@ NumPy-style indexing with ``mode="drop"`` writes.
 from __future__ import annotations
 
 import math
+from typing import Optional
 
 import jax
 import jax.numpy as jnp
 
 
-def _flat_index(shape, indices, *, drop: bool) -> jax.Array:
-  """``i32[B]`` flat index of ``(b, *indices)`` into ``shape[:1 + len(indices)]``.
+def flat_index(shape, *indices, drop: bool = True) -> jax.Array:
+  """``i32[B]`` the flat index of entry ``(b, *indices)`` of an array of ``shape``
+  (``[B, D1, ..., Dm, ...]``, each index ``i32[B]``) viewed as ``[B·D1·…·Dm, ...]``.
 
-  Negative indices count from the end, as in NumPy. Out-of-range ones are clamped
-  (``drop=False``, what a gather does) or sent past the end (``drop=True``), where a
-  ``mode="drop"`` write ignores them.
+  Negative indices count from the end, as in NumPy. Out-of-range ones are sent past the end
+  (``drop=True``), where :func:`put` writes nothing, or clamped (``drop=False``, what a
+  gather does). Compute it once where several arrays of one shape are written at the same
+  entries.
   """
   batch_size = shape[0]
   flat = jnp.arange(batch_size, dtype=jnp.int32)
@@ -40,20 +43,26 @@ def _flat_index(shape, indices, *, drop: bool) -> jax.Array:
   return flat
 
 
+def _flat_view(array: jax.Array, depth: int) -> jax.Array:
+  return array.reshape((-1,) + array.shape[1 + depth:])
+
+
 def take(array: jax.Array, *indices) -> jax.Array:
   """``array[arange(B), *indices]`` (``array`` ``[B, D1, ..., Dm, ...]``, each index
   ``i32[B]``): entry ``b`` of the result is ``array[b, indices[0][b], ...]``, shape
   ``[B, ...]``. Out-of-range indices are clamped, as in a JAX gather."""
-  depth = len(indices)
-  flat = array.reshape((-1,) + array.shape[1 + depth:])
-  return flat[_flat_index(array.shape, indices, drop=False)]
+  return _flat_view(array, len(indices))[flat_index(array.shape, *indices, drop=False)]
 
 
-def put(array: jax.Array, indices, values, *, add: bool = False) -> jax.Array:
+def put(array: jax.Array, indices, values, *, add: bool = False,
+        at: Optional[jax.Array] = None) -> jax.Array:
   """``array.at[arange(B), *indices].set(values, mode="drop")`` (``.add`` where ``add``),
-  ``values`` ``[B, ...]`` or a scalar; out-of-range indices write nothing."""
+  ``values`` ``[B, ...]`` or a scalar; out-of-range indices write nothing. ``at``: the
+  entries' :func:`flat_index` where already computed (``indices`` then only give the depth
+  and may be ``None``)."""
   depth = len(indices)
-  flat = array.reshape((-1,) + array.shape[1 + depth:])
-  at = flat.at[_flat_index(array.shape, indices, drop=True)]
-  flat = at.add(values, mode="drop") if add else at.set(values, mode="drop")
+  flat = _flat_view(array, depth)
+  at = flat_index(array.shape, *indices) if at is None else at
+  flat = (flat.at[at].add(values, mode="drop") if add
+          else flat.at[at].set(values, mode="drop"))
   return flat.reshape(array.shape)
