@@ -297,8 +297,11 @@ def gumbel_root_rule(num_simulations: int, max_num_considered_actions: int = 16,
     num_considered = jnp.minimum(max_num_considered_actions, jnp.sum(legal))
     simulation = jnp.clip(context.simulation, 0, table.shape[1] - 1)
     considered = jnp.asarray(table)[num_considered, simulation]
-    fallback = jnp.min(jnp.where(legal, visits, jnp.iinfo(jnp.int32).max))
-    considered = jnp.where(jnp.any(legal & (visits == considered)), considered, fallback)
+    # One reduction for both: -1 where a legal slot carries the considered count, else the
+    # least visited legal slot's count (int32 max when nothing is legal).
+    least = jnp.min(jnp.where(legal, jnp.where(visits == considered, -1, visits),
+                              jnp.iinfo(jnp.int32).max))
+    considered = jnp.where(least < 0, considered, least)
     return root_scores(context.noise, view.prior_logits, sigma, visits, legal, considered)
 
   def noise(key, shape):

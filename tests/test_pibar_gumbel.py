@@ -14,6 +14,7 @@ import pytest
 
 from jaxsearch import gumbel
 from jaxsearch.selection import NodeView, masked_argmax, masked_softmax, q_minmax
+from jaxsearch.selection.base import RootContext
 from jaxsearch.selection.pibar import (lambda_n, pibar_argmax_visits, pibar_policy,
                                        pibar_sample, regularized_policy,
                                        regularized_policy_and_alpha)
@@ -476,3 +477,25 @@ def test_root_sequential_halving_on_a_bandit():
   masked = _root(g, logits, jnp.zeros(6), jnp.zeros(6, jnp.int32),
                               np.array([1, 0, 1, 1, 1, 1], bool), 0)
   assert float(masked[1]) == -np.inf and np.isfinite(np.asarray(masked)[[0, 2]]).all()
+
+
+def test_root_rule_falls_back_to_the_least_visited_legal_slots():
+  """Where no legal slot carries the simulation's considered visit count (a reused tree), the
+  least visited legal slots compete; illegal slots never do, whatever their count."""
+  rule = gumbel.gumbel_root_rule(num_simulations=8, max_num_considered_actions=4)
+  legal = np.array([True, True, True, True, False])
+  context = RootContext(noise=jnp.zeros(5), simulation=jnp.int32(0), raw_value=jnp.float32(0.0))
+
+  def finite_slots(visits, legal=legal):
+    view = _view(Q, visits, legal, LOGITS)
+    return set(np.flatnonzero(np.isfinite(np.asarray(rule.score(view, context)))))
+
+  # Simulation 0 considers unvisited slots: only the illegal slot 4 has none.
+  assert finite_slots([3, 5, 3, 7, 0]) == {0, 2}
+  assert finite_slots([3, 0, 3, 0, 0]) == {1, 3}  # the considered count is carried: no fallback
+  assert finite_slots([3, 5, 3, 7, 0], np.zeros(5, bool)) == set()
+  batched = jax.jit(jax.vmap(rule.score))(
+      _stack([_view(Q, [3, 5, 3, 7, 0], legal, LOGITS), _view(Q, [3, 0, 3, 0, 0], legal, LOGITS)]),
+      jax.tree.map(lambda x: jnp.stack([x, x]), context))
+  assert [set(np.flatnonzero(np.isfinite(row))) for row in np.asarray(batched)] == [{0, 2},
+                                                                                    {1, 3}]
