@@ -10,7 +10,8 @@ alternate, ``--rounds`` times, and each process reports the median and the faste
     python scripts/bench_ab.py --base ../old --policy gumbel --batch 64 --simulations 32
     python scripts/bench_ab.py --base . --base-max-depth 128 --new-max-depth 48
 
-The workload is the hashed MDP with 16 actions (``games.hashed``), as in ``jaxsearch bench``.
+The workloads are those of ``jaxsearch bench``: the hashed MDP with 16 actions
+(``games.hashed``, the default) or Connect Four (``--game connect_four``).
 """
 
 from __future__ import annotations
@@ -32,8 +33,14 @@ from games import hashed
 batch, simulations, policy, repeats = (int(sys.argv[1]), int(sys.argv[2]), sys.argv[3],
                                        int(sys.argv[4]))
 max_depth = None if sys.argv[5] == "none" else int(sys.argv[5])
-game, estimator = hashed.make(16), hashed.estimator(16)
-roots = hashed.distinct_roots(game, batch)
+if sys.argv[6] == "connect_four":
+  from games import connect_four
+  from jaxsearch.bench import _random_positions
+  game, estimator = connect_four.GAME, js.estimators.uniform()
+  roots = _random_positions(game, batch, plies=6)
+else:
+  game, estimator = hashed.make(16), hashed.estimator(16)
+  roots = hashed.distinct_roots(game, batch)
 key = jax.random.PRNGKey(0)
 if policy == "puct":
   search = js.policies.puct(game, estimator, num_simulations=simulations, max_depth=max_depth)
@@ -56,7 +63,7 @@ def _run(checkout: str, args, max_depth) -> dict:
   env = dict(os.environ, PYTHONPATH=os.path.abspath(checkout))
   out = subprocess.run(
       [sys.executable, "-c", _CHILD, str(args.batch), str(args.simulations), args.policy,
-       str(args.repeats), "none" if max_depth is None else str(max_depth)],
+       str(args.repeats), "none" if max_depth is None else str(max_depth), args.game],
       cwd=os.path.abspath(checkout), env=env, capture_output=True, text=True, check=True)
   return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -66,6 +73,9 @@ def main(argv=None) -> int:
   parser.add_argument("--base", required=True, help="checkout to compare against")
   parser.add_argument("--new", default=".", help="checkout under test (default: this one)")
   parser.add_argument("--policy", choices=["puct", "gumbel"], default="puct")
+  parser.add_argument("--game", choices=["hashed", "connect_four"], default="hashed",
+                      help="hashed MDP with 16 actions, or Connect Four from random "
+                           "six-ply positions with a uniform estimator (as jaxsearch bench)")
   parser.add_argument("--batch", type=int, default=1024)
   parser.add_argument("--simulations", type=int, default=128)
   parser.add_argument("--base-max-depth", type=int, default=None)
@@ -84,7 +94,7 @@ def main(argv=None) -> int:
       fastest[side].append(result["fastest"])
       kernels[side] = result["kernels"]
   base, new = statistics.median(seconds["base"]), statistics.median(seconds["new"])
-  print(json.dumps({"policy": args.policy, "batch": args.batch,
+  print(json.dumps({"game": args.game, "policy": args.policy, "batch": args.batch,
                     "simulations": args.simulations, "seconds_base": round(base, 5),
                     "seconds_new": round(new, 5), "new_over_base": round(new / base, 3),
                     # Noise on a shared machine only ever adds time: the fastest runs agree
