@@ -310,11 +310,14 @@ def test_the_default_command_proves_5625(capsys):
   assert abs(summary["bound_total"] - 5625) < 1e-3 and abs(summary["upper_total"] - 5625) < 1e-3
 
 
+@pytest.mark.slow
 def test_solver_rows_do_not_depend_on_the_batch():
   """``solve`` on B = 3 sub-problems and on B = 8 whose first three are the same (3×3, the
   states after every feedback of the first guesses): the three trees and their bounds are
   identical (per-root keys, no statistic mixing rows; ``combine`` never proves, so both
-  runs take the same chunks)."""
+  runs take the same chunks). Slow (30 s): the default suite checks the same property of the
+  search itself after every simulation
+  (``tests/test_properties.py::test_avts_rows_do_not_depend_on_the_batch``)."""
   puzzle = mastermind.puzzle(3, 3, exact_search=False)
   game, start = puzzle.game, puzzle.initial_state
   states = []
