@@ -1,12 +1,11 @@
 """Reading and writing one entry per tree of a batched tree array, by flat index.
 
 ``array[batch_ids, node]`` and ``array.at[batch_ids, node].set(x)`` index two dimensions at
-once. XLA's CPU backend emits a gather or scatter with one index dimension over a
-``[B·N, ...]`` view noticeably faster than the same with two, alone and where the gather is
-fused into the elementwise work that reads it (measured at ``B = 1024``: a fused row read
-about twice as fast, a ``[B]`` scatter a third cheaper). The engine's hot paths (the descent's
-reads, the backup's writes) go through these two functions, which keep the semantics of
-NumPy-style indexing with ``mode="drop"`` writes.
+once. XLA's CPU backend runs a gather or scatter with one index dimension over a
+``[B·N, ...]`` view faster than the same with two, also where the gather is fused into the
+elementwise work that reads it (the search's A/B figures are in ``docs/benchmarks.md``). The
+engine's hot paths (the descent's reads, the backup's writes) go through :func:`take` and
+:func:`put`, which keep the semantics of NumPy-style indexing with ``mode="drop"`` writes.
 """
 
 from __future__ import annotations
