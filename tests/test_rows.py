@@ -50,6 +50,9 @@ def test_take_and_put_under_jit_and_vmap():
   np.testing.assert_array_equal(
       jax.jit(lambda a, n, s: rows.put(a, (n, s), 1.0, add=True))(array, node, slot),
       expected_put)
+  # One precomputed flat index serves every array of the shape.
+  at = jax.jit(rows.flat_index, static_argnums=0)(array.shape[:3], node, slot)
+  np.testing.assert_array_equal(rows.put_flat(array, at, 1.0, depth=2, add=True), expected_put)
   # A batch of batches: vmapped over a leading axis of two.
   stacked = jnp.stack([array, array + 100.0])
   taken = jax.vmap(rows.take, in_axes=(0, None, None))(stacked, node, slot)

@@ -69,14 +69,14 @@ def _backup(tree: Tree, path: Path, leaf_value, last_outcome) -> Tree:
     at_node = rows_lib.flat_index(node_visits.shape, node)
     at_slot = rows_lib.flat_index(slot_visits.shape, node, slot)
     return (depth, g,
-            rows_lib.put(node_visits, (None,), 1, add=True, at=at_node),
-            rows_lib.put(node_values, (None,),
-                         running_mean(step[:, NODE_VALUE], step[:, NODE_VISITS], g),
-                         at=at_node),
-            rows_lib.put(slot_visits, (None, None), 1, add=True, at=at_slot),
-            rows_lib.put(slot_values, (None, None),
-                         running_mean(step[:, SLOT_VALUE], step[:, SLOT_VISITS], g),
-                         at=at_slot),
+            rows_lib.put_flat(node_visits, at_node, 1, depth=1, add=True),
+            rows_lib.put_flat(node_values, at_node,
+                              running_mean(step[:, NODE_VALUE], step[:, NODE_VISITS], g),
+                              depth=1),
+            rows_lib.put_flat(slot_visits, at_slot, 1, depth=2, add=True),
+            rows_lib.put_flat(slot_values, at_slot,
+                              running_mean(step[:, SLOT_VALUE], step[:, SLOT_VISITS], g),
+                              depth=2),
             rows_lib.put(outcome_visits, (jnp.where(active, record, tree.max_chance), outcome),
                          1, add=True))
 

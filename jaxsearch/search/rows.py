@@ -5,14 +5,12 @@ once. XLA's CPU backend runs a gather or scatter with one index dimension over a
 ``[B·N, ...]`` view faster than the same with two, also where the gather is fused into the
 elementwise work that reads it (the search's A/B figures are in ``docs/benchmarks.md``). The
 engine's hot paths (the descent's reads, the backup's writes) go through :func:`take` and
-:func:`put`, which keep the semantics of NumPy-style indexing with ``mode="drop"`` writes.
+:func:`put` (:func:`put_flat`), which keep the semantics of NumPy-style indexing with ``mode="drop"`` writes.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Optional
-
 import jax
 import jax.numpy as jnp
 
@@ -53,15 +51,19 @@ def take(array: jax.Array, *indices) -> jax.Array:
   return _flat_view(array, len(indices))[flat_index(array.shape, *indices, drop=False)]
 
 
-def put(array: jax.Array, indices, values, *, add: bool = False,
-        at: Optional[jax.Array] = None) -> jax.Array:
+def put(array: jax.Array, indices, values, *, add: bool = False) -> jax.Array:
   """``array.at[arange(B), *indices].set(values, mode="drop")`` (``.add`` where ``add``),
-  ``values`` ``[B, ...]`` or a scalar; out-of-range indices write nothing. ``at``: the
-  entries' :func:`flat_index` where already computed (``indices`` then only give the depth
-  and may be ``None``)."""
-  depth = len(indices)
+  ``indices`` a tuple of ``i32[B]``, ``values`` ``[B, ...]`` or a scalar; out-of-range
+  indices write nothing."""
+  return put_flat(array, flat_index(array.shape, *indices), values, depth=len(indices),
+                  add=add)
+
+
+def put_flat(array: jax.Array, at: jax.Array, values, *, depth: int,
+             add: bool = False) -> jax.Array:
+  """:func:`put` at entries whose :func:`flat_index` ``at`` (``i32[B]``, over the first
+  ``1 + depth`` dimensions) is already computed: one index for several arrays of one shape."""
   flat = _flat_view(array, depth)
-  at = flat_index(array.shape, *indices) if at is None else at
   flat = (flat.at[at].add(values, mode="drop") if add
           else flat.at[at].set(values, mode="drop"))
   return flat.reshape(array.shape)
