@@ -57,8 +57,10 @@ def stack_states(states: Sequence[Any]) -> Any:
   def stack(*leaves):
     # One host-side np.stack + one transfer is much cheaper than jnp.stack over P small
     # device arrays; fall back to jnp.stack for tracers (stacking inside a jit).
-    if any(isinstance(x, jax.core.Tracer) for x in leaves):
+    try:
+      host = [np.asarray(x) for x in leaves]
+    except jax.errors.TracerArrayConversionError:
       return jnp.stack(leaves)
-    return jnp.asarray(np.stack([np.asarray(x) for x in leaves]))
+    return jnp.asarray(np.stack(host))
 
   return jax.tree.map(stack, *states)

@@ -175,6 +175,7 @@ GAME = Game(
     step=step,
     max_length=NUM_COLUMNS * NUM_ROWS,
     value_range=(-1.0, 1.0),
+    value_bounds=(-1.0, 1.0),  # a win, a draw or a loss
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -216,7 +217,7 @@ def _play(moves: str) -> tuple[list[int], list[int], int, bool]:
 
 def state_from_moves(moves: str) -> State:
   """The state after ``moves``, a string of column digits ``1..7`` (first player first), the
-  format of Pascal Pons' test sets (``../shared/data/connect4/Test_*``).
+  format of Pascal Pons' test sets (``jaxsearch/data/connect4/Test_*``, shipped with the package).
 
   Raises:
     ValueError: on a non-digit, a full column, or a move after the game ended.
@@ -248,7 +249,7 @@ def load_test_positions(path: str | Path) -> tuple[list[str], np.ndarray]:
   """Reads a ``Test_*.moves`` file: one position a line, ``MOVES S1 S2 ... S7``.
 
   Args:
-    path: the file, e.g. ``../shared/data/connect4/Test_L2_R1.moves``.
+    path: the file, e.g. ``jaxsearch/data/connect4/Test_L2_R1.moves``.
 
   Returns:
     ``(moves, scores)``: ``P`` move strings (digits 1..7) and ``int32[P, 7]`` perfect-play scores

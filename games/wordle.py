@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib.resources
 import os
 import re
 from pathlib import Path
@@ -62,7 +63,8 @@ SOLVED = NUM_PATTERNS - 1  # all green
 _DIGITS = {"B": 0, "Y": 1, "G": 2}
 _POW3 = 3 ** np.arange(WORD_LENGTH)
 
-# The lists of shared/data/wordle (README there): file name -> number of words.
+# The lists shipped in jaxsearch/data/wordle (README.md there: source, MIT licence,
+# checksums): (answers, guesses) file names of each pair, and each file's word count.
 LISTS = {
     "nyt": ("wordlist_nyt20230701_hidden", "wordlist_nyt20220830_all"),
     "orig": ("wordlist_orig_hidden", "wordlist_orig_all"),
@@ -153,39 +155,65 @@ def _check_words(words: Sequence[str], where: str) -> None:
                      f"{bad[:5]!r}")
 
 
+def shipped_data_dir() -> Path:
+  """The folder of the word lists that ship with the package (``jaxsearch/data/wordle``: the
+  four lists of :data:`EXPECTED_COUNTS`, their MIT licence and a README.md with their source
+  and checksums)."""
+  return Path(str(importlib.resources.files("jaxsearch") / "data" / "wordle"))
+
+
 def default_data_dir() -> Path:
-  """``$WORDLE_DATA`` if set, else ``shared/data/wordle`` beside the project root."""
+  """``$WORDLE_DATA`` if set, else the copies shipped with the package
+  (:func:`shipped_data_dir`)."""
   env = os.environ.get("WORDLE_DATA")
   if env:
     return Path(env)
-  return Path(__file__).resolve().parents[2] / "shared" / "data" / "wordle"
+  return shipped_data_dir()
 
 
 def default_paths(lists: str = "nyt") -> tuple[Path, Path]:
   """``(answers_path, guesses_path)`` of one pair of lists in :func:`default_data_dir`:
-  ``"nyt"`` (3158 / 14855, the AVTS article's) or ``"orig"`` (2315 / 12972). The files
-  may not exist; :func:`load_words` says where to get them."""
+  ``"nyt"`` (3158 / 14855, the AVTS article's) or ``"orig"`` (2315 / 12972). Under
+  ``$WORDLE_DATA`` the files may not exist; :func:`load_words` then says which one is
+  missing."""
   if lists not in LISTS:
     raise ValueError(f"unknown Wordle lists {lists!r}; expected one of {sorted(LISTS)}")
   folder = default_data_dir()
   return tuple(folder / name for name in LISTS[lists])
 
 
+def _missing_list_message(path: Path) -> str:
+  """Why ``path`` (a word list that does not exist) is needed and how to supply it."""
+  answers, guesses = next((files for files in LISTS.values() if path.name in files),
+                          LISTS["nyt"])
+  shipped = shipped_data_dir()
+  text = (f"Wordle word list not found: {path}. Wordle needs exactly two files: an answers "
+          f"list and a guesses list (which includes the answers). The package ships them "
+          f"({answers}, {EXPECTED_COUNTS[answers]} answers, and {guesses}, "
+          f"{EXPECTED_COUNTS[guesses]} guesses, in {shipped}) and uses them unless --answers "
+          f"and --guesses (jaxsearch solve wordle) or $WORDLE_DATA (a folder holding files of "
+          f"those names) override them.")
+  env = os.environ.get("WORDLE_DATA")
+  if path.parent.resolve() == shipped.resolve():
+    text += " This file is one of the shipped copies: the install is broken, reinstall jaxsearch."
+  elif env:
+    text += (f" $WORDLE_DATA is {env!r}: point it at a folder holding both files, or unset it "
+             f"to use the shipped copies.")
+  return text
+
+
 def load_words(path, expected_count: Optional[int] = None) -> list[str]:
   """Reads a word list: one lowercase 5-letter word per line (blank lines ignored).
 
   Raises:
-    FileNotFoundError: the file is missing (the message says where to get the lists).
+    FileNotFoundError: the file is missing (the message names it, the two lists Wordle needs,
+      the overrides ``--answers`` / ``--guesses`` and ``$WORDLE_DATA``, and the shipped copies).
     ValueError: a line is not a 5-letter lowercase word, a word repeats, or the number of
       words differs from ``expected_count``.
   """
   path = Path(path)
   if not path.is_file():
-    raise FileNotFoundError(
-        f"Wordle word list not found: {path}. The lists are not part of the project: they "
-        f"live in ../shared/data/wordle/ beside the project root (see the README.md "
-        f"there; originally from github.com/alex1770/wordle). Set WORDLE_DATA to a folder "
-        f"holding {sorted(EXPECTED_COUNTS)} or pass explicit paths.")
+    raise FileNotFoundError(_missing_list_message(path))
   words = []
   lines = path.read_text(encoding="ascii", errors="replace").splitlines()
   for number, line in enumerate(lines, start=1):
@@ -473,8 +501,8 @@ def _resolve(value: str, base_dir, what: str) -> Path:
     return policy_file.resolve_path(value, base_dir, f"Wordle {what} list")
   except FileNotFoundError as error:
     raise FileNotFoundError(
-        f"{error}. Pass an existing path, or null for the default lists (shared/data/wordle "
-        f"beside the project, or $WORDLE_DATA; see its README.md).") from None
+        f"{error}. Pass an existing path, or null for the default lists ($WORDLE_DATA if "
+        f"set, else the copies shipped with the package in {shipped_data_dir()}).") from None
 
 
 POLICY_FILES = PolicyFiles()

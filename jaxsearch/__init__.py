@@ -13,10 +13,11 @@ _SUBMODULES = ("compat", "enums", "estimators", "game", "model", "policies", "se
 _NAMES = {"Estimate": "game", "Estimator": "game", "Game": "game", "StepResult": "game",
           "PolicyOutput": "policies", "Search": "policies", "Tree": "tree", "reroot": "tree",
           "solve_game": "solve", "SearchConfig": "search", "RootNoise": "search",
-          "AvtsOptions": "search", "EntropyOptions": "search", "OutcomeRule": "enums",
+          "AvtsOptions": "search", "EntropyOptions": "search", "LoopOptions": "search", "OutcomeRule": "enums",
           "Backup": "enums", "SubtreeEntropy": "enums", "EntropyPolicy": "enums",
           "Variance": "enums", "RootPolicy": "enums", "VisitConvention": "enums",
-          "PriorSource": "enums", "QNormalize": "enums", "ValueSource": "enums"}
+          "PriorSource": "enums", "QNormalize": "enums", "ValueSource": "enums",
+          "PathUpdate": "enums"}
 
 __all__ = sorted(_NAMES) + list(_SUBMODULES)
 

@@ -3,7 +3,8 @@
 Runs four systems on the same workloads in one process — our PUCT against
 ``mctx.muzero_policy`` and our Gumbel MuZero against ``mctx.gumbel_muzero_policy`` (same
 ``max_num_considered_actions``) — interleaving their repeats so that machine noise hits them
-alike, and prints one JSON line per workload: simulations per second of each system, the
+alike, and prints a table (with ``--json``, one JSON line per workload): simulations per
+second of each system, the
 speedups (ours / theirs), compile seconds, tree bytes, how deep our PUCT trees grew, and the
 XLA kernels each compiled search launches per simulation and per level of descent (counted in
 the optimised HLO, see :func:`kernel_counts`). Connect Four also gets the environment alone (S sequential vmapped
@@ -12,6 +13,7 @@ steps), the floor any search on it pays.
     jaxsearch bench                  # all workloads (needs mctx: pip install "jaxsearch[mctx]")
     jaxsearch bench --quick          # small shapes, a smoke run
     jaxsearch bench --only hashed    # one family of workloads
+    jaxsearch bench --json           # every figure, one JSON line per workload
 
 The workloads use the bundled ``games`` package (Connect Four, the hashed MDP); like the
 command line, this module imports them only when it runs.
@@ -20,11 +22,13 @@ command line, this module imports them only when it runs.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import re
 import statistics
 import sys
 import time
+from typing import Optional
 
 import jax
 import jax.numpy as jnp
@@ -91,6 +95,50 @@ def _timed_compile(fn, *args):
   return compiled, time.perf_counter() - start
 
 
+def compile_all(jobs: dict, workers: int = 1) -> dict:
+  """``{name: (compiled, seconds)}`` of ``jobs = {name: (fn, args)}``: each traced and
+  lowered in turn, then compiled on ``workers`` threads (XLA compiles outside Python's lock,
+  so on a many-core host the compiles of one grid of workloads overlap). ``seconds`` is that
+  job's own lowering plus compilation, which concurrent compiles may stretch."""
+  import concurrent.futures
+  lowered = {}
+  for name, (fn, args) in jobs.items():
+    start = time.perf_counter()
+    lowered[name] = (jax.jit(fn).lower(*args), time.perf_counter() - start)
+
+  def compile_one(name):
+    start = time.perf_counter()
+    compiled = lowered[name][0].compile()
+    return compiled, lowered[name][1] + time.perf_counter() - start
+
+  if workers <= 1:
+    return {name: compile_one(name) for name in lowered}
+  with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+    futures = {name: pool.submit(compile_one, name) for name in lowered}
+    return {name: future.result() for name, future in futures.items()}
+
+
+def program_bytes(compiled) -> Optional[int]:
+  """Device bytes a compiled program needs while it runs (arguments, outputs and scratch,
+  less what outputs reuse of the arguments), from XLA's memory analysis; ``None`` where the
+  backend does not say."""
+  try:
+    stats = compiled.memory_analysis()
+  except Exception:  # noqa: BLE001 - not every backend implements it
+    return None
+  if stats is None:
+    return None
+  return int(stats.argument_size_in_bytes + stats.output_size_in_bytes +
+             stats.temp_size_in_bytes - stats.alias_size_in_bytes)
+
+
+def peak_device_bytes() -> Optional[int]:
+  """The process's peak device memory so far (``device.memory_stats()``), or ``None`` on a
+  backend without allocator statistics (the CPU)."""
+  stats = jax.devices()[0].memory_stats()
+  return None if not stats else stats.get("peak_bytes_in_use")
+
+
 def _time_runs(compiled, args, repeats: int) -> float:
   """Median seconds of ``repeats`` runs (after one warm-up)."""
   jax.block_until_ready(compiled(*args))
@@ -123,23 +171,57 @@ def _tree_bytes(tree) -> int:
 MAX_CONSIDERED = 16
 
 
-def _systems(game, estimator, recurrent_fn, root_states, root_output, invalid,
-             num_simulations):
-  """``{name: (search function (key, root) -> output, its root input)}`` for the four
-  systems: our PUCT and Gumbel over the game, mctx's two policies over the same game
-  through :func:`jaxsearch.compat.to_mctx`'s ``recurrent_fn``."""
-  import mctx
+def has_mctx() -> bool:
+  """Whether mctx can be imported (the systems measured against need it)."""
+  try:
+    import mctx  # noqa: F401
+  except ImportError:
+    return False
+  return True
+
+
+@dataclasses.dataclass(frozen=True)
+class Workload:
+  """One benchmark shape: the systems to time on it, each ``name: (fn, args)`` with
+  ``fn(*args)`` one batched search, and optionally the environment alone (``env``: S
+  sequential vmapped steps, the floor any search on the game pays)."""
+
+  name: str
+  batch_size: int
+  num_simulations: int
+  num_actions: int
+  systems: dict
+  env: Optional[tuple] = None
+
+
+def _systems(game, estimator, root_states, num_simulations, with_mctx: bool,
+             mask_invalid: bool = True, options: Optional[dict] = None) -> dict:
+  """``{name: (fn, args)}``: our PUCT and Gumbel over the game (with search ``options``,
+  e.g. ``levels_per_trip``), and with mctx its two policies over the same game through
+  :func:`jaxsearch.compat.to_mctx`'s ``recurrent_fn``."""
   import jaxsearch as js
 
-  puct = js.policies.puct(game, estimator, num_simulations=num_simulations)
+  key = jax.random.PRNGKey(0)
+  options = options or {}
+  puct = js.policies.puct(game, estimator, num_simulations=num_simulations, **options)
   gumbel = js.policies.gumbel(game, estimator, num_simulations=num_simulations,
-                              max_num_considered_actions=MAX_CONSIDERED)
+                              max_num_considered_actions=MAX_CONSIDERED, **options)
 
   def run_puct(key, states):
     return puct(None, key, states)
 
   def run_gumbel(key, states):
     return gumbel(None, key, states)
+
+  systems = {"ours": (run_puct, (key, root_states)),
+             "ours_gumbel": (run_gumbel, (key, root_states))}
+  if not with_mctx:
+    return systems
+  import mctx
+  root_fn, recurrent_fn = js.compat.to_mctx(game, estimator)
+  root_output, invalid = root_fn(None, key, root_states)
+  if not mask_invalid:  # every action legal everywhere: mctx's default, no mask
+    invalid = None
 
   def run_muzero(key, root):
     return mctx.muzero_policy(None, key, root, recurrent_fn, num_simulations,
@@ -150,63 +232,79 @@ def _systems(game, estimator, recurrent_fn, root_states, root_output, invalid,
                                      invalid_actions=invalid,
                                      max_num_considered_actions=MAX_CONSIDERED)
 
-  return {"ours": (run_puct, root_states), "mctx_muzero": (run_muzero, root_output),
-          "ours_gumbel": (run_gumbel, root_states),
-          "mctx_gumbel": (run_mctx_gumbel, root_output)}
+  # The order interleaves each of ours with its mctx counterpart.
+  return {"ours": systems["ours"], "mctx_muzero": (run_muzero, (key, root_output)),
+          "ours_gumbel": systems["ours_gumbel"],
+          "mctx_gumbel": (run_mctx_gumbel, (key, root_output))}
 
 
-def _workload(name, game, estimator, recurrent_fn, root_states, root_output, invalid,
-              num_simulations, repeats, env_step=None):
-  batch_size = jax.tree.leaves(root_states)[0].shape[0]
-  key = jax.random.PRNGKey(0)
-  systems = _systems(game, estimator, recurrent_fn, root_states, root_output, invalid,
-                     num_simulations)
-  record = {"workload": name, "batch": batch_size, "simulations": num_simulations,
-            "actions": game.num_actions}
-  compiled = {}
-  for system, (fn, root) in systems.items():
-    compiled[system], record[f"compile_s_{system}"] = _timed_compile(fn, key, root)
-    counts = kernel_counts(compiled[system].as_text())
+def measure(workload: Workload, compiled: dict, repeats: int) -> dict:
+  """One JSON record of a workload whose systems are compiled (``{name: (compiled,
+  seconds)}``, see :func:`compile_all`; an ``"env"`` entry times the environment alone):
+  simulations per second of each system (median of ``repeats`` interleaved runs, so that
+  machine noise hits them alike), the speedups ours / mctx, compile seconds, kernels per
+  simulation and per level, each program's device bytes, tree bytes, and the process's peak
+  device memory so far."""
+  record = {"workload": workload.name, "batch": workload.batch_size,
+            "simulations": workload.num_simulations, "actions": workload.num_actions}
+  systems = workload.systems
+  for system in systems:
+    program, record[f"compile_s_{system}"] = compiled[system]
+    record[f"compile_s_{system}"] = round(record[f"compile_s_{system}"], 3)
+    counts = kernel_counts(program.as_text())
     record[f"kernels_per_simulation_{system}"] = counts["per_simulation"]
     record[f"kernels_per_level_{system}"] = counts["per_level"]
-  # Interleave the systems so that machine noise hits them alike.
+    record[f"program_bytes_{system}"] = program_bytes(program)
   times = {system: [] for system in systems}
   for _ in range(repeats):
-    for system, (fn, root) in systems.items():
-      times[system].append(_time_runs(compiled[system], (key, root), 1))
-  total_sims = batch_size * num_simulations
+    for system, (_, args) in systems.items():
+      times[system].append(_time_runs(compiled[system][0], args, 1))
+  total_sims = workload.batch_size * workload.num_simulations
   for system in systems:
     seconds = statistics.median(times[system])
     record[f"seconds_{system}"] = round(seconds, 5)
     record[f"sims_per_s_{system}"] = round(total_sims / seconds)
   speed = lambda ours, theirs: round(  # noqa: E731
       record[f"sims_per_s_{ours}"] / record[f"sims_per_s_{theirs}"], 3)
-  record["speedup_vs_mctx_muzero"] = speed("ours", "mctx_muzero")
-  record["speedup_vs_mctx_gumbel"] = speed("ours", "mctx_gumbel")
-  record["speedup_gumbel_vs_mctx_gumbel"] = speed("ours_gumbel", "mctx_gumbel")
-  out_ours = compiled["ours"](key, root_states)
-  out_mctx = compiled["mctx_muzero"](key, root_output)
+  if "mctx_muzero" in systems:
+    record["speedup_vs_mctx_muzero"] = speed("ours", "mctx_muzero")
+    record["speedup_vs_mctx_gumbel"] = speed("ours", "mctx_gumbel")
+    record["speedup_gumbel_vs_mctx_gumbel"] = speed("ours_gumbel", "mctx_gumbel")
+    out_mctx = compiled["mctx_muzero"][0](*systems["mctx_muzero"][1])
+    record["tree_bytes_mctx"] = _tree_bytes(out_mctx.search_tree)
+  out_ours = compiled["ours"][0](*systems["ours"][1])
   record.update(_depths(out_ours.tree))
   record["tree_bytes_ours"] = _tree_bytes(out_ours.tree)
-  record["tree_bytes_mctx"] = _tree_bytes(out_mctx.search_tree)
-  if env_step is not None:
-    env_compiled, _ = _timed_compile(env_step, root_states)
+  if workload.env is not None and "env" in compiled:
     env_seconds = statistics.median(
-        [_time_runs(env_compiled, (root_states,), 1) for _ in range(repeats)])
+        [_time_runs(compiled["env"][0], workload.env[1], 1) for _ in range(repeats)])
     record["env_steps_per_s"] = round(total_sims / env_seconds)
     record["search_over_env_time"] = round(record["seconds_ours"] / env_seconds, 3)
+  record["peak_device_bytes"] = peak_device_bytes()
   return record
 
 
-def connect_four_workload(batch_size=256, num_simulations=64, repeats=5):
-  import jaxsearch as js
-  from games import connect_four
+def jobs(workload: Workload) -> dict:
+  """What :func:`compile_all` compiles for ``workload``: its systems and its environment."""
+  found = dict(workload.systems)
+  if workload.env is not None:
+    found["env"] = workload.env
+  return found
 
-  game = connect_four.GAME
-  estimator = js.estimators.uniform()
-  root_fn, recurrent_fn = js.compat.to_mctx(game, estimator)
+
+def run_workload(workload: Workload, repeats: int, workers: int = 1) -> dict:
+  """Compiles and measures one workload (:func:`measure`'s record)."""
+  return measure(workload, compile_all(jobs(workload), workers), repeats)
+
+
+def connect_four(batch_size=256, num_simulations=64, with_mctx=True,
+                 options: Optional[dict] = None) -> Workload:
+  """Connect Four after 6 random plies, a uniform estimator; the environment alone too."""
+  import jaxsearch as js
+  from games import connect_four as game_module
+
+  game = game_module.GAME
   states = _random_positions(game, batch_size, plies=6)
-  root_output, invalid = root_fn(None, jax.random.PRNGKey(0), states)
   legal_fn = jax.vmap(game.legal_actions)
 
   def env_alone(states):
@@ -216,8 +314,10 @@ def connect_four_workload(batch_size=256, num_simulations=64, repeats=5):
       return jax.vmap(game.step)(states, action, jnp.zeros_like(action)).state
     return jax.lax.fori_loop(0, num_simulations, body, states)
 
-  return _workload("connect_four", game, estimator, recurrent_fn, states, root_output,
-                   invalid, num_simulations, repeats, env_step=env_alone)
+  systems = _systems(game, js.estimators.uniform(), states, num_simulations, with_mctx,
+                     options=options)
+  return Workload("connect_four", batch_size, num_simulations, game.num_actions, systems,
+                  env=(env_alone, (states,)))
 
 
 def _random_positions(game, batch_size, plies):
@@ -235,46 +335,89 @@ def _random_positions(game, batch_size, plies):
   return states
 
 
-def hashed_workload(batch_size, num_simulations, num_actions=16, repeats=5):
-  import jaxsearch as js
-  from games import hashed
+def hashed(batch_size, num_simulations, num_actions=16, with_mctx=True,
+           options: Optional[dict] = None) -> Workload:
+  """The hashed MDP (``games.hashed``): distinct roots, a hashed estimator."""
+  from games import hashed as game_module
 
-  game = hashed.make(num_actions)
-  estimator = hashed.estimator(num_actions)
-  root_fn, recurrent_fn = js.compat.to_mctx(game, estimator)
-  states = hashed.distinct_roots(game, batch_size)
-  root_output, _ = root_fn(None, jax.random.PRNGKey(0), states)
-  return _workload(f"hashed_A{num_actions}", game, estimator, recurrent_fn, states,
-                   root_output, None, num_simulations, repeats)
+  game = game_module.make(num_actions)
+  states = game_module.distinct_roots(game, batch_size)
+  systems = _systems(game, game_module.estimator(num_actions), states, num_simulations,
+                     with_mctx, mask_invalid=False, options=options)
+  return Workload(f"hashed_A{num_actions}", batch_size, num_simulations, num_actions,
+                  systems)
+
+
+def connect_four_workload(batch_size=256, num_simulations=64, repeats=5):
+  """:func:`measure`'s record of Connect Four against mctx."""
+  return run_workload(connect_four(batch_size, num_simulations), repeats)
+
+
+def hashed_workload(batch_size, num_simulations, num_actions=16, repeats=5):
+  """:func:`measure`'s record of the hashed MDP against mctx."""
+  return run_workload(hashed(batch_size, num_simulations, num_actions), repeats)
+
+
+def _table(records: list[dict], console) -> None:
+  """The records as a readable table on ``console`` (rich), with what the ratios mean."""
+  from rich.table import Table
+  table = Table(title="simulations per second (thousands)")
+  for column in ("workload", "B", "S", "our PUCT", "mctx muzero", "PUCT ÷ muzero",
+                 "our Gumbel", "mctx gumbel", "Gumbel ÷ gumbel", "compile s (ours)"):
+    table.add_column(column, justify="left" if column == "workload" else "right")
+  thousands = lambda r, k: "–" if r.get(k) is None else f"{r[k] / 1e3:,.0f}"  # noqa: E731
+  for r in records:
+    table.add_row(r["workload"], str(r["batch"]), str(r["simulations"]),
+                  thousands(r, "sims_per_s_ours"), thousands(r, "sims_per_s_mctx_muzero"),
+                  f"{r.get('speedup_vs_mctx_muzero', '–')}×",
+                  thousands(r, "sims_per_s_ours_gumbel"), thousands(r, "sims_per_s_mctx_gumbel"),
+                  f"{r.get('speedup_gumbel_vs_mctx_gumbel', '–')}×",
+                  f"{r['compile_s_ours']:.1f}")
+  console.print(table)
+  console.print("A ratio is our simulations per second over mctx's for the same policy on the "
+                "same workload, in this process (above 1: ours is faster). --json prints "
+                "every figure.")
 
 
 def main(argv=None) -> int:
-  parser = argparse.ArgumentParser(prog="jaxsearch bench", description=__doc__.splitlines()[0])
+  from jaxsearch.cli.common import ArgumentParser
+  parser = ArgumentParser(prog="jaxsearch bench", description=__doc__.splitlines()[0])
   parser.add_argument("--quick", action="store_true", help="small shapes (smoke test)")
   parser.add_argument("--repeats", type=int, default=5)
   parser.add_argument("--only", choices=["connect_four", "hashed"], default=None)
+  parser.add_argument("--json", action="store_true",
+                      help="one JSON line per workload (every figure) instead of a table")
   args = parser.parse_args(argv)
-  try:
-    import mctx  # noqa: F401
-  except ImportError:
-    print("jaxsearch bench: needs mctx (pip install \"jaxsearch[mctx]\")", file=sys.stderr)
+  if not has_mctx():
+    print('jaxsearch bench: needs mctx: pip install "jaxsearch[mctx]" (from a checkout: '
+          'pip install -e ".[mctx]")', file=sys.stderr)
     return 2
-  print(json.dumps({"jax": jax.__version__, "backend": jax.default_backend(),
-                    "devices": str(jax.devices())}), flush=True)
-  if args.quick:
-    workloads = [lambda: connect_four_workload(8, 8, args.repeats),
-                 lambda: hashed_workload(8, 8, repeats=args.repeats)]
+  from rich.console import Console
+  console = Console(stderr=True)
+  header = {"jax": jax.__version__, "backend": jax.default_backend(),
+            "devices": str(jax.devices())}
+  if args.json:
+    print(json.dumps(header), flush=True)
   else:
-    workloads = []
+    console.print(f"jax {header['jax']} on {header['devices']}")
+  if args.quick:
+    shapes = [(connect_four, 8, 8), (hashed, 8, 8)]
+  else:
+    shapes = []
     if args.only in (None, "connect_four"):
-      workloads.append(lambda: connect_four_workload(256, 64, args.repeats))
+      shapes.append((connect_four, 256, 64))
     if args.only in (None, "hashed"):
-      for batch_size in (64, 1024):
-        for num_simulations in (32, 128):
-          workloads.append(lambda b=batch_size, s=num_simulations: hashed_workload(
-              b, s, repeats=args.repeats))
-  for workload in workloads:
-    print(json.dumps(workload()), flush=True)
+      shapes += [(hashed, b, s) for b in (64, 1024) for s in (32, 128)]
+  records = []
+  with console.status("benchmarking…") as status:
+    for make, batch_size, num_simulations in shapes:
+      status.update(f"benchmarking {make.__name__} B={batch_size} S={num_simulations}…")
+      record = run_workload(make(batch_size, num_simulations), args.repeats)
+      records.append(record)
+      if args.json:
+        print(json.dumps(record), flush=True)
+  if not args.json:
+    _table(records, Console())
   return 0
 
 

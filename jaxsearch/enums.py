@@ -102,6 +102,17 @@ class ValueSource(enum.StrEnum):
   RECOVER = "recover"
 
 
+class PathUpdate(enum.StrEnum):
+  """How the running-mean backup writes a simulation's path into the tree (the same values
+  either way): ``PER_LEVEL``, a loop of one ``[B]`` write per level, as many trips as the
+  longest path (fewest bytes: a CPU's fastest), or ``WHOLE_PATH``, one ``[B, D]`` write per
+  array with no loop (on a GPU each trip of a data-dependent loop waits for the device to
+  hand its condition to the host, which costs more than writing the whole path buffer)."""
+
+  PER_LEVEL = "per_level"
+  WHOLE_PATH = "whole_path"
+
+
 E = TypeVar("E", bound=enum.Enum)
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
+import math
 from typing import Any, Callable, Optional
 
 import jax
@@ -98,6 +99,15 @@ class Game:
     optimistic_value: optional ``state -> f32[]``, an admissible bound: never below the
       state's optimal value (0 at terminal states). Lets a solver certify optimality when the
       achievable bound meets it.
+    value_bounds: optional ``(lo, hi)``, bounds that every value of the game does hold: the
+      value of any state for the player to move, whatever the play (two-player wins and
+      losses: ``(-1, 1)``). A search's summary (:func:`jaxsearch.summary.root_summary`, given
+      them) reports ``root_value`` and ``q_values`` clipped to them (AVTS's debiased values
+      extrapolate and may leave them, ALGORITHMS.md §2); the search's own statistics and its
+      certified bounds are never clipped. ``None`` (default): none
+      declared, nothing clipped. Unlike ``value_range`` (a scale for selection rules, with a
+      default every game gets, e.g. a guessing game's ``(-6, 0)`` that a poor policy
+      exceeds), these must hold.
   """
 
   name: str
@@ -111,12 +121,22 @@ class Game:
   value_range: tuple[float, float] = (-1.0, 1.0)
   pessimistic_value: Optional[Callable[[State], jax.Array]] = None
   optimistic_value: Optional[Callable[[State], jax.Array]] = None
+  value_bounds: Optional[tuple[float, float]] = None
 
   def __post_init__(self):
     if self.num_actions < 1:
       raise ValueError(f"Game {self.name!r}: num_actions must be >= 1, got {self.num_actions}")
     if self.num_outcomes < 1:
       raise ValueError(f"Game {self.name!r}: num_outcomes must be >= 1, got {self.num_outcomes}")
+    if self.value_bounds is not None:
+      try:
+        lo, hi = (float(v) for v in self.value_bounds)
+      except (TypeError, ValueError):
+        lo = hi = float("nan")
+      if not (math.isfinite(lo) and math.isfinite(hi) and lo <= hi):
+        raise ValueError(f"Game {self.name!r}: value_bounds must be None or two finite numbers "
+                         f"(lo, hi) with lo <= hi, got {self.value_bounds!r}")
+      object.__setattr__(self, "value_bounds", (lo, hi))
 
 
 # Set by :mod:`jaxsearch.sharding` while it traces a function per shard (``shard_map``):

@@ -59,6 +59,9 @@ class Model:
     max_length: default maximum search depth, or ``None``.
     has_bound: its expansions carry ``pessimistic`` values (an achievable bound exists).
     has_upper: its expansions carry ``optimistic`` values (an admissible bound exists).
+    value_bounds: ``(lo, hi)`` every value of the game lies in (the game's
+      :attr:`~jaxsearch.game.Game.value_bounds`), or ``None``: reported values are clipped
+      to it.
   """
 
   num_actions: int
@@ -69,6 +72,7 @@ class Model:
   max_length: Optional[int] = None
   has_bound: bool = False
   has_upper: bool = False
+  value_bounds: Optional[tuple[float, float]] = None
 
 
 def check_estimate(estimate: Estimate, batch_size: int, num_actions: int,
@@ -143,7 +147,8 @@ def from_game(game: Game, estimator: Estimator) -> Model:
   return Model(num_actions=num_actions, num_outcomes=game.num_outcomes, root=root, step=step,
                outcome_probs=outcome_probs, max_length=game.max_length,
                has_bound=game.pessimistic_value is not None,
-               has_upper=game.optimistic_value is not None)
+               has_upper=game.optimistic_value is not None,
+               value_bounds=getattr(game, "value_bounds", None))
 
 
 def from_mctx(recurrent_fn: Callable, num_actions: int) -> Model:

@@ -122,7 +122,8 @@ class Search:
     search_key, action_key = jax.random.split(key)
     tree = search_lib.run(self.model, self.config, params, search_key, root, tree)
     out = root_summary(tree, self.model.num_actions, self.temperature, action_key,
-                       self.config, self.model.has_bound, self.model.has_upper)
+                       self.config, self.model.has_bound, self.model.has_upper,
+                       value_bounds=self.model.value_bounds)
     return _apply_root_options(self, out, action_key)
 
 
@@ -302,7 +303,8 @@ class GumbelSearch(Search):
     tree = search_lib.run(self.model, self.config, params, run_key, root, tree,
                           root_noise=noise)
     out = root_summary(tree, self.model.num_actions, 0.0, action_key, self.config,
-                       self.model.has_bound, self.model.has_upper)
+                       self.model.has_bound, self.model.has_upper,
+                       value_bounds=self.model.value_bounds)
     decide = functools.partial(gumbel_lib.root_decision, c_visit=self.c_visit,
                                c_scale=self.c_scale, normalize=self.normalize)
     root = jax.tree.map(lambda x: x[:, 0], tree.slots)

@@ -21,6 +21,12 @@ worst case and the histogram.
   feedback that some secret gives at a node must have a child. Children that no secret reaches
   are allowed (they are validated, never followed). Nodes may carry other keys (annotations);
   they are ignored. The header may carry other keys too; they are kept.
+* A policy may waste guesses (repeat one, or play one that tells nothing): it is legal, and
+  evaluated at its cost. Trees of any depth are read, written and evaluated (a tree deeper
+  than Python's JSON module nests is read and written without recursion).
+* Files are written atomically (a temporary file, then a rename) with the mode a plain
+  ``open(path, "w")`` gives: an existing file's, else ``0o666`` less the umask (``0644``
+  under the usual umask ``022``).
 * **Mastermind** (``P = pegs``, ``C = colours``): the secrets, and the valid guesses, are all
   ``C**P`` codes, written as digit strings with colours ``1..C``, first peg first (``"1122"``);
   feedback keys are ``"b<exact>w<colour-only>"`` (``"b1w2"``), as in
@@ -28,7 +34,7 @@ worst case and the histogram.
 * **Wordle**: the secrets are the words of the ``answers`` list and the valid guesses those of
   the ``guesses`` list (which must hold every answer), read with
   :func:`games.wordle.load_words`. A ``null`` path means the list of
-  :func:`games.wordle.default_paths` (``$WORDLE_DATA`` or ``shared/data/wordle``): the pair
+  :func:`games.wordle.default_paths` (``$WORDLE_DATA``, else the shipped copies): the pair
   of lists whose known sizes equal ``answers_count`` / ``guesses_count`` (``"orig"``:
   2315 / 12972), else ``"nyt"`` (3158 / 14855). A relative path is looked up from the current
   directory, then from the policy file's folder. The counts are checked against the lists read.
@@ -193,13 +199,14 @@ def save(path: os.PathLike | str, header: dict, policy_node: dict, indent: Optio
   body = {"format": FORMAT}
   body.update({k: v for k, v in header.items() if k not in ("format", "policy")})
   body["policy"] = policy_node
-  separators = (",", ":") if indent is None else None
-  text = json.dumps(body, indent=indent, separators=separators) + "\n"
+  text = dumps(body, indent) + "\n"
   path = Path(path)
+  mode = _new_file_mode(path)
   fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
   try:
     with os.fdopen(fd, "w", encoding="utf-8") as f:
       f.write(text)
+    os.chmod(tmp, mode)  # mkstemp's file is private (0600)
     os.replace(tmp, path)
   except BaseException:
     try:
@@ -207,6 +214,162 @@ def save(path: os.PathLike | str, header: dict, policy_node: dict, indent: Optio
     except OSError:
       pass
     raise
+
+
+def _new_file_mode(path: Path) -> int:
+  """The permission bits ``open(path, "w")`` would leave: the existing file's, else
+  ``0o666`` less the process's umask."""
+  try:
+    return path.stat().st_mode & 0o7777
+  except OSError:
+    return 0o666 & ~_umask()
+
+
+def _umask() -> int:
+  """The process's umask (Linux: read, not changed; elsewhere set and restored at once)."""
+  try:
+    for line in Path("/proc/self/status").read_text().splitlines():
+      if line.startswith("Umask:"):
+        return int(line.split()[1], 8)
+  except (OSError, ValueError, IndexError):
+    pass
+  mask = os.umask(0o022)
+  os.umask(mask)
+  return mask
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON of any depth. Python's json module recurses once per level of nesting and fails (a
+# RecursionError) on trees about a thousand guesses deep; these fall back to a loop there.
+
+
+def dumps(value: Any, indent: Optional[int] = None) -> str:
+  """``json.dumps(value, indent=indent)``, compact where ``indent`` is ``None``, for values
+  nested to any depth (dicts, lists, strings, numbers, booleans, ``None``)."""
+  separators = (",", ":") if indent is None else None
+  try:
+    return json.dumps(value, indent=indent, separators=separators)
+  except RecursionError:
+    return _dumps_deep(value, indent)
+
+
+def loads(text: str) -> Any:
+  """``json.loads(text)`` for documents nested to any depth; raises
+  :class:`json.JSONDecodeError` as it does."""
+  try:
+    return json.loads(text)
+  except RecursionError:
+    return _loads_deep(text)
+
+
+def _dumps_deep(value: Any, indent: Optional[int]) -> str:
+  """What :func:`dumps` writes, by a loop over an explicit stack instead of recursion."""
+  item_separator, key_separator = (",", ":") if indent is None else (",", ": ")
+  pad = None if indent is None else (" " * indent if isinstance(indent, int) else str(indent))
+  out: list[str] = []
+  writing: set[int] = set()  # the containers being written (one inside itself never ends)
+  stack: list[tuple[str, Any, int]] = [("value", value, 0)]
+  while stack:
+    kind, item, depth = stack.pop()
+    if kind == "text":
+      out.append(item)
+    elif kind == "done":
+      writing.discard(item)
+    elif isinstance(item, (dict, list, tuple)):
+      is_dict = isinstance(item, dict)
+      entries = list(item.items()) if is_dict else list(item)
+      opening, closing = "{}" if is_dict else "[]"
+      if not entries:
+        out.append(opening + closing)
+        continue
+      if id(item) in writing:
+        raise ValueError("Circular reference detected")
+      writing.add(id(item))
+      inner = "" if pad is None else "\n" + pad * (depth + 1)
+      outer = "" if pad is None else "\n" + pad * depth
+      out.append(opening)
+      stack.append(("text", outer + closing, 0))
+      stack.append(("done", id(item), 0))
+      for index in range(len(entries) - 1, -1, -1):  # pushed last first: popped in order
+        prefix = (item_separator if index else "") + inner
+        if is_dict:
+          key, child = entries[index]
+          stack.append(("value", child, depth + 1))
+          stack.append(("text", prefix + _json_key(key) + key_separator, 0))
+        else:
+          stack.append(("value", entries[index], depth + 1))
+          stack.append(("text", prefix, 0))
+    else:
+      out.append(json.dumps(item))
+  return "".join(out)
+
+
+def _json_key(key: Any) -> str:
+  """An object key as :func:`json.dumps` writes it (numbers, booleans, ``None`` as strings)."""
+  if isinstance(key, str):
+    return json.dumps(key)
+  if key is None or isinstance(key, (bool, int, float)):
+    return json.dumps(json.dumps(key))
+  raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")
+
+
+_WHITESPACE = json.decoder.WHITESPACE
+
+
+def _loads_deep(text: str) -> Any:
+  """What :func:`loads` reads, by a loop over an explicit stack of the objects and arrays
+  being read (innermost last, each with the key its next value goes to)."""
+  scalar = json.JSONDecoder().raw_decode  # a string, number, true, false or null at a place
+  stack: list[list] = []
+  pos = _WHITESPACE.match(text, 0).end()
+  while True:
+    char = text[pos:pos + 1]  # a value starts here
+    if char in ("{", "["):
+      container: Any = {} if char == "{" else []
+      pos = _WHITESPACE.match(text, pos + 1).end()
+      if text[pos:pos + 1] != ("}" if char == "{" else "]"):
+        stack.append([container, None])
+        if char == "{":
+          pos = _json_key_at(text, pos, stack[-1])
+        continue
+      value, pos = container, pos + 1
+    else:
+      value, pos = scalar(text, pos)
+    while True:  # ``value`` is read: into its container; close those that end here
+      if not stack:
+        pos = _WHITESPACE.match(text, pos).end()
+        if pos != len(text):
+          raise json.JSONDecodeError("Extra data", text, pos)
+        return value
+      frame = stack[-1]
+      container = frame[0]
+      if isinstance(container, dict):
+        container[frame[1]] = value
+      else:
+        container.append(value)
+      pos = _WHITESPACE.match(text, pos).end()
+      char = text[pos:pos + 1]
+      if char == ",":
+        pos = _WHITESPACE.match(text, pos + 1).end()
+        if isinstance(container, dict):
+          pos = _json_key_at(text, pos, frame)
+        break  # the next value
+      if char != ("}" if isinstance(container, dict) else "]"):
+        raise json.JSONDecodeError("Expecting ',' delimiter", text, pos)
+      stack.pop()
+      value, pos = container, pos + 1
+
+
+def _json_key_at(text: str, pos: int, frame: list) -> int:
+  """Reads an object's ``"key":`` at ``pos`` into ``frame``; returns where its value
+  starts."""
+  if text[pos:pos + 1] != '"':
+    raise json.JSONDecodeError("Expecting property name enclosed in double quotes", text, pos)
+  frame[1], pos = json.decoder.scanstring(text, pos + 1)
+  pos = _WHITESPACE.match(text, pos).end()
+  if text[pos:pos + 1] != ":":
+    raise json.JSONDecodeError("Expecting ':' delimiter", text, pos)
+  return _WHITESPACE.match(text, pos + 1).end()
 
 
 def load(path: os.PathLike | str) -> tuple[dict, dict]:
@@ -218,7 +381,7 @@ def load(path: os.PathLike | str) -> tuple[dict, dict]:
   """
   path = Path(path)
   try:
-    body = json.loads(path.read_text(encoding="utf-8"))
+    body = loads(path.read_text(encoding="utf-8"))
   except json.JSONDecodeError as e:
     raise PolicyError(f"{path}: not a JSON policy file ({e})") from None
   if not isinstance(body, dict):

@@ -7,12 +7,14 @@ and the games' registry are in :mod:`jaxsearch.policy_file`).
 secrets that reach it are grouped by their feedback to the node's guess and each group follows
 its child, so every (node, secret) pair is scored once. A secret reaching a node without a
 child for its feedback, an invalid guess, a loop (a node that is its own descendant, possible
-in Python objects, not in JSON) or a path longer than ``len(secrets) + 1`` guesses (or than
-``max_guesses``) raises :class:`PolicyError`, whose message names the secret and the path of
-``(guess, feedback)`` pairs that fails. Mastermind 4x6 (1296 secrets, ~6 k scorings) takes
-~10 ms once the table is built (~0.3 s, once per process and size); Wordle (3158 secrets)
-~0.4 s with a fresh ``games.wordle.WordleScore``, nearly all of it computing the feedback
-rows of the tree's guesses (JAX, a few hundred at a time), then ~30 ms.
+in Python objects, not in JSON) or a path longer than ``max_guesses`` raises
+:class:`PolicyError`, whose message names the secret and the path of ``(guess, feedback)``
+pairs that fails. A legal policy that wastes guesses (repeats one, or plays one that tells
+nothing) is evaluated like any other, at its cost: the tree is finite, so every walk ends.
+Nothing here recurses, so trees of any depth are evaluated. Mastermind 4x6 (1296 secrets,
+~6 k scorings) takes ~10 ms once the table is built (~0.3 s, once per process and size);
+Wordle (3158 secrets) ~0.4 s with a fresh ``games.wordle.WordleScore``, nearly all of it
+computing the feedback rows of the tree's guesses (JAX, a few hundred at a time), then ~30 ms.
 
 **Completing trees.** :func:`consistent_candidates_policy` builds the policy "guess the first
 remaining candidate consistent with all feedback so far"; its total over ``n`` secrets is at
@@ -28,6 +30,9 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 
 Score = Callable[[str, str], str]
 TreePath = tuple[tuple[str, str], ...]  # ((guess, feedback), ...) from the root
+# A path as walked: ``None`` at the root, else ``(parent's link, (guess, feedback))``; sharing
+# the parent's keeps a deep tree's paths linear in its size (:func:`_path` spells it out).
+_Link = Optional[tuple]
 
 
 class PolicyError(ValueError):
@@ -76,6 +81,15 @@ def format_path(path: TreePath) -> str:
   return "root" if not path else repr([tuple(p) for p in path])
 
 
+def _path(link: _Link) -> TreePath:
+  """The :data:`TreePath` of a walk's link (see ``_Link``)."""
+  pairs = []
+  while link is not None:
+    link, pair = link
+    pairs.append(pair)
+  return tuple(reversed(pairs))
+
+
 # ---------------------------------------------------------------------------------------------
 # Evaluation.
 
@@ -87,42 +101,55 @@ def walk_structure(policy: Any, valid: Optional[set[str]], valid_hint: str) -> l
   guesses: dict[str, None] = {}
   on_path: set[int] = set()
   done: set[int] = set()
-  stack: list[tuple[Any, TreePath, bool]] = [(policy, (), False)]
+  stack: list[tuple[Any, _Link, bool]] = [(policy, None, False)]
   while stack:
-    node, path, leaving = stack.pop()
+    node, link, leaving = stack.pop()
     if leaving:
       on_path.discard(id(node))
       done.add(id(node))
       continue
     if id(node) in on_path:
+      path = _path(link)
       raise PolicyError(f"the policy loops: the node at path {format_path(path)} is one of "
                         f"its own ancestors", path=path)
     if id(node) in done:
       continue  # a shared subtree (Python objects only), already checked
-    where = f"the node at path {format_path(path)}"
-    if not isinstance(node, dict):
-      raise PolicyError(f"{where} is a {type(node).__name__}, not an object "
-                        f"{{'guess': ..., 'children': {{...}}}}", path=path)
-    guess = node.get("guess")
-    if not isinstance(guess, str):
-      raise PolicyError(f"{where} has no string 'guess' (got {guess!r})", path=path)
-    if valid is not None and guess not in valid:
-      raise PolicyError(f"{where} guesses {guess!r}, which is not a valid guess "
-                        f"({valid_hint})", path=path)
-    children = node.get("children", {})
+    guess = node.get("guess") if isinstance(node, dict) else None
+    children = node.get("children", {}) if isinstance(node, dict) else None
     if children is None:
       children = {}
-    if not isinstance(children, dict):
-      raise PolicyError(f"{where} has 'children' of type {type(children).__name__}, not an "
-                        f"object {{feedback: node}}", path=path)
+    if not (isinstance(guess, str) and (valid is None or guess in valid)
+            and isinstance(children, dict)):
+      _malformed(node, link, valid, valid_hint)
     guesses[guess] = None
     on_path.add(id(node))
-    stack.append((node, path, True))
+    stack.append((node, link, True))
     for feedback, child in reversed(list(children.items())):
       if not isinstance(feedback, str):
-        raise PolicyError(f"{where} has a non-string feedback key {feedback!r}", path=path)
-      stack.append((child, path + ((guess, feedback),), False))
+        path = _path(link)
+        raise PolicyError(f"the node at path {format_path(path)} has a non-string feedback "
+                          f"key {feedback!r}", path=path)
+      stack.append((child, (link, (guess, feedback)), False))
   return list(guesses)
+
+
+def _malformed(node: Any, link: _Link, valid: Optional[set[str]], valid_hint: str) -> None:
+  """Raises the :class:`PolicyError` that says what is wrong with ``node`` (reached by
+  ``link``): not a dict, no string guess, an invalid one, or children not a dict."""
+  path = _path(link)
+  where = f"the node at path {format_path(path)}"
+  if not isinstance(node, dict):
+    raise PolicyError(f"{where} is a {type(node).__name__}, not an object "
+                      f"{{'guess': ..., 'children': {{...}}}}", path=path)
+  guess = node.get("guess")
+  if not isinstance(guess, str):
+    raise PolicyError(f"{where} has no string 'guess' (got {guess!r})", path=path)
+  if valid is not None and guess not in valid:
+    raise PolicyError(f"{where} guesses {guess!r}, which is not a valid guess "
+                      f"({valid_hint})", path=path)
+  children = node.get("children")
+  raise PolicyError(f"{where} has 'children' of type {type(children).__name__}, not an "
+                    f"object {{feedback: node}}", path=path)
 
 
 def evaluate(policy_node: dict, secrets: Sequence[str], score: Score,
@@ -147,8 +174,8 @@ def evaluate(policy_node: dict, secrets: Sequence[str], score: Score,
   Raises:
     PolicyError: a node is malformed or guesses an invalid word/code; a secret reaches a node
       with no child for its feedback (the message names the secret and the failing path); a
-      secret is not solved within ``max_guesses`` or within ``len(secrets) + 1`` guesses (a
-      policy that wastes guesses); the tree loops.
+      secret is not solved within ``max_guesses``; the tree loops (possible in Python
+      objects only). A policy that wastes guesses is no error: it is evaluated, at its cost.
     ValueError: ``secrets`` is empty or repeats.
   """
   secrets = _checked_secrets(secrets, max_guesses)
@@ -158,11 +185,11 @@ def evaluate(policy_node: dict, secrets: Sequence[str], score: Score,
     valid, hint = set(guesses), "not in the list of allowed guesses"
   walk_structure(policy_node, valid, hint)
   prefetch = getattr(score, "prefetch", None)
-  limit = len(secrets) + 1
   histogram: Counter = Counter()
   # Level by level (``depth`` = the number of this level's guess), so that a scorer with
-  # ``prefetch`` gets each level's guesses at once.
-  level: list[tuple[dict, list[str], TreePath]] = [(policy_node, secrets, ())]
+  # ``prefetch`` gets each level's guesses at once. The walk ends: the tree is finite (no
+  # loop, checked above), and every secret goes one node deeper per guess.
+  level: list[tuple[dict, list[str], _Link]] = [(policy_node, secrets, None)]
   depth = 0
   while level:
     depth += 1
@@ -170,13 +197,12 @@ def evaluate(policy_node: dict, secrets: Sequence[str], score: Score,
       prefetch([node["guess"] for node, group, _ in level
                 if len(group) > 1 or group[0] != node["guess"]])
     following = []
-    for node, group, path in level:
+    for node, group, link in level:
       guess = node["guess"]
       children = node.get("children") or {}
       for feedback, sub in _split_by_feedback(guess, group, score, histogram, depth).items():
-        here = path + ((guess, feedback),)
-        _check_step(children.get(feedback), feedback, guess, sub, here, depth, max_guesses,
-                    limit)
+        here = (link, (guess, feedback))
+        _check_step(children.get(feedback), feedback, guess, sub, here, depth, max_guesses)
         following.append((children[feedback], sub, here))
     level = following
 
@@ -218,24 +244,21 @@ def _split_by_feedback(guess: str, group: list[str], score: Score, histogram: Co
 
 
 def _check_step(child: Optional[dict], feedback: str, guess: str, sub: list[str],
-                here: TreePath, depth: int, max_guesses: Optional[int], limit: int) -> None:
+                here: _Link, depth: int, max_guesses: Optional[int]) -> None:
   """Raises :class:`PolicyError` where the secrets ``sub`` cannot go on from ``guess`` with
-  ``feedback``: no child, or ``max_guesses`` / ``limit`` reached."""
+  ``feedback`` (the step ``here``): no child, or ``max_guesses`` reached."""
+  if child is not None and (max_guesses is None or depth < max_guesses):
+    return
   others = f" (and {len(sub) - 1} more secrets)" if len(sub) > 1 else ""
+  path = _path(here)
   if child is None:
     raise PolicyError(
         f"secret {sub[0]!r}{others}: the policy has no child for feedback "
         f"{feedback!r} after guess {guess!r}; path (guess, feedback): "
-        f"{format_path(here)}", secret=sub[0], path=here)
-  if max_guesses is not None and depth >= max_guesses:
-    raise PolicyError(
-        f"secret {sub[0]!r}{others} is not solved within max_guesses={max_guesses}; "
-        f"path (guess, feedback): {format_path(here)}", secret=sub[0], path=here)
-  if depth >= limit:
-    raise PolicyError(
-        f"secret {sub[0]!r}{others} is not solved within {limit} guesses "
-        f"(len(secrets) + 1; the policy wastes guesses); path (guess, feedback): "
-        f"{format_path(here)}", secret=sub[0], path=here)
+        f"{format_path(path)}", secret=sub[0], path=path)
+  raise PolicyError(
+      f"secret {sub[0]!r}{others} is not solved within max_guesses={max_guesses}; "
+      f"path (guess, feedback): {format_path(path)}", secret=sub[0], path=path)
 
 
 def consistent_candidates_policy(secrets: Sequence[str], score: Score,

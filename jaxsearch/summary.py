@@ -29,7 +29,10 @@ class PolicyOutput:
       visits of earlier searches, so they can add up to more than ``num_simulations``).
     root_value: ``f32[B]`` the root's backed-up value (mover's view; 0 if terminal).
     q_values: ``f32[B, A]`` Q at the root; unvisited or illegal actions get ``root_value``.
-      With the Bellman backup (AVTS): the debiased q̂3 of every active slot.
+      With the Bellman backup (AVTS): the debiased q̂3 of every active slot. Both are
+      clipped to the game's ``value_bounds`` when :func:`root_summary` is given them
+      (debiased values extrapolate the drift and may leave them; the tree keeps them
+      unclipped).
     tree: the searched trees (pass to :func:`jaxsearch.tree.reroot` to reuse them).
     root_bound: ``f32[B]`` the achievable bound at the root — the exact value of a concrete
       policy the tree holds, a certified lower bound on the optimal value (upper bound on
@@ -134,8 +137,15 @@ def _from_visits(visits, legal, most, greedy, temperature: float, key):
 
 def root_summary(tree: Tree, num_actions: int, temperature: float, key,
                  config: Optional[search_lib.SearchConfig] = None,
-                 has_bound: bool = False, has_upper: bool = False) -> PolicyOutput:
+                 has_bound: bool = False, has_upper: bool = False,
+                 value_bounds: Optional[tuple[float, float]] = None) -> PolicyOutput:
   """Turns the roots of ``tree`` into a :class:`PolicyOutput`.
+
+  ``value_bounds`` (the game's :attr:`~jaxsearch.game.Game.value_bounds`, ``(lo, hi)`` or
+  ``None``) clips the reported ``root_value`` and ``q_values``, after the action is chosen
+  from the unclipped ones: values the game cannot take are never reported, and the choice
+  (and every statistic of the tree, the certified bounds included) is the same with or
+  without them.
 
   The greedy action is the most visited, ties broken by Q — with the Bellman backup
   (``config.bellman``) by the debiased q̂3, which ``q_values`` then reports for every active
@@ -164,6 +174,9 @@ def root_summary(tree: Tree, num_actions: int, temperature: float, key,
   greedy = jax.vmap(masked_argmax)(q_values, candidates)
   has_action = jnp.any(legal, axis=-1)
   action, weights = _from_visits(visits, legal, most, greedy, temperature, key)
+  if value_bounds is not None:
+    lo, hi = (jnp.float32(v) for v in value_bounds)
+    root_value, q_values = jnp.clip(root_value, lo, hi), jnp.clip(q_values, lo, hi)
   return PolicyOutput(action=jnp.where(has_action, action, -1).astype(jnp.int32),
                       action_weights=jnp.where(has_action[:, None], weights, 0.0),
                       visit_counts=visits, root_value=root_value, q_values=q_values, tree=tree,

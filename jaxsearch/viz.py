@@ -17,8 +17,12 @@ What is drawn, for tree ``index`` of the batch:
   outcome the action's edge goes straight to the child and shows a non-zero reward.
 
 Large trees stay readable through the cuts: ``max_depth`` (levels below the root),
-``min_visits`` (edges with fewer visits are left out) and ``max_children`` (the most visited
-actions of each node); what a cut leaves out is summarised as one grey "+k more" box.
+``min_visits`` (edges with fewer visits are left out), ``max_children`` (the most visited
+actions of each node, 6 by default) and ``max_per_level`` (the most visited children over a
+whole level, 12 by default, so a drawing two levels deep fits a screen). What the
+cuts leave out of a node is summarised in one dashed grey box under it, ``+k more`` with the
+visits those children had; a node at the depth cut says how many of its actions were visited
+below it.
 
 Rendering ``.svg``/``.png``/``.pdf`` needs Graphviz's ``dot`` program; without it :func:`draw`
 writes the ``.dot`` source next to the requested file and prints how to render it.
@@ -27,6 +31,7 @@ writes the ``.dot`` source next to the requested file and prints how to render i
 from __future__ import annotations
 
 import dataclasses
+import shutil
 import sys
 from pathlib import Path
 from typing import Callable, Optional, Sequence, Union
@@ -59,13 +64,15 @@ def _name(action: int, action_names: ActionNames) -> str:
 
 
 def _fmt(x: float) -> str:
+  if abs(x) < 0.0005:
+    return "+0.000"  # not "-0.000"
   return f"{x:+.3f}" if abs(x) < 1000 else f"{x:+.4g}"
 
 
 def to_dot(tree: Tree, index: int = 0, *, max_depth: int = 3, min_visits: int = 1,
-           max_children: Optional[int] = 8, action_names: ActionNames = None,
+           max_children: Optional[int] = 6, action_names: ActionNames = None,
            outcome_names: ActionNames = None, title: Optional[str] = None,
-           left_to_right: bool = False):
+           left_to_right: bool = False, max_per_level: Optional[int] = 12):
   """One tree of the batch as a ``graphviz.Digraph`` (nothing is rendered).
 
   Args:
@@ -74,21 +81,30 @@ def to_dot(tree: Tree, index: int = 0, *, max_depth: int = 3, min_visits: int = 
     max_depth: levels of decision nodes drawn below the root (0: the root alone); a node at
       the cut shows how many of its actions were visited instead of drawing them.
     min_visits: actions (and chance outcomes) visited fewer times are left out.
-    max_children: at most this many actions per node, the most visited (``None``: all).
+    max_children: at most this many actions per node (and outcomes per chance action), the
+      most visited (``None``: all).
     action_names: a sequence or ``action -> str`` for edge labels (default: the action id).
     outcome_names: the same for chance outcomes (default: ``o=`` the outcome index).
     title: a label for the whole drawing.
     left_to_right: lay the tree out from left to right (deep trees fit a page better) instead
       of top to bottom.
+    max_per_level: at most this many children drawn per level of the tree, the most visited
+      of those the other cuts leave (``None``: no limit). The drawing's width (its height with
+      ``left_to_right``) grows with this number: 12 keeps a tree two levels deep about one
+      screen wide.
+
+  What the cuts leave out of a node is summarised in one dashed box under it: ``+k more``
+  and the visits of those ``k`` children (actions, or the outcomes of a chance action).
+  Unvisited children are counted only with ``min_visits=0``.
 
   Returns:
     ``graphviz.Digraph``; its ``.source`` is the DOT text.
 
   Raises:
-    ValueError: ``index`` out of range, an empty tree, or negative cuts.
+    ValueError: ``index`` out of range, an empty tree, or cuts out of range.
   """
   graphviz = _graphviz()
-  host = _host_tree(tree, index, max_depth, min_visits, max_children)
+  host = _host_tree(tree, index, max_depth, min_visits, max_children, max_per_level)
   graph = graphviz.Digraph("search_tree")
   graph.attr(rankdir="LR" if left_to_right else "TB", fontname="Helvetica", fontsize="11")
   graph.attr("node", fontname="Helvetica", fontsize="10")
@@ -98,22 +114,25 @@ def to_dot(tree: Tree, index: int = 0, *, max_depth: int = 3, min_visits: int = 
   writer = _DotWriter(graph, host, _Cuts(max_depth=max_depth, min_visits=min_visits,
                                          max_children=max_children,
                                          action_names=action_names,
-                                         outcome_names=outcome_names))
+                                         outcome_names=outcome_names,
+                                         max_per_level=max_per_level))
   writer.add_node(0)
-  writer.expand(0)
+  writer.expand(0, 0)
   return graph
 
 
 def _host_tree(tree: Tree, index: int, max_depth: int, min_visits: int,
-               max_children: Optional[int]) -> Tree:
+               max_children: Optional[int], max_per_level: Optional[int]) -> Tree:
   """Tree ``index`` of the batch as numpy arrays, without the game states (not drawn), after
   checking :func:`to_dot`'s arguments."""
   batch = int(np.shape(tree.num_nodes)[0])
   if not 0 <= index < batch:
     raise ValueError(f"index {index} is out of range for a batch of {batch} trees")
-  if max_depth < 0 or min_visits < 0 or (max_children is not None and max_children < 1):
+  if (max_depth < 0 or min_visits < 0 or (max_children is not None and max_children < 1)
+      or (max_per_level is not None and max_per_level < 1)):
     raise ValueError(f"cuts must be max_depth >= 0, min_visits >= 0, max_children >= 1 or "
-                     f"None; got {max_depth}, {min_visits}, {max_children}")
+                     f"None, max_per_level >= 1 or None; got {max_depth}, {min_visits}, "
+                     f"{max_children}, {max_per_level}")
   host = jax.tree.map(lambda x: np.asarray(x[index]),
                       tree.replace(nodes=tree.nodes.replace(state=None)))
   if int(host.num_nodes) == 0:
@@ -128,6 +147,7 @@ class _Cuts:
   max_depth: int
   min_visits: int
   max_children: Optional[int]
+  max_per_level: Optional[int]
   action_names: ActionNames
   outcome_names: ActionNames
 
@@ -149,6 +169,7 @@ class _DotWriter:
         np.any(t.slot_bounds.bound[:num_nodes] > NO_BOUND / 2))
     self.has_upper = bool(np.any(t.bounds.upper[:num_nodes] < NO_UPPER / 2))
     self.num_outcomes = t.chance.prob.shape[1]
+    self.shown, self.shown_outcomes = self._plan()
 
   def node_label(self, n: int) -> str:
     t = self.t
@@ -156,8 +177,8 @@ class _DotWriter:
     if t.nodes.terminal[n]:
       lines.append("terminal")
     else:
-      lines.append(f"V={_fmt(float(t.nodes.value[n]))}  "
-                   f"raw={_fmt(float(t.nodes.raw_value[n]))}")
+      lines.append(f"V={_fmt(float(t.nodes.value[n]))}")
+      lines.append(f"raw={_fmt(float(t.nodes.raw_value[n]))}")
     bounds = []
     if self.bellman:
       bounds.append(f"≥{_fmt(float(t.bounds.bound[n]))}")
@@ -178,48 +199,121 @@ class _DotWriter:
     return name
 
   def add_more(self, parent: str, tag: str, count: int, visits: int) -> None:
-    if count <= 0 or (visits <= 0 and tag == "a"):  # unvisited actions are not worth a box
+    """The dashed box under ``parent`` summarising ``count`` children left out."""
+    if count <= 0:
       return
     name = f"{parent}_more_{tag}"
-    self.graph.node(name, f"+{count} more ({_visits(visits)})", shape="box", style="dashed",
-                    color="grey50", fontcolor="grey40")
-    self.graph.edge(parent, name, style="dashed", color="grey50")
+    self.graph.node(name, f"+{count} more\n{_visits(visits)}", shape="box",
+                    style="rounded,dashed", color="grey50", fontcolor="grey40", fontsize="9",
+                    margin="0.06,0.03", height="0.3")
+    self.graph.edge(parent, name, style="dashed", color="grey50", arrowhead="none")
 
-  def expand(self, n: int) -> None:
-    """Draws node ``n``'s actions (the cuts allowing) and, recursively, their children."""
-    t, cuts, source = self.t, self.cuts, f"n{n}"
-    depth = int(t.nodes.depth[n])
-    legal = t.slots.legal[n].copy()
-    active = np.arange(self.k) < int(t.nodes.num_active[n])
-    logits = np.where(legal, t.slots.prior_logits[n], -np.inf)
+  def _prior(self, n: int) -> np.ndarray:
+    """The estimator's prior over node ``n``'s slots (softmax of the legal slots' logits)."""
+    legal = self.t.slots.legal[n]
     prior = np.zeros(self.k)
     if legal.any():
-      z = np.exp(logits - logits[legal].max())
-      prior = np.where(legal, z, 0.0) / np.sum(np.where(legal, z, 0.0))
+      logits = np.where(legal, self.t.slots.prior_logits[n], -np.inf)
+      z = np.where(legal, np.exp(logits - logits[legal].max()), 0.0)
+      prior = z / np.sum(z)
+    return prior
+
+  def _candidates(self, n: int) -> list:
+    """Node ``n``'s legal active slots."""
+    t = self.t
+    return [s for s in range(min(self.k, int(t.nodes.num_active[n]))) if t.slots.legal[n, s]]
+
+  def _top(self, items: list, visits: np.ndarray) -> list:
+    """``items`` that pass ``min_visits``, the most visited first, at most ``max_children``."""
+    shown = [i for i in items if visits[i] >= self.cuts.min_visits]
+    shown.sort(key=lambda i: (-int(visits[i]), i))
+    return shown if self.cuts.max_children is None else shown[:self.cuts.max_children]
+
+  def _outcomes(self, chance: int) -> list:
+    """The expanded outcomes of chance record ``chance`` the per-node cuts keep."""
+    children = self.t.chance.child[chance]
+    return self._top([o for o in range(self.num_outcomes) if children[o] >= 0],
+                     self.t.chance.visits[chance])
+
+  def _plan(self) -> tuple:
+    """Chooses what is drawn, level by level from the root: each node's most visited actions
+    (``min_visits``, ``max_children``), then, over the whole level, the ``max_per_level``
+    most visited of the children they lead to (an outcome's own visits under a chance
+    action); among children visited as often, those ranked higher under their own node
+    first, then those drawn further left.
+
+    Returns:
+      ``(shown, shown_outcomes)``: node -> its slots drawn, chance record -> its outcomes
+      drawn, each the most visited first.
+    """
+    t, cuts = self.t, self.cuts
+    shown, shown_outcomes = {}, {}
+    level = [0]
+    for _ in range(cuts.max_depth):
+      # (visits, rank under its node, node, slot, outcome or None, child node or -1), in
+      # drawing order.
+      items = []
+      for n in level:
+        visits = t.slots.visits[n]
+        mine = []
+        for s in self._top(self._candidates(n), visits):
+          chance = int(t.slots.chance[n, s])
+          if chance >= 0 and self.num_outcomes > 1:
+            outcomes = self._outcomes(chance)
+            mine += [(int(t.chance.visits[chance, o]), n, s, o, int(t.chance.child[chance, o]))
+                     for o in outcomes]
+            if not outcomes:  # the chance circle alone
+              mine.append((int(visits[s]), n, s, None, -1))
+          else:
+            child = int(t.chance.child[chance, 0]) if chance >= 0 else -1
+            mine.append((int(visits[s]), n, s, None, child))
+        ranks = sorted(range(len(mine)), key=lambda i: (-mine[i][0], i))
+        items += [(mine[i][0], rank) + mine[i][1:] for rank, i in enumerate(ranks)]
+      # The most visited; among equals, first children before second ones, then the left.
+      order = sorted(range(len(items)), key=lambda i: (-items[i][0], items[i][1], i))
+      if cuts.max_per_level is not None:
+        order = order[:cuts.max_per_level]
+      level = []
+      for i in sorted(order):
+        _, _, n, s, o, child = items[i]
+        slots = shown.setdefault(n, [])
+        if s not in slots:
+          slots.append(s)
+        if o is not None:
+          shown_outcomes.setdefault(int(t.slots.chance[n, s]), []).append(o)
+        if child >= 0:
+          level.append(child)
+    return shown, shown_outcomes
+
+  def expand(self, n: int, depth: int) -> None:
+    """Draws node ``n`` (``depth`` levels below the root)'s actions, the cuts allowing, and,
+    recursively, their children."""
+    t, cuts, source = self.t, self.cuts, f"n{n}"
     visits = t.slots.visits[n]
-    candidates = [s for s in range(self.k) if legal[s] and active[s]]
+    candidates = self._candidates(n)
     if depth >= cuts.max_depth:  # the depth cut: a summary line instead of the actions
       below = int(sum(visits[s] for s in candidates))
       if below:
         count = int(sum(visits[s] > 0 for s in candidates))
-        self.graph.node(f"{source}_cut", f"{count} action{'s' * (count != 1)} below "
-                        f"({_visits(below)})", shape="plaintext", fontcolor="grey40")
-        self.graph.edge(source, f"{source}_cut", style="dotted", color="grey50")
+        self.graph.node(f"{source}_cut", f"{count} action{'s' * (count != 1)} below\n"
+                        f"{_visits(below)}", shape="plaintext", fontcolor="grey40",
+                        fontsize="9", height="0.3")
+        self.graph.edge(source, f"{source}_cut", style="dotted", color="grey50",
+                        arrowhead="none")
       return
-    shown = [s for s in candidates if visits[s] >= cuts.min_visits]
-    shown.sort(key=lambda s: (-int(visits[s]), s))
-    if cuts.max_children is not None:
-      shown = shown[:cuts.max_children]
-    hidden = [s for s in candidates if s not in shown]
-    self.add_more(source, "a", len(hidden), int(sum(visits[s] for s in hidden)))
+    shown = self.shown.get(n, [])
+    hidden = [s for s in candidates
+              if s not in shown and (visits[s] > 0 or cuts.min_visits == 0)]
+    prior = self._prior(n)
     for s in shown:
-      self._action(n, s, visits, prior)
+      self._action(n, s, depth, visits, prior)
+    self.add_more(source, "a", len(hidden), int(sum(visits[s] for s in hidden)))
 
-  def _action(self, n: int, s: int, visits: np.ndarray, prior: np.ndarray) -> None:
+  def _action(self, n: int, s: int, depth: int, visits: np.ndarray, prior: np.ndarray) -> None:
     """Slot ``s`` of node ``n``: its edge, then its child or chance outcomes."""
     t, source = self.t, f"n{n}"
     action = int(t.slots.action[n, s])
-    label = (f"{_name(action, self.cuts.action_names)}\nN={int(visits[s])} "
+    label = (f"{_name(action, self.cuts.action_names)}  N={int(visits[s])}\n"
              f"Q={_fmt(float(t.slots.value[n, s]))} P={prior[s]:.2f}")
     if self.bellman and t.slot_bounds.bound[n, s] > NO_BOUND / 2:
       label += f"\n≥{_fmt(float(t.slot_bounds.bound[n, s]))}"
@@ -228,7 +322,7 @@ class _DotWriter:
       self._stub(source, s, label, color="grey40")
       return
     if self.num_outcomes > 1:
-      self._chance(source, chance, label, _pen(visits[s], visits))
+      self._chance(source, chance, depth, label, _pen(visits[s], visits))
       return
     child = int(t.chance.child[chance][0])
     reward = float(t.chance.reward[chance, 0])
@@ -238,14 +332,14 @@ class _DotWriter:
       self._stub(source, s, label)
       return
     self.graph.edge(source, self.add_node(child), label=label, penwidth=_pen(visits[s], visits))
-    self.expand(child)
+    self.expand(child, depth + 1)
 
   def _stub(self, source: str, s: int, label: str, **edge_style) -> None:
     stub = f"{source}_s{s}"
     self.graph.node(stub, "", shape="point", width="0.08")
     self.graph.edge(source, stub, label=label, **edge_style)
 
-  def _chance(self, source: str, chance: int, label: str, penwidth: str) -> None:
+  def _chance(self, source: str, chance: int, depth: int, label: str, penwidth: str) -> None:
     """A chance record: a small circle, then its outcomes (the cuts allowing)."""
     t, cuts = self.t, self.cuts
     children = t.chance.child[chance]
@@ -254,13 +348,9 @@ class _DotWriter:
                     fillcolor="lightyellow")
     self.graph.edge(source, chance_name, label=label, penwidth=penwidth)
     outcome_visits = t.chance.visits[chance]
-    outcomes = [o for o in range(self.num_outcomes)
-                if children[o] >= 0 and outcome_visits[o] >= cuts.min_visits]
-    outcomes.sort(key=lambda o: (-int(outcome_visits[o]), o))
-    if cuts.max_children is not None:
-      outcomes = outcomes[:cuts.max_children]
-    hidden = [o for o in range(self.num_outcomes) if children[o] >= 0 and o not in outcomes]
-    self.add_more(chance_name, "o", len(hidden), int(sum(outcome_visits[o] for o in hidden)))
+    outcomes = self.shown_outcomes.get(chance, [])
+    hidden = [o for o in range(self.num_outcomes) if children[o] >= 0 and o not in outcomes
+              and (outcome_visits[o] > 0 or cuts.min_visits == 0)]
     for o in outcomes:
       child = int(children[o])
       oname = f"o={o}" if cuts.outcome_names is None else _name(o, cuts.outcome_names)
@@ -270,7 +360,8 @@ class _DotWriter:
       if reward != 0.0:
         olabel += f" r={_fmt(reward)}"
       self.graph.edge(chance_name, self.add_node(child), label=olabel, style="dashed")
-      self.expand(child)
+      self.expand(child, depth + 1)
+    self.add_more(chance_name, "o", len(hidden), int(sum(outcome_visits[o] for o in hidden)))
 
 
 def _visits(count: int) -> str:
@@ -286,6 +377,8 @@ def _pen(v: int, visits: np.ndarray) -> str:
 def dot_available() -> bool:
   """Whether Graphviz's ``dot`` program can be run (it renders ``.svg``/``.png``/``.pdf``)."""
   graphviz = _graphviz()
+  if shutil.which("dot") is None:
+    return False
   try:
     graphviz.version()
   except (graphviz.ExecutableNotFound, graphviz.CalledProcessError, OSError):
@@ -304,7 +397,7 @@ def draw(tree: Tree, path: Union[str, Path], index: int = 0, *, quiet: bool = Fa
     index: which tree of the batch.
     quiet: do not print the message when ``dot`` is missing.
     **cuts: :func:`to_dot`'s ``max_depth``, ``min_visits``, ``max_children``,
-      ``action_names``, ``outcome_names``, ``title``, ``left_to_right``.
+      ``max_per_level``, ``action_names``, ``outcome_names``, ``title``, ``left_to_right``.
 
   Returns:
     The file written: ``path``, or ``path`` with the suffix ``.dot`` when ``dot`` is missing
@@ -326,6 +419,8 @@ def draw(tree: Tree, path: Union[str, Path], index: int = 0, *, quiet: bool = Fa
     path.write_text(graph.source)
     return path
   try:
+    if shutil.which("dot") is None:  # as graphviz would find it: on the PATH
+      raise graphviz.ExecutableNotFound(["dot"])
     data = graph.pipe(format=suffix[1:])
   except graphviz.ExecutableNotFound:
     source = path.with_suffix(".dot")

@@ -35,7 +35,7 @@ than the optimum. Wall time per tree is
 estimated as simulations × (the batched run's seconds per step ÷ the batch size): the trees
 advance together, so their time is shared.
 
-Word lists: ``$WORDLE_DATA`` or ``../shared/data/wordle`` (never committed). ``--guesses
+Word lists: ``$WORDLE_DATA``, else the copies shipped in ``jaxsearch/data/wordle``. ``--guesses
 answers`` (default) restricts the allowed guesses to the answer list (3158 words), which keeps
 the exhaustive solves short; ``--guesses all`` allows the 14855 words. The game's feedback
 table covers only the sub-problems' answers (``u8[S, G]``, S a few hundred) and is passed to

@@ -4,8 +4,8 @@
     python scripts/bench_solve_scaling.py --batches 1,8 --answers 400 --chunks 2   # smoke
 
 Two sweeps of :func:`jaxsearch.solve.solve` (AVTS, Thompson chunks only), both after the first
-guess ``--first`` (default tarse) on the 3158 / 14855 lists (``$WORDLE_DATA`` or
-``../shared/data/wordle``):
+guess ``--first`` (default tarse) on the 3158 / 14855 lists (``$WORDLE_DATA``, else the copies
+shipped in ``jaxsearch/data/wordle``):
 
 * **batch**: all 3158 answers; ``B`` trees, the sub-problems of the first guess in a fixed
   shuffled order (cycled when ``B`` exceeds their number, 158 for tarse);

@@ -28,11 +28,8 @@ jax.config.update("jax_compilation_cache_dir", _CACHE_DIR)
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
 jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-
 # Under CI (``CI=true``, as GitHub Actions and most CI services set it) nothing may be skipped:
-# a test skipped because ``mctx`` or the shared data (Connect Four positions, Wordle lists) is
-# missing would hide that the claim it checks went untested. The hooks below turn every skip
+# a test skipped because an optional piece such as ``mctx`` is missing would hide that the claim it checks went untested. The hooks below turn every skip
 # (``pytest.skip``, ``importorskip``, ``skipif``; tests and whole modules) into a failure
 # there; locally a missing optional piece still skips. Deselected tests (``-m slow``) are not
 # skips and are unaffected.
@@ -60,7 +57,6 @@ def pytest_make_collect_report(collector):
 
 @pytest.fixture(scope="session")
 def connect4_data() -> Path:
-  path = SHARED_DATA / "connect4"
-  if not path.is_dir():
-    pytest.skip(f"Connect Four test positions not found at {path}")
-  return path
+  """The Connect Four test positions the package ships (``jaxsearch/data/connect4``)."""
+  from jaxsearch.train.connect4_sets import DEFAULT_CONNECT4_DIR
+  return Path(DEFAULT_CONNECT4_DIR)

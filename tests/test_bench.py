@@ -74,3 +74,31 @@ def test_depths_of_a_hand_built_tree():
                       num_nodes=jnp.array([4, 3], jnp.int32))
   # Created non-root nodes: depths 1, 2, 3 and 1, 1; deepest 3 and 1.
   assert bench._depths(tree) == {"mean_node_depth_ours": 1.6, "mean_max_depth_ours": 2.0}
+
+
+def test_compile_all_on_threads_matches_one_by_one():
+  """Compiling on worker threads gives the same programs (same results) and one timing per
+  job; a program's device bytes are positive where the backend reports them."""
+  import jax.numpy as jnp
+  jobs = {"double": (lambda x: 2 * x, (jnp.arange(4.0),)),
+          "square": (lambda x: x * x, (jnp.arange(4.0),))}
+  threaded = bench.compile_all(jobs, workers=2)
+  serial = bench.compile_all(jobs, workers=1)
+  assert set(threaded) == set(jobs)
+  for name, (fn, args) in jobs.items():
+    program, seconds = threaded[name]
+    assert seconds > 0
+    assert list(program(*args)) == list(serial[name][0](*args)) == list(fn(*args))
+    size = bench.program_bytes(program)
+    assert size is None or size >= 16  # one f32[4] output at least
+  assert bench.peak_device_bytes() is None or bench.peak_device_bytes() > 0
+
+
+def test_measure_without_mctx_reports_ours_alone():
+  """A workload built without mctx times our two searches and gives no ratio."""
+  workload = bench.hashed(4, 4, num_actions=4, with_mctx=False)
+  assert set(workload.systems) == {"ours", "ours_gumbel"}
+  record = bench.run_workload(workload, repeats=1)
+  assert record["sims_per_s_ours"] > 0 and record["sims_per_s_ours_gumbel"] > 0
+  assert "speedup_vs_mctx_muzero" not in record
+  assert record["batch"] == 4 and record["simulations"] == 4

@@ -99,10 +99,29 @@ def test_bench_forwards_its_help(capsys):
   assert "jaxsearch bench" in out and "--quick" in out
 
 
+def test_bench_table_says_what_a_ratio_means():
+  """Without --json the benchmark prints a table and one line on what its ratios mean."""
+  import io
+
+  from rich.console import Console
+
+  from jaxsearch import bench
+  record = {"workload": "hashed_A16", "batch": 64, "simulations": 32,
+            "sims_per_s_ours": 408000, "sims_per_s_mctx_muzero": 92000,
+            "speedup_vs_mctx_muzero": 4.42, "sims_per_s_ours_gumbel": 934000,
+            "sims_per_s_mctx_gumbel": 831000, "speedup_gumbel_vs_mctx_gumbel": 1.12,
+            "compile_s_ours": 1.8}
+  buffer = io.StringIO()
+  bench._table([record], Console(file=buffer, width=200))
+  text = buffer.getvalue()
+  assert "hashed_A16" in text and "4.42×" in text and "1.12×" in text and "408" in text
+  assert "above 1: ours is faster" in text
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("mctx") is None, reason="bench needs mctx")
 def test_bench_quick_prints_json_lines(capsys):
-  assert cli.main(["bench", "--quick", "--repeats", "1"]) == 0
+  assert cli.main(["bench", "--quick", "--repeats", "1", "--json"]) == 0
   lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.strip()]
   assert "jax" in lines[0]
   workloads = [line["workload"] for line in lines[1:]]
@@ -186,16 +205,22 @@ def test_non_positive_or_non_int_sizes_are_usage_errors(capsys, argv):
     cli.main(argv)
   assert exc.value.code == 2
   err = capsys.readouterr().err
-  assert "Traceback" not in err
-  assert "error: argument" in err.splitlines()[-1] or "required" in err.splitlines()[-1], err
+  assert "Traceback" not in err and "usage:" not in err
+  lines = err.splitlines()
+  assert len(lines) == 2 and "--help` lists the options" in lines[1], err
+  assert "error: argument" in lines[0] or "required" in lines[0], err
 
 
 def test_solve_wordle_with_a_bad_wordle_data_exits_2(monkeypatch, capsys, tmp_path):
   """docs/bad_input.md: a ``$WORDLE_DATA`` without the lists is exit status 2 and one line
-  saying where to get them (and malformed lists too)."""
+  naming the missing file, the two lists needed, the overrides and the shipped copies (and
+  malformed lists too)."""
+  from games import wordle
   monkeypatch.setenv("WORDLE_DATA", str(tmp_path / "nowhere"))
   _one_line_error(capsys, cli.main(["solve", "wordle", "--quiet"]), 2, "jaxsearch solve wordle",
-                  "WORDLE_DATA")
+                  str(tmp_path / "nowhere" / "wordlist_nyt20230701_hidden"), "exactly two files",
+                  "wordlist_nyt20220830_all", "--answers", "--guesses", "$WORDLE_DATA",
+                  "ships", str(wordle.shipped_data_dir()))
   (tmp_path / "a.txt").write_text("Cigar\n")
   _one_line_error(capsys, cli.main(["solve", "wordle", "--answers", str(tmp_path / "a.txt"),
                                     "--guesses", str(tmp_path / "a.txt"), "--quiet"]), 2,
@@ -204,8 +229,8 @@ def test_solve_wordle_with_a_bad_wordle_data_exits_2(monkeypatch, capsys, tmp_pa
 
 def test_evaluate_exit_codes(capsys, tmp_path):
   """docs/bad_input.md's ``evaluate`` rows at the command line: a missing file or a folder
-  (status 2); an invalid guess, a guess repeated until it loops past every secret, a missing
-  secret, a malformed file (status 1, the reason and the path on one line)."""
+  (status 2); an invalid guess, a missing secret, a malformed file (status 1, the reason and
+  the path on one line); a guess repeated many times is legal, evaluated at its cost."""
   def write(name, policy, pegs=2):
     path = tmp_path / name
     path.write_text(json.dumps({"format": "jaxsearch-policy/1", "game": "mastermind",
@@ -224,12 +249,12 @@ def test_evaluate_exit_codes(capsys, tmp_path):
   invalid["children"]["b1w0"]["guess"] = "13"
   _one_line_error(capsys, cli.main(["evaluate", write("invalid.json", invalid)]), 1,
                   "'13'", "('11', 'b1w0')")
-  # 22 is only ever reached by guessing 11 again and again: the walk stops, naming the path.
+  # 22 is only reached by guessing 11 again and again: wasteful, not invalid (7 guesses).
   chain = {"guess": "22"}
   for _ in range(6):
     chain = {"guess": "11", "children": {"b0w0": chain, "b1w0": good["children"]["b1w0"]}}
-  _one_line_error(capsys, cli.main(["evaluate", write("loop.json", chain)]), 1, "'22'",
-                  "('11', 'b0w0')")
+  assert cli.main(["evaluate", write("wasteful.json", chain), "--json"]) == 0
+  assert json.loads(capsys.readouterr().out.splitlines()[-1])["total_guesses"] == 13
   missing = json.loads(json.dumps(good))
   del missing["children"]["b0w0"]
   _one_line_error(capsys, cli.main(["evaluate", write("missing_secret.json", missing)]), 1,

@@ -272,12 +272,16 @@ def test_loops_and_wasted_guesses_and_max_guesses():
   loop["children"]["b0w0"] = loop
   with pytest.raises(pf.PolicyError, match="loops"):
     pf.evaluate(loop, ["22"], score, guesses=score.codes)
-  # A deep chain of distinct nodes guessing 11 again and again: past len(secrets) + 1.
+  # A chain of distinct nodes guessing 11 again and again, then 22: legal, and wasteful; it
+  # is evaluated at its cost (more guesses than there are secrets), not rejected.
   chain = {"guess": "22"}
   for _ in range(3):
     chain = {"guess": "11", "children": {"b0w0": chain}}
-  with pytest.raises(pf.PolicyError, match="within 2 guesses") as info:
-    pf.evaluate(chain, ["22"], score, guesses=score.codes)
+  wasteful = pf.evaluate(chain, ["22"], score, guesses=score.codes)
+  assert wasteful.total_guesses == 4 and wasteful.histogram == {4: 1}
+  # ...unless a guess limit says otherwise.
+  with pytest.raises(pf.PolicyError, match="max_guesses=2") as info:
+    pf.evaluate(chain, ["22"], score, max_guesses=2, guesses=score.codes)
   assert info.value.secret == "22" and info.value.path == (("11", "b0w0"), ("11", "b0w0"))
   with pytest.raises(pf.PolicyError, match="max_guesses=2") as info:
     pf.evaluate(mm22_policy(), score.codes, score, max_guesses=2)

@@ -83,14 +83,27 @@ def test_the_policy_evaluates_to_its_lower_bound(family, solved):
 
 
 def test_an_under_budgeted_solve_is_not_proven_and_brackets_v_star(family, estimator):
+  # completion=0: the bounds of the searched trees alone, which 16 simulations cannot close.
   few = solve_lib.solve_game(family.game, estimator, family.roots(), max_simulations=16,
-                             **OPTIONS)
+                             completion=0, **OPTIONS)
   assert not few.proven
+  assert all(root.completion == 0 for root in few.roots)
   for m, root in enumerate(few.roots):
     v_star = float(family.members[m].v_star[0, 0])
     assert root.upper is not None and root.lower <= root.upper
     assert float(root.lower) <= v_star + 1e-5 and v_star - 1e-5 <= float(root.upper)
     assert root.proven == (root.lower == root.upper)
+    state = jax.tree.map(lambda x: np.asarray(x)[m], family.roots())
+    assert solve_lib.exact_value(family.game, state, root.policy) == root.lower
+
+
+def test_the_exact_completion_proves_what_the_search_left_open(family, estimator):
+  few = solve_lib.solve_game(family.game, estimator, family.roots(), max_simulations=16,
+                             **OPTIONS)
+  assert few.proven
+  for m, root in enumerate(few.roots):
+    assert root.lower == root.upper == root.value and root.completion > 0
+    assert abs(float(root.value) - float(family.members[m].v_star[0, 0])) < 1e-5
     state = jax.tree.map(lambda x: np.asarray(x)[m], family.roots())
     assert solve_lib.exact_value(family.game, state, root.policy) == root.lower
 

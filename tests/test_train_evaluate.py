@@ -6,6 +6,10 @@ Four sets. Compiles dominate the run time, so the agents are built once per modu
 object is the cache key of its compiled programs). The search baselines run under ``-m slow``.
 """
 
+import hashlib
+import re
+from pathlib import Path
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -195,8 +199,10 @@ def test_agent_under_jit_and_vmap(agents):
 # --- Connect Four -------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def c4_sets(connect4_data):
-  return {name: ev.load_connect4_set(name, data_dir=connect4_data) for name in ev.CONNECT4_SETS}
+def c4_sets():
+  # The copies shipped with the package (jaxsearch/data/connect4).
+  return {name: ev.load_connect4_set(name, data_dir=ev.DEFAULT_CONNECT4_DIR)
+          for name in ev.CONNECT4_SETS}
 
 
 @pytest.fixture(scope="module")
@@ -251,19 +257,44 @@ def test_connect4_error_definition_uses_signs_only():
     assert report.correct.tolist() == correct, actions
 
 
+def test_connect4_sets_ship_with_the_package(monkeypatch):
+  """The default folder is the shipped copy (checksums as in its README.md); an explicit
+  ``data_dir`` and ``$JAXSEARCH_CONNECT4_DIR`` override it."""
+  shipped = ev.DEFAULT_CONNECT4_DIR
+  assert shipped.parts[-3:] == ("jaxsearch", "data", "connect4")
+  monkeypatch.delenv(ev.CONNECT4_ENV, raising=False)
+  assert ev.connect4_data_dir() == shipped
+  assert ev.load_connect4_set("L3_R1").path == shipped / "Test_L3_R1.moves"
+  readme = (shipped / "README.md").read_text()
+  rows = re.findall(r"^\| (Test_\S+) \| ([0-9a-f]{64}) \|$", readme, flags=re.M)
+  assert {name for name, _ in rows} == {f"{n}{ext}" for n in ev.CONNECT4_SETS
+                                        for ext in ("", ".moves")}
+  for name, digest in rows:
+    assert hashlib.sha256((shipped / name).read_bytes()).hexdigest() == digest, name
+  assert ev.connect4_data_dir("/x") == Path("/x")
+  monkeypatch.setenv(ev.CONNECT4_ENV, "/y")
+  assert ev.connect4_data_dir() == Path("/y") and ev.connect4_data_dir("/x") == Path("/x")
+
+
 def test_missing_connect4_data_gives_a_clear_error(tmp_path, monkeypatch):
   with pytest.raises(FileNotFoundError) as err:
     ev.load_connect4_set("Test_L3_R1", data_dir=tmp_path)
   text = str(err.value)
   assert str(tmp_path / "Test_L3_R1.moves") in text
-  assert "README.md" in text and ev.CONNECT4_ENV in text
+  assert "README.md" in text and ev.CONNECT4_ENV in text and "ships" in text
+  assert "broken" not in text
   monkeypatch.setenv(ev.CONNECT4_ENV, str(tmp_path / "elsewhere"))
   with pytest.raises(FileNotFoundError, match="elsewhere"):
     ev.load_connect4_set("L2_R2")
+  # A shipped file missing means a broken install.
+  monkeypatch.delenv(ev.CONNECT4_ENV)
+  monkeypatch.setattr(connect4_sets, "DEFAULT_CONNECT4_DIR", tmp_path)
+  with pytest.raises(FileNotFoundError, match="the install is broken, reinstall jaxsearch"):
+    connect4_sets.load_connect4_set("L2_R2")
 
 
-def test_connect4_loader_rejects_wrong_full_column_markers(tmp_path, connect4_data):
-  good = (connect4_data / "Test_L3_R1.moves").read_text().splitlines()[0].split()
+def test_connect4_loader_rejects_wrong_full_column_markers(tmp_path):
+  good = (ev.DEFAULT_CONNECT4_DIR / "Test_L3_R1.moves").read_text().splitlines()[0].split()
   path = tmp_path / "Test_bad.moves"
   path.write_text(" ".join([good[0]] + ["0"] * 7) + "\n")  # column 1 is full in that position
   with pytest.raises(ValueError, match="markers"):

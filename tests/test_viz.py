@@ -1,11 +1,14 @@
 """Tree drawings (jaxsearch.viz): what is drawn, the cuts, the files, and a missing `dot`.
 
-Most tests use a small hand-built tree (no compilation); one draws a real tic-tac-toe search
-and the CLI tests share ``tests/test_cli.py``'s play setting (tic-tac-toe, UCT, 50 simulations).
+Most tests use a small hand-built tree (no compilation); two draw real tic-tac-toe searches
+(one of them two levels deep, checked against the default cuts and, with Graphviz, for its
+size in pixels) and the CLI tests share ``tests/test_cli.py``'s play setting (tic-tac-toe,
+UCT, 50 simulations).
 """
 
 import builtins
 import io
+import re
 
 import jax
 import jax.numpy as jnp
@@ -69,34 +72,62 @@ def test_everything_in_the_tree_is_drawn():
   source = viz.to_dot(HAND, action_names=["left", "right", "up"],
                       outcome_names=lambda o: f"out{o}", title="hand").source
   # Nodes: root with its statistics and both bounds; the three children; the terminal one grey.
-  assert "root   N=10" in source and "V=+0.500  raw=+0.300" in source
+  assert "root   N=10\nV=+0.500\nraw=+0.300" in source
   assert "≥+0.200 ≤+0.900" in source
   for n in (1, 2, 3):
     assert f"\tn{n} [label=\"node {n}" in source
   assert "fillcolor=grey90" in source and "terminal" in source
   # Actions: names, visits, Q, prior (softmax of the logits over the legal slots), bound.
-  assert "left\nN=7 Q=+0.600 P=0.50\n≥+0.200" in source
-  assert "right\nN=2 Q=+0.100 P=0.25" in source
-  assert "up\n" not in source  # unvisited: below min_visits = 1
+  assert "left  N=7\nQ=+0.600 P=0.50\n≥+0.200" in source
+  assert "right  N=2\nQ=+0.100 P=0.25" in source
+  assert "up  N" not in source and "_more_" not in source  # unvisited: not drawn, not counted
   # Chance: one circle per expanded action, outcome edges with p, visits and reward.
   assert source.count("shape=circle") == 2
   assert "out0 p=0.25\nN=2 r=+1.000" in source and "out1 p=0.75\nN=5" in source
   assert "label=hand" in source
 
 
+def _label(source, name):
+  """The label of DOT node ``name`` in ``source`` (``None``: not drawn)."""
+  match = re.search(rf'^\t{name} \[label="([^"]*)"', source, re.M)
+  return match and match.group(1)
+
+
+def _boxes(source):
+  """The decision nodes drawn (their ids)."""
+  return {int(n) for n in re.findall(r'^\tn(\d+) \[label="(?:root|node \d+)', source, re.M)}
+
+
 def test_cuts():
   shallow = viz.to_dot(HAND, max_depth=0).source
-  assert "n1" not in shallow and "2 actions below (9 visits)" in shallow
+  assert _boxes(shallow) == {0} and _label(shallow, "n0_cut") == "2 actions below\n9 visits"
+  # One action (the most visited) and one outcome of it: action 1 and outcome 0 summarised;
+  # the unvisited action 2 is not counted.
   one = viz.to_dot(HAND, max_children=1).source
-  assert "n3" not in one and "+1 more (2 visits)" in one and "n2" in one
-  # min_visits = 3 hides actions 1 (2 visits) and 2 (none), and outcome 0 (2 visits).
+  assert _boxes(one) == {0, 2}
+  assert _label(one, "n0_more_a") == _label(one, "c0_more_o") == "+1 more\n2 visits"
+  # min_visits = 3 hides action 1 (2 visits) and outcome 0 (2 visits).
   busy = viz.to_dot(HAND, min_visits=3).source
-  assert "n3" not in busy and "n1 [" not in busy and "n2 [" in busy
-  assert "+2 more (2 visits)" in busy and "+1 more (2 visits)" in busy  # actions 1-2; outcome 0
+  assert _boxes(busy) == {0, 2}
+  assert _label(busy, "n0_more_a") == _label(busy, "c0_more_o") == "+1 more\n2 visits"
+  # min_visits = 0: the unvisited action as a stub; cut by max_children, it is counted.
   everything = viz.to_dot(HAND, min_visits=0).source
-  assert "n0_s2" in everything  # the unvisited action as a stub
+  assert "n0_s2" in everything and "_more_" not in everything
+  assert _label(viz.to_dot(HAND, min_visits=0, max_children=2).source,
+                "n0_more_a") == "+1 more\n0 visits"
   # Node 2 (depth 1) has a visited action: drawn at max_depth = 1 as a summary line.
-  assert "1 action below (4 visits)" in viz.to_dot(HAND, max_depth=1).source
+  assert _label(viz.to_dot(HAND, max_depth=1).source, "n2_cut") == "1 action below\n4 visits"
+
+
+def test_max_per_level_keeps_the_most_visited_children_of_the_level():
+  # Level 1 holds outcome 1 of action 0 (node 2, 5 visits), outcome 0 of action 0 (node 1,
+  # 2) and outcome 0 of action 1 (node 3, 2): one per level keeps node 2 alone.
+  source = viz.to_dot(HAND, max_per_level=1).source
+  assert _boxes(source) == {0, 2} and "c1" not in source
+  assert _label(source, "n0_more_a") == _label(source, "c0_more_o") == "+1 more\n2 visits"
+  # Two per level: the tie between nodes 1 and 3 goes to the one drawn first (action 0's).
+  assert _boxes(viz.to_dot(HAND, max_per_level=2).source) == {0, 1, 2}
+  assert _boxes(viz.to_dot(HAND, max_per_level=None).source) == {0, 1, 2, 3}
 
 
 def test_bad_arguments():
@@ -106,6 +137,8 @@ def test_bad_arguments():
     viz.to_dot(HAND.replace(num_nodes=jnp.array([0], jnp.int32)))
   with pytest.raises(ValueError, match="cuts"):
     viz.to_dot(HAND, max_children=0)
+  with pytest.raises(ValueError, match="cuts"):
+    viz.to_dot(HAND, max_per_level=0)
   with pytest.raises(ValueError, match="suffix"):
     viz.draw(HAND, "tree.jpeg")
 
@@ -161,6 +194,64 @@ def test_a_real_search_tree():
                  if tree.nodes.depth[1, n] == 2)
 
 
+_PUCT_300 = jax.jit(js.policies.puct(t3.GAME, js.estimators.uniform(), num_simulations=300,
+                                     max_nodes=301))
+
+
+def test_a_tictactoe_tree_two_levels_deep_fits_a_screen(tmp_path):
+  """Tic-tac-toe from the empty board, uniform prior: every move is tried, so drawing all of
+  them two levels deep is tens of boxes wide; the default cuts keep 6 moves per node and 12
+  per level, and say what they left out."""
+  out = _PUCT_300(None, jax.random.PRNGKey(1), jax.vmap(t3.init)(
+      jax.random.split(jax.random.PRNGKey(0), 1)))
+  t = jax.device_get(out.tree)
+  source = viz.draw(out.tree, tmp_path / "t3.dot", max_depth=2).read_text()
+  drawn = _boxes(source)
+  parent = {int(c): int(p) for p, c in re.findall(r"^\tn(\d+) -> n(\d+) ", source, re.M)}
+  level1 = {n for n in drawn if parent.get(n) == 0}
+  level2 = {n for n in drawn if parent.get(n) in level1}
+  assert drawn == {0} | level1 | level2
+  assert len(level1) == 6 and len(level2) == 12
+
+  def children(n):  # slot -> (child node, visits) of node n's visited moves
+    visits = t.slots.visits[0, n]
+    return {s: (int(t.chance.child[0, t.slots.chance[0, n, s], 0]), int(visits[s]))
+            for s in range(t3.GAME.num_actions) if visits[s] > 0}
+
+  candidates2 = []  # the level-2 children the per-node cut leaves: 6 per level-1 node
+  visits_of = {}
+  for n in {0} | level1:
+    kids = sorted(children(n).values(), key=lambda kid: -kid[1])
+    visits_of.update(kids)
+    shown = [v for c, v in kids if c in drawn]
+    hidden = [v for c, v in kids if c not in drawn]
+    assert len(shown) <= 6 and (not (shown and hidden) or min(shown) >= max(hidden))
+    # The box under the node counts the moves left out and their visits.
+    expected = f"+{len(hidden)} more\n{sum(hidden)} visit" + "s" * (sum(hidden) != 1)
+    assert _label(source, f"n{n}_more_a") == (expected if hidden else None)
+    if n in level1:
+      candidates2 += [v for _, v in kids[:6]]
+  # The 12 drawn at level 2 are the most visited of those candidates.
+  assert sorted(visits_of[n] for n in level2) == sorted(candidates2)[-12:]
+  # All 9 first moves were visited: 6 drawn, 3 in the root's box.
+  root = children(0)
+  assert len(root) == 9
+  assert _label(source, "n0_more_a").startswith("+3 more\n")
+  if viz.dot_available():  # the rendered picture is about one screen wide
+    width, height = _svg_size(viz.draw(out.tree, tmp_path / "t3.svg", max_depth=2))
+    assert width <= 2500 and height <= 600
+    # Without the cuts, the same two levels are several screens wide.
+    uncut = viz.draw(out.tree, tmp_path / "all.svg", max_depth=2, max_children=None,
+                     max_per_level=None)
+    assert _svg_size(uncut)[0] > 4 * width
+
+
+def _svg_size(path):
+  """``(width, height)`` of an SVG drawn by Graphviz, in pixels at 96 dpi."""
+  found = re.search(r'<svg width="([\d.]+)pt" height="([\d.]+)pt"', path.read_text())
+  return tuple(float(x) * 4 / 3 for x in found.groups())
+
+
 def _run_cli(monkeypatch, argv, stdin):
   feed = io.StringIO(stdin)
   monkeypatch.setattr(builtins, "input", lambda prompt="": _readline(feed))
@@ -195,3 +286,4 @@ def test_solve_draw(capsys, tmp_path):
   # Guesses and feedbacks are named; the AVTS tree has bounds and chance outcomes.
   assert "root   N=" in source and "≥" in source and "shape=circle" in source
   assert "b0w0" in source or "b1w0" in source
+

@@ -1,10 +1,12 @@
 """games.wordle: patterns, the feedback rule, word-list loading, the guessing game on small
 synthetic lists (chance, partition, bounds against exhaustive optima, estimator against a
 float64 reference, jit / vmap), and the entropic estimator's first-guess figures on the full
-3158 / 14855 lists (skipped when shared/data/wordle is absent).
+3158 / 14855 lists (the copies shipped with the package).
 """
 
 import functools
+import hashlib
+import re
 from collections import defaultdict
 
 import jax
@@ -160,21 +162,60 @@ def test_load_words_and_errors(tmp_path, monkeypatch):
     bad.write_text(text)
     with pytest.raises(ValueError):
       wordle.load_words(bad)
-  with pytest.raises(FileNotFoundError, match=r"shared/data/wordle.*README"):
+  monkeypatch.delenv("WORDLE_DATA", raising=False)
+  shipped = wordle.shipped_data_dir()
+  # A missing file: the message names it, the two lists needed, the overrides and the shipped
+  # copies.
+  with pytest.raises(FileNotFoundError) as err:
     wordle.load_words(tmp_path / "missing")
-  # default_paths: WORDLE_DATA wins, else shared/data/wordle beside the project.
+  text = str(err.value)
+  for part in (str(tmp_path / "missing"), "exactly two files", "answers list",
+               "guesses list", "wordlist_nyt20230701_hidden", "wordlist_nyt20220830_all",
+               "--answers", "--guesses", "$WORDLE_DATA", "ships", str(shipped)):
+    assert part in text, (part, text)
+  assert "broken" not in text
+  # default_paths: WORDLE_DATA wins (its files named in the error when missing) ...
   monkeypatch.setenv("WORDLE_DATA", str(tmp_path))
   assert wordle.default_paths("orig") == (tmp_path / "wordlist_orig_hidden",
                                           tmp_path / "wordlist_orig_all")
-  with pytest.raises(FileNotFoundError, match="WORDLE_DATA"):
-    wordle.load_default("nyt")
+  with pytest.raises(FileNotFoundError) as err:
+    wordle.load_default("orig")
+  text = str(err.value)
+  assert str(tmp_path / "wordlist_orig_hidden") in text and "wordlist_orig_all" in text
+  assert f"$WORDLE_DATA is {str(tmp_path)!r}" in text
+  # ... else the copies shipped with the package.
   monkeypatch.delenv("WORDLE_DATA")
   answers, guesses = wordle.default_paths()
-  assert answers.parent.parts[-3:] == ("shared", "data", "wordle")
+  assert answers.parent == guesses.parent == shipped
+  assert shipped.parts[-3:] == ("jaxsearch", "data", "wordle")
   assert (answers.name, guesses.name) == ("wordlist_nyt20230701_hidden",
                                           "wordlist_nyt20220830_all")
+  for lists, files in wordle.LISTS.items():
+    for path in wordle.default_paths(lists):
+      assert path.name in files
+      assert len(wordle.load_words(path, wordle.EXPECTED_COUNTS[path.name])) > 2000
+  assert {"LICENSE", "README.md"} <= {p.name for p in shipped.iterdir()}
   with pytest.raises(ValueError):
     wordle.default_paths("nope")
+  # A shipped file missing means a broken install.
+  monkeypatch.setattr(wordle, "shipped_data_dir", lambda: tmp_path)
+  with pytest.raises(FileNotFoundError, match="the install is broken, reinstall jaxsearch"):
+    wordle.load_default("nyt")
+
+
+def test_shipped_lists_match_their_readme():
+  """The checksums and word counts of the shipped README.md are those of the files."""
+  shipped = wordle.shipped_data_dir()
+  rows = re.findall(r"^\| (\S+) \| *(\d*) *\|.*\| ([0-9a-f]{64}) \|$",
+                    (shipped / "README.md").read_text(), flags=re.M)
+  assert {name for name, _, _ in rows} == set(wordle.EXPECTED_COUNTS) | {"LICENSE"}
+  for name, count, digest in rows:
+    assert hashlib.sha256((shipped / name).read_bytes()).hexdigest() == digest, name
+    if name != "LICENSE":
+      assert int(count) == wordle.EXPECTED_COUNTS[name]
+      assert len(wordle.load_words(shipped / name, int(count))) == int(count)
+  assert "8fd3f1bdf884ff6757c24ad1227dc561fab7787d" in (shipped / "README.md").read_text()
+  assert (shipped / "LICENSE").read_text().startswith("MIT License")
 
 
 def test_make_rejects_bad_lists():
@@ -334,10 +375,6 @@ def test_small_game_and_estimator_under_jit_and_vmap():
 
 @pytest.fixture(scope="module")
 def full():
-  answers, guesses = wordle.default_paths("nyt")
-  if not (answers.is_file() and guesses.is_file()):
-    pytest.skip(f"Wordle lists not found in {answers.parent} (see shared/data/wordle/README.md "
-                "beside the project, or set WORDLE_DATA)")
   return wordle.load_default("nyt")
 
 

@@ -26,7 +26,7 @@ import os
 import sys
 from typing import Optional, Sequence
 
-from jaxsearch.cli import evaluate, play, solve, train
+from jaxsearch.cli import common, evaluate, play, solve, train
 from jaxsearch.cli.common import CommandError
 
 
@@ -36,7 +36,7 @@ def _bench(argv: Sequence[str]) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-  parser = argparse.ArgumentParser(
+  parser = common.ArgumentParser(
       prog="jaxsearch", description="Monte-Carlo tree search as pure, batched, jitted JAX.")
   commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
   play.add_parser(commands)

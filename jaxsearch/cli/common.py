@@ -17,6 +17,14 @@ class CommandError(Exception):
     self.status = status
 
 
+class ArgumentParser(argparse.ArgumentParser):
+  """argparse's parser, but a usage error is the one line that matters and where to read
+  more, not the command's whole usage first (``jaxsearch solve`` has two dozen options)."""
+
+  def error(self, message: str):
+    self.exit(2, f"{self.prog}: error: {message}\n(`{self.prog} --help` lists the options)\n")
+
+
 def int_at_least(minimum: int, kind: str):
   """argparse type of an integer option of at least ``minimum`` (``kind`` names it in the
   message): a usage error naming the option, not a traceback later."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 from jaxsearch.cli.common import CommandError
 
@@ -13,7 +14,9 @@ def add_parser(commands) -> None:
   evaluate = commands.add_parser(
       "evaluate", help="evaluate an exported policy exactly",
       description="Re-evaluates an exported policy (jaxsearch solve --export) over every "
-                  "secret; a policy that misses a secret is rejected with the failing path.")
+                  "secret; a policy that misses a secret or plays an invalid guess is rejected "
+                  "with the failing path. A legal policy that wastes guesses is evaluated at "
+                  "its cost.")
   evaluate.add_argument("file")
   evaluate.add_argument("--json", action="store_true", help="end with one JSON line")
 
@@ -23,13 +26,15 @@ def run(args: argparse.Namespace) -> int:
   import games
   from jaxsearch import policy_file
   games.register_policy_files()  # the games whose files this reads, imported when needed
-  try:
-    evaluation = policy_file.evaluate_file(args.file)
+  try:  # policy_file.evaluate_file, keeping the header
+    header, policy = policy_file.load(args.file)
+    secrets, guesses, score = policy_file.game_from_file_header(
+        header, base_dir=Path(args.file).parent)
+    evaluation = policy_file.evaluate(policy, secrets, score, guesses=guesses)
   except FileNotFoundError as error:
     raise CommandError(f"jaxsearch evaluate: {error}") from None
   except ValueError as error:  # PolicyError and malformed files
     raise CommandError(f"jaxsearch evaluate: the policy is invalid: {error}", status=1) from None
-  header, _ = policy_file.load(args.file)
   print(f"{header['game']}: {evaluation.total_guesses} guesses over {evaluation.secrets} "
         f"secrets (mean {evaluation.expected_guesses:.4f}, worst {evaluation.worst_case})")
   if args.json:

@@ -89,8 +89,12 @@ def add_parser(commands) -> None:
                     help="who moves first (default: human)")
   play.add_argument("--seed", type=int, default=0, help="PRNG seed (default: 0)")
   play.add_argument("--draw", default=None, metavar="FILE",
-                    help="after each search move, draw its tree to FILE (.dot, .svg or .png; "
-                         "without Graphviz's `dot` program, FILE.dot is written instead)")
+                    help="after each search move, draw its tree to FILE, replacing the "
+                         "previous move's (.dot, .svg, .png or .pdf; moves numbered as you "
+                         "type them; each node's 6 most visited moves and 12 per level, the "
+                         "rest summarised in a '+k more' box). The first drawing prints where "
+                         "it went: without Graphviz's `dot` program, that is FILE with the "
+                         "suffix .dot, and one warning says how to render it")
   play.add_argument("--draw-depth", type=int, default=2, metavar="D",
                     help="levels below the root to draw (default 2)")
   play.add_argument("--checkpoint", default=None, metavar="DIR",
@@ -109,6 +113,8 @@ def run(args: argparse.Namespace) -> int:
   simulations = args.simulations if args.simulations is not None else spec.default_simulations
   if simulations < 1:
     raise CommandError(f"--simulations must be >= 1, got {simulations}")
+  if args.draw:
+    _check_draw(args.draw, args.draw_depth)
   if args.checkpoint:
     searcher = _trained_search(args.checkpoint, args.game, args.simulations)
   else:
@@ -130,6 +136,7 @@ def _play_game(args: argparse.Namespace, spec: _GameSpec, module, searcher: _Sea
   state = game.init(init_key)
   tree = js.tree.allocate(1, searcher.max_nodes, game.num_actions, game.num_outcomes, state)
   _introduce(args, module, state, searcher.simulations)
+  drawer = _TreeDrawer(args.draw, args.draw_depth, game.name) if args.draw else None
   searched = False  # until the first search, the tree is empty and rerooting is pointless
   # Who moves next follows the discounts: -1 hands the turn over, +1 keeps it (a backgammon
   # turn, every move of a one-player game).
@@ -152,7 +159,7 @@ def _play_game(args: argparse.Namespace, spec: _GameSpec, module, searcher: _Sea
           print("(the first search move compiles; a few seconds...)", flush=True)
           searched = True
         key, search_key = jax.random.split(key)
-        action, tree = _search_move(args, game, searcher, search_key, state, tree)
+        action, tree = _search_move(searcher, search_key, state, tree, drawer)
       key, outcome = _chance_outcome(game, key, state, action)
       # Keep the subtree under the move actually played; an unexpanded child gives an empty
       # row, which the next search restarts from the state it is given.
@@ -184,9 +191,9 @@ def _introduce(args: argparse.Namespace, module, state, simulations: int) -> Non
     print(f"You play {'X' if (first == 0) == human_moves_first else 'O'}.")
 
 
-def _search_move(args: argparse.Namespace, game, searcher: _Searcher, key, state, tree):
-  """The search's move from ``state`` and the tree it leaves, printed (and drawn with
-  ``--draw``)."""
+def _search_move(searcher: _Searcher, key, state, tree, drawer=None):
+  """The search's move from ``state`` and the tree it leaves, printed (and drawn by
+  ``drawer``, a :class:`_TreeDrawer`, with ``--draw``)."""
   import jax
   import numpy as np
 
@@ -195,11 +202,49 @@ def _search_move(args: argparse.Namespace, game, searcher: _Searcher, key, state
   visits = np.asarray(out.visit_counts[0])
   print(f"search plays {action + 1} (value {float(out.root_value[0]):+.2f}, "
         f"{int(visits[action])}/{int(visits.sum())} visits)")
-  if args.draw:
-    from jaxsearch import viz
-    viz.draw(out.tree, args.draw, max_depth=args.draw_depth,
-             title=f"{game.name}: search before its move")
+  if drawer is not None:
+    drawer(out.tree)
   return action, out.tree
+
+
+def _check_draw(path: str, depth: int) -> None:
+  """``--draw``'s file and ``--draw-depth``, checked before the game starts."""
+  from pathlib import Path
+
+  from jaxsearch import viz
+  suffixes = viz.SOURCE_SUFFIXES + viz.RENDERED_SUFFIXES
+  if Path(path).suffix.lower() not in suffixes:
+    raise CommandError(f"jaxsearch play: --draw {path}: the file must end in "
+                       f"{', '.join(suffixes)}")
+  if depth < 0:
+    raise CommandError(f"jaxsearch play: --draw-depth must be >= 0, got {depth}")
+
+
+class _TreeDrawer:
+  """``--draw FILE``: draws each search move's tree to ``FILE``, replacing the previous one.
+
+  The first drawing prints where it went (``FILE``, or ``FILE.dot`` without Graphviz's
+  ``dot`` program, after viz's one warning); later ones draw silently.
+
+  Args:
+    path: the file (``.dot``, ``.gv``, ``.svg``, ``.png`` or ``.pdf``).
+    depth: levels below the root to draw.
+    game_name: for the drawing's title.
+  """
+
+  def __init__(self, path: str, depth: int, game_name: str):
+    self.path, self.depth, self.game_name = path, depth, game_name
+    self.moves = 0
+
+  def __call__(self, tree) -> None:
+    from jaxsearch import viz
+
+    self.moves += 1
+    written = viz.draw(tree, self.path, max_depth=self.depth, quiet=self.moves > 1,
+                       action_names=lambda action: str(action + 1),
+                       title=f"{self.game_name}: search before its move {self.moves}")
+    if self.moves == 1:
+      print(f"Search tree drawn to {written} (redrawn after each search move).")
 
 
 def _chance_outcome(game, key, state, action: int):

@@ -31,11 +31,13 @@ def _add_problem_arguments(solve: argparse.ArgumentParser) -> None:
   solve.add_argument("--pegs", type=int, default=4, help="Mastermind pegs (default 4)")
   solve.add_argument("--colours", type=int, default=6, help="Mastermind colours (default 6)")
   solve.add_argument("--answers", default=None,
-                     help="Wordle answer list (default: ../shared/data/wordle or $WORDLE_DATA)")
+                     help="Wordle answer list (default: the list in $WORDLE_DATA, else the one "
+                          "shipped with the package)")
   solve.add_argument("--guesses", default=None, help="Wordle allowed-guess list")
   solve.add_argument("--first", default=None,
                      help="fix the first guess and solve every feedback's sub-problem as one "
-                          "batch")
+                          "batch; a proof is then of the best total given that guess "
+                          "(proven_given_first), not of the game's optimum")
   solve.add_argument("--no-openings", dest="openings", action="store_false",
                      help="Mastermind: search from the empty board in one tree instead of one "
                           "batch of trees per first guess up to symmetry (1111, 1112, 1122, "
@@ -200,13 +202,25 @@ def _search(args: argparse.Namespace, puzzle, title: str, num_slots):
 
 
 def _report(args: argparse.Namespace, result, title: str) -> None:
-  """Prints the evaluated total and whether it is proven optimal."""
+  """Prints the evaluated total and what is proven of it: optimal for the game, or only
+  optimal given the first guess (``--first``), or a bound no policy beats."""
   ev = result.evaluation
-  verdict = ("proven optimal" + (f" given the first guess {args.first}" if args.first else "")
-             if result.proven_optimal else (
-      "not proven optimal" if result.upper_total is None else
-      f"not proven: no policy does better than {result.upper_total:.1f}"))
-  if result.subproblems is not None and not result.proven_optimal:
+  # The claims are conditional only with --first (the openings searched otherwise cover
+  # every first guess up to symmetry).
+  first = result.policy.get("guess") if args.first is None else args.first
+  if result.proven_optimal:
+    verdict = "proven optimal"
+  elif result.proven_given_first:
+    verdict = (f"proven optimal given the first guess {first} (not proven optimal for the "
+               f"game: another first guess may do better)")
+  elif result.upper_total is None:
+    verdict = "not proven optimal"
+  elif result.upper_total_scope == "game":
+    verdict = f"not proven: no policy does better than {result.upper_total:.1f}"
+  else:
+    verdict = (f"not proven: no policy opening with {first} does better than "
+               f"{result.upper_total:.1f}")
+  if result.subproblems is not None and not result.proven_given_first:
     proven, total = result.subproblems
     verdict += f" ({proven} of {total} sub-problems after the first guess proven optimal)"
   print(f"{title}: {ev.total_guesses} guesses over {ev.secrets} secrets "

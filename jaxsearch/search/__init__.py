@@ -30,8 +30,8 @@ from jaxsearch.search.backup_bellman import (_bellman_level, _bellman_levels,
 from jaxsearch.search.backup_mean import _backup, _leaf_value
 from jaxsearch.enums import (Backup, EntropyPolicy, OutcomeRule, RootPolicy, SubtreeEntropy,
                              Variance)
-from jaxsearch.search.config import (AvtsOptions, EntropyOptions, RootNoise, SearchConfig,
-                                     config_from_keywords)
+from jaxsearch.search.config import (AvtsOptions, EntropyOptions, LoopOptions, RootNoise,
+                                     SearchConfig, config_from_keywords)
 from jaxsearch.search.descent import Path, _choose_outcome, _select
 from jaxsearch.search.estimates import node_stats, slot_estimates
 from jaxsearch.search.expansion import (_expand_all_one, _expand_one, _expand_outcomes,
@@ -41,7 +41,8 @@ from jaxsearch.search.nodes import (NodeRows, _node_rows, _root_noise_logits, _s
                                     _write_root)
 from jaxsearch.search.subtree_entropy import _entropy_update
 
-__all__ = ["SearchConfig", "RootNoise", "AvtsOptions", "EntropyOptions", "config_from_keywords",
+__all__ = ["SearchConfig", "RootNoise", "AvtsOptions", "EntropyOptions", "LoopOptions",
+           "config_from_keywords",
            "Path", "NodeRows", "init_tree", "run", "draw_root_noise", "node_stats",
            "slot_estimates", "OutcomeRule", "Backup", "SubtreeEntropy", "EntropyPolicy",
            "Variance", "RootPolicy"]

@@ -5,10 +5,11 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from jaxsearch.enums import PathUpdate
 from jaxsearch.game import per_item_keys
 from jaxsearch.model import Model
 from jaxsearch.search.config import SearchConfig
-from jaxsearch.search.descent import (CHANCE, NODE_VALUE, NODE_VISITS, OUTCOME, SLOT,
+from jaxsearch.search.descent import (CHANCE, CHILD, NODE_VALUE, NODE_VISITS, OUTCOME, SLOT,
                                        SLOT_VALUE, SLOT_VISITS, Path, _choose_outcome)
 from jaxsearch.search import rows as rows_lib
 from jaxsearch.search.expansion import _expand_one, _outcome_probs
@@ -48,10 +49,6 @@ def _backup(tree: Tree, path: Path, leaf_value, last_outcome) -> Tree:
   new_record = jnp.where(path.new_chance, tree.num_chance - 1, -1)
   last = path.length - 1
 
-  def running_mean(value_bits, count, g):
-    count = count.astype(jnp.float32)
-    return (jax.lax.bitcast_convert_type(value_bits, jnp.float32) * count + g) / (count + 1.0)
-
   def level(carry):
     depth, g, node_visits, node_values, slot_visits, slot_values, outcome_visits = carry
     active = depth > 0
@@ -71,11 +68,11 @@ def _backup(tree: Tree, path: Path, leaf_value, last_outcome) -> Tree:
     return (depth, g,
             rows_lib.put_flat(node_visits, at_node, 1, depth=1, add=True),
             rows_lib.put_flat(node_values, at_node,
-                              running_mean(step[:, NODE_VALUE], step[:, NODE_VISITS], g),
+                              _running_mean(step[:, NODE_VALUE], step[:, NODE_VISITS], g),
                               depth=1),
             rows_lib.put_flat(slot_visits, at_slot, 1, depth=2, add=True),
             rows_lib.put_flat(slot_values, at_slot,
-                              running_mean(step[:, SLOT_VALUE], step[:, SLOT_VISITS], g),
+                              _running_mean(step[:, SLOT_VALUE], step[:, SLOT_VISITS], g),
                               depth=2),
             rows_lib.put(outcome_visits, (jnp.where(active, record, tree.max_chance), outcome),
                          1, add=True))
@@ -88,6 +85,64 @@ def _backup(tree: Tree, path: Path, leaf_value, last_outcome) -> Tree:
   return tree.replace(nodes=nodes.replace(visits=node_visits, value=node_values),
                       slots=slots.replace(visits=slot_visits, value=slot_values),
                       chance=chance.replace(visits=outcome_visits))
+
+
+def _running_mean(value_bits, count, g):
+  """The running mean after one more return ``g``, from the packed value bits and count."""
+  count = count.astype(jnp.float32)
+  return (jax.lax.bitcast_convert_type(value_bits, jnp.float32) * count + g) / (count + 1.0)
+
+
+def _backup_whole_path(tree: Tree, path: Path, leaf_value, last_outcome) -> Tree:
+  """:func:`_backup`'s updates as one ``[B, D]`` write per array, with no loop.
+
+  The returns ``G_d`` come from a reverse recursion over the path buffer's ``D`` columns,
+  unrolled at trace time into one elementwise kernel (the same operations in the same order
+  as the loop's, so the same values); entries past a path's length are dropped by the
+  writes. On a GPU each trip of :func:`_backup`'s loop costs a round trip to the host for
+  its condition, more than these writes of the whole buffer; on a CPU the loop is faster.
+  """
+  nodes, slots, chance = tree.nodes, tree.slots, tree.chance
+  steps, length = path.steps, path.length  # [B, D, 8], [B]
+  max_depth = steps.shape[1]
+  batch_ids = jnp.arange(tree.batch_size)[:, None]
+  depths = jnp.arange(max_depth)[None, :]
+  on_path = depths < length[:, None]  # [B, D]
+  leaf = jnp.where(path.expand, tree.num_nodes - 1, path.node_at(path.length))
+  leaf_count = path.leaf_visits.astype(jnp.float32)
+  leaf_mean = jnp.where(path.expand, leaf_value, (path.leaf_value * leaf_count + leaf_value) /
+                        (leaf_count + 1.0))
+  new_record = jnp.where(path.new_chance, tree.num_chance - 1, -1)
+  at_last = depths == (length - 1)[:, None]
+  record = jnp.where(at_last & (new_record >= 0)[:, None], new_record[:, None],
+                     jnp.maximum(steps[..., CHANCE], 0))
+  outcome = jnp.where(at_last, last_outcome[:, None], jnp.maximum(steps[..., OUTCOME], 0))
+  reward = chance.reward[batch_ids, record, outcome]  # [B, D]
+  discount = chance.discount[batch_ids, record, outcome]
+  returns, g = [None] * max_depth, leaf_value
+  for depth in reversed(range(max_depth)):
+    g = jnp.where(on_path[:, depth], reward[:, depth] + discount[:, depth] * g, g)
+    returns[depth] = g
+  returns = jnp.stack(returns, axis=1)
+  node = jnp.concatenate([jnp.zeros_like(steps[:, :1, CHILD]), steps[:, :-1, CHILD]], axis=1)
+  node = jnp.where(on_path, node, tree.max_nodes)  # past the end: dropped
+  slot = jnp.maximum(steps[..., SLOT], 0)
+  node_visits = nodes.visits.at[batch_ids[:, 0], leaf].add(1, mode="drop")
+  node_values = nodes.value.at[batch_ids[:, 0], leaf].set(leaf_mean, mode="drop")
+  outcome_record = jnp.where(on_path, record, tree.max_chance)
+  return tree.replace(
+      nodes=nodes.replace(
+          visits=node_visits.at[batch_ids, node].add(1, mode="drop"),
+          value=node_values.at[batch_ids, node].set(
+              _running_mean(steps[..., NODE_VALUE], steps[..., NODE_VISITS], returns),
+              mode="drop")),
+      slots=slots.replace(
+          visits=slots.visits.at[batch_ids, node, slot].add(1, mode="drop"),
+          value=slots.value.at[batch_ids, node, slot].set(
+              _running_mean(steps[..., SLOT_VALUE], steps[..., SLOT_VISITS], returns),
+              mode="drop")),
+      chance=chance.replace(
+          visits=chance.visits.at[batch_ids, outcome_record, outcome].add(1, mode="drop")))
 
 
 def _mean_simulation(model: Model, config: SearchConfig, params, outcome_key, estimator_key,
@@ -116,7 +171,9 @@ def _mean_simulation(model: Model, config: SearchConfig, params, outcome_key, es
     rows = _node_rows(expansion, config, model.num_actions)
     tree = jax.vmap(_expand_one)(tree, path, expansion, rows, probs)
   with jax.named_scope("backup"):
-    tree = _backup(tree, path, _leaf_value(path, rows.nodes.value), outcomes)
+    whole = config.loops.resolved().path_update is PathUpdate.WHOLE_PATH
+    backup = _backup_whole_path if whole else _backup
+    tree = backup(tree, path, _leaf_value(path, rows.nodes.value), outcomes)
   if config.entropy is not None:
     tree = _entropy_update(tree, path, config)
   return tree

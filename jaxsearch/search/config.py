@@ -16,8 +16,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional
 
-from jaxsearch.enums import (Backup, EntropyPolicy, OutcomeRule, SubtreeEntropy, Variance,
-                             coerce)
+from jaxsearch.enums import (Backup, EntropyPolicy, OutcomeRule, PathUpdate, SubtreeEntropy,
+                             Variance, coerce)
 from jaxsearch.selection.base import RootRule, SelectionRule
 
 
@@ -122,6 +122,42 @@ class EntropyOptions:
 
 
 @dataclasses.dataclass(frozen=True)
+class LoopOptions:
+  """How a simulation walks its path on the device. Every setting builds the same tree, bit
+  for bit; they trade bytes against loop trips, whose cost depends on the backend: on a CPU a
+  trip of a loop is cheap and bytes are not, on a GPU each trip of a data-dependent loop waits
+  for the device to hand its condition to the host (tens of microseconds), while a kernel
+  over a few more bytes costs a few. ``None`` settings follow the backend the search is
+  traced for (:meth:`resolved`).
+
+  Attributes:
+    path_update: :class:`~jaxsearch.enums.PathUpdate`: the running-mean backup writes the
+      path level by level (``"per_level"``, the CPU's default) or all at once
+      (``"whole_path"``, an accelerator's).
+    levels_per_trip: levels of the descent each trip of its loop takes (a walk that ended
+      stays put for the rest of a trip); default 1 on a CPU, 2 on an accelerator.
+  """
+
+  path_update: Optional[PathUpdate] = None
+  levels_per_trip: Optional[int] = None
+
+  def __post_init__(self):
+    if self.path_update is not None:
+      _set(self, "path_update", coerce(PathUpdate, self.path_update, "path_update"))
+    if self.levels_per_trip is not None:
+      _positive_int(self.levels_per_trip, "levels_per_trip")
+
+  def resolved(self) -> LoopOptions:
+    """These options with the backend's defaults filled in (call at trace time)."""
+    import jax
+    on_cpu = jax.default_backend() == "cpu"
+    return LoopOptions(
+        path_update=self.path_update or (PathUpdate.PER_LEVEL if on_cpu
+                                         else PathUpdate.WHOLE_PATH),
+        levels_per_trip=self.levels_per_trip or (1 if on_cpu else 2))
+
+
+@dataclasses.dataclass(frozen=True)
 class SearchConfig:
   """Static settings of one search.
 
@@ -156,6 +192,8 @@ class SearchConfig:
       ``max_chance`` need it; with the running-mean backup a record comes with every node).
     entropy: :class:`EntropyOptions`: keep the subtree entropy (running-mean backup only);
       ``None`` (default) allocates and computes nothing.
+    loops: :class:`LoopOptions`, how the descent and the backup walk a path on the device
+      (the same tree whatever they are; the defaults follow the backend).
   """
 
   num_simulations: int
@@ -169,6 +207,7 @@ class SearchConfig:
   root_selection: Optional[RootRule] = None
   avts: AvtsOptions = AvtsOptions()
   entropy: Optional[EntropyOptions] = None
+  loops: LoopOptions = LoopOptions()
 
   def __post_init__(self):
     _positive_int(self.num_simulations, "num_simulations")
@@ -186,7 +225,7 @@ class SearchConfig:
     if self.num_slots is not None:
       _positive_int(self.num_slots, "num_slots")
     for name, kind in (("root_noise", RootNoise), ("avts", AvtsOptions),
-                       ("entropy", EntropyOptions)):
+                       ("entropy", EntropyOptions), ("loops", LoopOptions)):
       value = getattr(self, name)
       if value is not None and not isinstance(value, kind):
         raise TypeError(f"{name} must be a {kind.__name__}, got {value!r}")
@@ -262,6 +301,7 @@ _PART_KEYWORDS = {
         "expand_chunk")}),
     "entropy": (EntropyOptions, {"subtree_entropy": "kind", "entropy_policy": "policy",
                                  "entropy_pibar_c": "pibar_c"}),
+    "loops": (LoopOptions, {"path_update": "path_update", "levels_per_trip": "levels_per_trip"}),
 }
 
 
@@ -272,7 +312,7 @@ def config_from_keywords(**options) -> SearchConfig:
   a fraction of 0, the default, is no noise), ``widening``, ``debias``, ``variance``,
   ``num_buckets``, ``bound_slots``, ``max_chance``, ``expand_chunk`` (:class:`AvtsOptions`),
   ``subtree_entropy`` (``None``: off), ``entropy_policy``, ``entropy_pibar_c``
-  (:class:`EntropyOptions`)."""
+  (:class:`EntropyOptions`), ``path_update``, ``levels_per_trip`` (:class:`LoopOptions`)."""
   parts = {}
   for part, (kind, keywords) in _PART_KEYWORDS.items():
     given = {field: options.pop(name) for name, field in keywords.items() if name in options}

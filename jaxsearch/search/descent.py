@@ -349,7 +349,11 @@ def _select(tree: Tree, root: RootPrior, keys, steps: jax.Array, *, config: Sear
 
   def body(carry):
     cursor, tree = carry
-    return _descend_one_level(cursor, tree, root, keys, config=config, at_root=False), tree
+    # Several levels a trip where each trip is dear (an accelerator's loop condition goes
+    # through the host); a walk that ended stays put, so the result is the same.
+    for _ in range(config.loops.resolved().levels_per_trip):
+      cursor = _descend_one_level(cursor, tree, root, keys, config=config, at_root=False)
+    return cursor, tree
 
   with jax.named_scope("interior_levels"):
     cursor, tree = jax.lax.while_loop(lambda carry: jnp.any(carry[0].go), body,

@@ -72,7 +72,9 @@ def _program(problem, **options):
 
   if options.get("devices") is not None:  # the sharded search jits itself, per device
     return init, step
-  return jax.jit(init), jax.jit(step)
+  # The trees are donated: each chunk writes its result into the previous chunk's buffers
+  # instead of holding (and copying into) a second set of trees.
+  return jax.jit(init), jax.jit(step, donate_argnums=(3,))
 
 
 def estimate_memory(problem, init, tables, key, roots) -> MemoryEstimate:
@@ -168,17 +170,24 @@ class _Loop:
         **config))[1] if self.prove else None)
     return init, step, proof_step
 
-  def advance(self, key, simulations: int, proof: bool):
-    """One chunk on the current trees; updates the per-root bounds."""
+  def advance(self, key, simulations: int, proof: bool) -> float:
+    """One chunk on the current trees; updates the per-root bounds. Returns the seconds from
+    the chunk's dispatch to its results (the device's share of a chunk: on a GPU a program
+    with data-dependent loops runs within its dispatch, which waits on each loop's
+    condition; the rest of a chunk's time is host work, during which the device idles)."""
     run = self.proof_step if proof else self.step
+    started = time.perf_counter()
     out = run(self.tables, jax.random.fold_in(key, simulations), self.roots, self.tree)
     self.tree = out.tree
+    jax.block_until_ready((out.root_bound, out.root_upper))
+    waited = time.perf_counter() - started
     if out.root_bound is not None:
       self.bound[self.rows] = np.asarray(out.root_bound, np.float64) * self.weights[self.rows]
     if out.root_upper is not None:
       self.upper = np.zeros(self.batch) if self.upper is None else self.upper
       self.upper[self.rows] = (np.asarray(out.root_upper, np.float64) *
                                self.weights[self.rows])
+    return waited
 
   def nodes(self) -> int:
     return int(np.asarray(self.tree.num_nodes).sum()) + sum(
@@ -258,24 +267,34 @@ def run(problem, roots, *, weights, meets: Callable[[float, Optional[float]], bo
   Returns:
     ``(found, trees)``: ``found`` holds ``bound`` and ``upper`` (``f64[B]`` figures;
     ``upper`` ``None`` without an optimistic bound), ``proven`` (by ``combine``'s figures),
-    ``simulations``, ``nodes``, ``seconds``, ``memory`` and ``history``
-    (``(simulations, seconds, bound[B], upper[B])`` per chunk); ``trees`` is the final batch
+    ``simulations``, ``nodes``, ``seconds``, ``memory``, ``history``
+    (``(simulations, seconds, bound[B], upper[B])`` per chunk) and ``phases`` (seconds:
+    ``setup_s`` memory estimate, compilation and initial trees, ``first_chunk_s`` the first
+    chunk with its compilation, ``search_s`` every chunk, ``device_s`` the later chunks'
+    time from dispatch to results; ``host_share`` the rest of the later chunks' time, spent
+    on the host); ``trees`` is the final batch
     or a list of one batch of one tree per root (see :meth:`_Loop.final_trees`).
   """
   options = _options(problem.game, chunk, max_nodes, num_slots, bound_slots, max_depth,
                      max_chance, variance, devices)
+  setup = time.perf_counter()
   prove = problem.game.optimistic_value is not None and proof_every > 0
   loop = _Loop(problem, roots, weights, options, selection, prove, devices)
   key = jax.random.PRNGKey(seed)
   memory_estimate = estimate_memory(problem, loop.init, loop.tables, key, roots)
   check_memory(memory_estimate, memory)
-  loop.tree = loop.init(loop.tables, key, roots)
+  loop.tree = jax.block_until_ready(loop.init(loop.tables, key, roots))
   start, history, simulations, chunks = time.perf_counter(), [], 0, 0
+  phases = {"setup_s": start - setup, "first_chunk_s": 0.0, "device_s": 0.0}
   while True:
     chunks += 1
-    loop.advance(key, simulations, prove and chunks % proof_every == 0)
+    waited = loop.advance(key, simulations, prove and chunks % proof_every == 0)
     simulations += chunk
     elapsed = time.perf_counter() - start
+    if chunks == 1:  # the step's compilation happens here
+      phases["first_chunk_s"] = elapsed
+    else:
+      phases["device_s"] += waited
     upper = None if loop.upper is None else loop.upper.copy()
     history.append((simulations, elapsed, loop.bound.copy(), upper))
     shown_bound, shown_upper = (combine or _sums)(loop.bound, loop.upper)
@@ -289,7 +308,13 @@ def run(problem, roots, *, weights, meets: Callable[[float, Optional[float]], bo
       break
     if not loop.regrow(key, meets):
       break
+  searched = time.perf_counter() - start
+  phases["search_s"] = searched
+  # After the first chunk (compilation), the share of the chunk loop spent on the host:
+  # reading bounds, checking the budget, regrowing trees, reporting progress.
+  later = searched - phases["first_chunk_s"]
+  phases["host_share"] = (later - phases["device_s"]) / later if later > 0 else 0.0
   found = dict(bound=loop.bound, upper=loop.upper, proven=proven, simulations=simulations,
-               nodes=nodes, memory=memory_estimate, seconds=time.perf_counter() - start,
-               history=history)
+               nodes=nodes, memory=memory_estimate, seconds=searched, history=history,
+               phases=phases)
   return found, loop.final_trees()

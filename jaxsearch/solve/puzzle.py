@@ -103,13 +103,31 @@ class SolveResult:
     evaluation: its exact evaluation over every secret (``total_guesses`` is *the* figure).
     bound_total: the achievable bound in total guesses: the search's, or the exported
       policy's exact total where that is better.
-    upper_total: the optimistic bound in total guesses (no policy does better), or ``None``.
-    proven_optimal: the exact certificate holds (so ``evaluation.total_guesses`` is optimal).
+    upper_total: the optimistic bound in total guesses, or ``None``: no policy within
+      ``upper_total_scope`` does better.
+    upper_total_scope: what ``upper_total`` (and the history's optimistic bounds) bound:
+      ``"game"``, every policy; ``"given_first"``, only the policies whose first guess is the
+      fixed one (``first``) or one of the listed ``openings`` — the game's optimum may be
+      lower.
+    proven_optimal: ``evaluation.total_guesses`` is *the game's* optimum, certified exactly:
+      the certificate holds and its claim is unconditional (a search from the initial state,
+      openings that cover every first guess up to symmetry such as ``puzzle.openings``, or a
+      policy that solves every secret with its first guess).
+    proven_given_first: ``evaluation.total_guesses`` is optimal among the policies whose
+      first guess is the fixed one (or one of the openings), certified exactly; true
+      whenever ``proven_optimal`` is.
     simulations, nodes, seconds: work done (nodes summed over the batch of trees).
     history: ``(simulations, seconds, bound_total, upper_total)`` after every chunk.
+    phases: seconds per phase — ``setup_s`` (memory estimate, compilation, initial trees),
+      ``first_chunk_s`` (the first chunk, its compilation included), ``search_s`` (every
+      chunk), ``extract_s`` (policies read off the trees and evaluated), ``certify_s`` (the
+      exact certificates), ``device_s`` (the chunks after the first, from dispatch to
+      results) and ``host_share``: of those chunks' time, the share spent on host work
+      (reading bounds, regrowing trees, progress) while the device idles.
     memory: the run's memory estimate (:class:`MemoryEstimate`), or ``None``.
     trees: the final batch of search trees (numpy arrays, leading ``[B]``; with openings,
-      every opening's sub-problems in order), e.g. to draw (:func:`jaxsearch.viz.draw`).
+      every opening's sub-problems in order), e.g. to draw (:func:`jaxsearch.viz.draw`);
+      ``None`` where nothing was searched (a first guess that solves every secret).
     subproblems: with a fixed first guess (or openings), ``(proven, total)``: how many of
       the chosen opening's feedback sub-problems are certified solved optimally by the
       policy found (:func:`certify`); ``None`` otherwise.
@@ -127,6 +145,9 @@ class SolveResult:
   memory: Optional[MemoryEstimate] = None
   subproblems: Optional[tuple[int, int]] = None
   trees: Any = None
+  phases: dict = dataclasses.field(default_factory=dict)
+  proven_given_first: bool = False
+  upper_total_scope: str = "game"
 
 
 def solve(puzzle: Puzzle, roots=None, *, extract: bool = True, **options):
@@ -177,8 +198,10 @@ def solve(puzzle: Puzzle, roots=None, *, extract: bool = True, **options):
   found, trees = loop.run(puzzle, roots, weights=-sizes.astype(np.float64), meets=meets,
                           **options)
   found["sizes"] = sizes
+  started = time.perf_counter()
   found["policies"] = ([extract_policy(puzzle, trees, b) for b in range(len(sizes))]
                        if extract else None)
+  found["phases"]["extract_s"] = time.perf_counter() - started
   return found, trees
 
 
@@ -209,12 +232,16 @@ def _solve_from_start(puzzle: Puzzle, kwargs: dict, certify_seconds: float):
                       for sims, secs, bound, upper in found["history"]]
   policy = found["policies"][0]
   upper_total = None if found["upper"] is None else float(found["upper"].sum())
+  started = time.perf_counter()
   evaluation = evaluate(puzzle, policy)
+  found["phases"]["extract_s"] += time.perf_counter() - started
+  started = time.perf_counter()
   settled = settle(puzzle, trees, 0, evaluation.total_guesses,
                    deadline=time.monotonic() + certify_seconds)
   if settled.policy is not None:  # the exact search found better than the tree
     policy = _named(puzzle, settled.policy)
     evaluation = evaluate(puzzle, policy)
+  found["phases"]["certify_s"] = time.perf_counter() - started
   return (found, trees, policy, evaluation, float(found["bound"].sum()), upper_total,
           settled.proven, None)
 
@@ -249,6 +276,19 @@ def _best_opening(puzzle, openings, groups, offsets, found, trees):
   return best
 
 
+def _solved_by_first_guess(puzzle: Puzzle, guess: str):
+  """What :func:`_solve_from_start` returns, for a first guess that solves every secret (only
+  possible with one secret): no search, no tree; one guess per secret is the least any policy
+  needs, so it is optimal."""
+  started = time.perf_counter()
+  policy = {"guess": guess, "children": {}}
+  evaluation = evaluate(puzzle, policy)
+  total = float(evaluation.total_guesses)
+  found = {"simulations": 0, "nodes": 0, "seconds": 0.0, "history": [], "memory": None,
+           "phases": {"extract_s": time.perf_counter() - started, "certify_s": 0.0}}
+  return found, None, policy, evaluation, total, total, True, (0, 0)
+
+
 def _solve_openings(puzzle: Puzzle, openings: Sequence[str], kwargs: dict,
                     certify_seconds: float):
   """Every opening's feedback sub-problems in one batch of trees (see :func:`solve_puzzle`);
@@ -256,6 +296,9 @@ def _solve_openings(puzzle: Puzzle, openings: Sequence[str], kwargs: dict,
   num_secrets = len(puzzle.secrets)
   openings = list(openings)
   groups = [_opening_roots(puzzle, guess) for guess in openings]
+  for guess, (outcomes, _) in zip(openings, groups):
+    if not outcomes:  # it solves every secret (a game of one secret): nothing to search
+      return _solved_by_first_guess(puzzle, guess)
   states = [state for _, opening_states in groups for state in opening_states]
   roots = jax.tree.map(lambda *xs: jnp.stack(xs), *states)
   # ``max_nodes`` is the budget of the whole batch, shared out between the trees.
@@ -275,9 +318,12 @@ def _solve_openings(puzzle: Puzzle, openings: Sequence[str], kwargs: dict,
   found, trees = solve(puzzle, roots, combine=totals, extract=False, **kwargs)
   found["history"] = [(sims, secs) + totals(bound, upper)
                       for sims, secs, bound, upper in found["history"]]
+  started = time.perf_counter()
   trees = jax.tree.map(np.asarray, trees)
   evaluation, policy, chosen, sub_totals = _best_opening(puzzle, openings, groups, offsets,
                                                          found, trees)
+  found["phases"]["extract_s"] += time.perf_counter() - started
+  started = time.perf_counter()
   # Which of the chosen opening's sub-problems are solved optimally (exact certificates, one
   # process per core); where the exact search finds a better policy than the tree's, it
   # replaces it.
@@ -301,6 +347,7 @@ def _solve_openings(puzzle: Puzzle, openings: Sequence[str], kwargs: dict,
   proven = all(certified.values()) and all(
       certify(puzzle, trees, range(a, b), evaluation.total_guesses, num_secrets, deadline)
       for index, (a, b) in enumerate(zip(offsets, offsets[1:])) if index != chosen)
+  found["phases"]["certify_s"] = time.perf_counter() - started
   return (found, trees, policy, evaluation, bound_total, upper_total, proven, subproblems)
 
 
@@ -311,32 +358,61 @@ def solve_puzzle(puzzle: Puzzle, first: Optional[str] = None,
 
   * default: one tree from the initial state;
   * ``first``: the first guess is fixed and every feedback's sub-problem is a tree of one
-    batch; "proven optimal" then means optimal *given that first guess*;
+    batch;
   * ``openings``: the same for several first guesses at once (all their sub-problems in one
     batch of trees, ``max_nodes`` shared out); the best opening by exact evaluation wins.
-    When the openings cover every first guess up to symmetry (``puzzle.openings``), the
-    optimistic bound — the best opening's — is unconditional.
+
+  What is proven depends on the way. From the initial state, or with openings that cover
+  every first guess up to symmetry (``puzzle.openings``, or a list holding them all), the
+  certificate is about the game: ``proven_optimal``, and ``upper_total_scope == "game"``.
+  With a fixed first guess, or openings that do not cover every first guess, it is only about
+  the policies that open that way: ``proven_given_first`` (optimal given the first guess),
+  ``upper_total_scope == "given_first"``, and ``proven_optimal`` stays ``False`` — the
+  game's optimum may be lower. (A first guess that solves every secret, as in a game of one
+  secret, is optimal outright.)
 
   After the search, the certificates (:func:`certify`) may ask the game's exact search of
   small sets for up to ``certify_seconds``; what they cannot show by then is not claimed.
   ``kwargs`` go to :func:`solve`. Returns a :class:`SolveResult` whose figure is the exact
   evaluation of the exported policy.
+
+  Raises:
+    ValueError: ``openings`` is empty, or ``first`` (an opening) is not an allowed guess.
   """
   if first is not None:
     openings = [first]
   if openings is None:
     outcome = _solve_from_start(puzzle, kwargs, certify_seconds)
+    unconditional = True
   else:
+    openings = list(openings)
+    if not openings:
+      raise ValueError("solve_puzzle: openings is empty; give at least one first guess, or "
+                       "openings=None to search from the initial state")
     outcome = _solve_openings(puzzle, openings, kwargs, certify_seconds)
+    unconditional = _covers_every_opening(puzzle, openings)
   found, trees, policy, evaluation, bound_total, upper_total, proven, subproblems = outcome
+  # Every secret costs at least one guess: a policy whose total is the number of secrets
+  # solves each with its first guess, and no policy of the game does better.
+  if evaluation.total_guesses == len(puzzle.secrets):
+    unconditional = proven = True
   # The achievable bound is the exported policy's exact total where that is better; "proven"
   # comes from the exact certificate, never from comparing the float totals.
   bound_total = min(bound_total, float(evaluation.total_guesses))
   if proven:  # the certificate shows that no policy does better: the optimistic bound meets
     upper_total = float(evaluation.total_guesses)
   return SolveResult(policy=policy, evaluation=evaluation, bound_total=bound_total,
-                     upper_total=upper_total, proven_optimal=bool(proven),
+                     upper_total=upper_total, proven_optimal=bool(proven and unconditional),
+                     proven_given_first=bool(proven),
+                     upper_total_scope="game" if unconditional else "given_first",
                      simulations=found["simulations"], nodes=found["nodes"],
                      seconds=found["seconds"], history=found["history"],
                      memory=found.get("memory"), subproblems=subproblems,
-                     trees=jax.tree.map(np.asarray, trees))
+                     trees=None if trees is None else jax.tree.map(np.asarray, trees),
+                     phases=found["phases"])
+
+
+def _covers_every_opening(puzzle: Puzzle, openings: Sequence[str]) -> bool:
+  """Whether ``openings`` hold a first guess of every class of first guesses up to the game's
+  symmetries (``puzzle.openings``), so that the best of them is the game's best."""
+  return puzzle.openings is not None and set(puzzle.openings) <= set(openings)

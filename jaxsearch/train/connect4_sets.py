@@ -4,6 +4,7 @@ errors on them, and the oracle player that plays a best move of a set."""
 from __future__ import annotations
 
 import dataclasses
+import importlib.resources
 import os
 from pathlib import Path
 from typing import Optional, Union
@@ -18,8 +19,8 @@ from games import connect_four as c4
 
 CONNECT4_ENV = "JAXSEARCH_CONNECT4_DIR"
 CONNECT4_SETS = ("Test_L3_R1", "Test_L2_R1", "Test_L2_R2")
-# <repo>/../shared/data/connect4 (the repository sits next to the shared folder).
-DEFAULT_CONNECT4_DIR = Path(__file__).resolve().parents[3] / "shared" / "data" / "connect4"
+# The copies shipped with the package (README.md there: source and checksums).
+DEFAULT_CONNECT4_DIR = Path(str(importlib.resources.files("jaxsearch") / "data" / "connect4"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -50,7 +51,8 @@ class Connect4Set:
 
 
 def connect4_data_dir(data_dir: Union[str, Path, None] = None) -> Path:
-  """``data_dir``, else ``$JAXSEARCH_CONNECT4_DIR``, else ``<repo>/../shared/data/connect4``."""
+  """``data_dir``, else ``$JAXSEARCH_CONNECT4_DIR``, else the copies shipped with the package
+  (:data:`DEFAULT_CONNECT4_DIR`, ``jaxsearch/data/connect4``)."""
   if data_dir is not None:
     return Path(data_dir)
   env = os.environ.get(CONNECT4_ENV)
@@ -66,6 +68,21 @@ def _connect4_path(name_or_path: Union[str, Path], data_dir) -> Path:
   return connect4_data_dir(data_dir) / f"{name}.moves"
 
 
+def _missing_set_message(path: Path) -> str:
+  """Why the set file ``path`` (which does not exist) is needed and how to supply it."""
+  text = (f"Connect Four test set not found: {path}. The package ships the sets "
+          f"(Test_L3_R1.moves, Test_L2_R1.moves, Test_L2_R2.moves) in {DEFAULT_CONNECT4_DIR} "
+          f"(format, source and error definition in its README.md: "
+          f"{DEFAULT_CONNECT4_DIR / 'README.md'}) and reads them from there unless "
+          f"${CONNECT4_ENV} or data_dir= names another folder.")
+  if path.parent.resolve() == DEFAULT_CONNECT4_DIR.resolve():
+    text += " This file is one of the shipped copies: the install is broken, reinstall jaxsearch."
+  elif os.environ.get(CONNECT4_ENV):
+    text += (f" ${CONNECT4_ENV} is {os.environ[CONNECT4_ENV]!r}: point it at a folder holding "
+             f"the sets, or unset it to use the shipped copies.")
+  return text
+
+
 def load_connect4_set(name_or_path: Union[str, Path],
                       data_dir: Union[str, Path, None] = None) -> Connect4Set:
   """Reads a Connect Four test set.
@@ -73,8 +90,8 @@ def load_connect4_set(name_or_path: Union[str, Path],
   Args:
     name_or_path: a set name (``"Test_L3_R1"``, or ``"L3_R1"``) looked up as ``<name>.moves`` in
       the data directory, or the path of a ``.moves`` file.
-    data_dir: the directory of the sets; default ``$JAXSEARCH_CONNECT4_DIR``, else
-      ``../shared/data/connect4`` next to the repository.
+    data_dir: the directory of the sets; default ``$JAXSEARCH_CONNECT4_DIR``, else the copies
+      shipped with the package (:data:`DEFAULT_CONNECT4_DIR`).
 
   Raises:
     FileNotFoundError: the file is missing (the message names the path, the environment
@@ -83,12 +100,7 @@ def load_connect4_set(name_or_path: Union[str, Path],
   """
   path = _connect4_path(name_or_path, data_dir)
   if not path.is_file():
-    raise FileNotFoundError(
-        f"Connect Four test set not found: {path}. The sets (Test_L3_R1.moves, "
-        f"Test_L2_R1.moves, Test_L2_R2.moves) live in ../shared/data/connect4/ next to the "
-        f"repository (format and error definition in its README.md: "
-        f"{DEFAULT_CONNECT4_DIR / 'README.md'}); set ${CONNECT4_ENV} or pass data_dir= to "
-        f"read them from elsewhere.")
+    raise FileNotFoundError(_missing_set_message(path))
   moves, scores = c4.load_test_positions(path)
   states = c4.states_from_moves(moves)
   top = np.asarray(states.mine)[:, -1] | np.asarray(states.theirs)[:, -1]
