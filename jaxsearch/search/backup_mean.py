@@ -24,6 +24,19 @@ def _leaf_value(path: Path, value):
   return jnp.where(path.expand, value, jnp.where(path.leaf_terminal, 0.0, path.leaf_value))
 
 
+def _path_ends(tree: Tree, path: Path, leaf_value):
+  """``(leaf, leaf_mean, new_record)`` (``i32[B]``, ``f32[B]``, ``i32[B]``): the node a path
+  ends on (the existing leaf, or the node the expansion just created), its running mean
+  after this simulation, and the chance record the expansion created on the last edge
+  (``-1`` where it created none)."""
+  leaf = jnp.where(path.expand, tree.num_nodes - 1, path.node_at(path.length))
+  leaf_count = path.leaf_visits.astype(jnp.float32)
+  leaf_mean = jnp.where(path.expand, leaf_value, (path.leaf_value * leaf_count + leaf_value) /
+                        (leaf_count + 1.0))
+  new_record = jnp.where(path.new_chance, tree.num_chance - 1, -1)
+  return leaf, leaf_mean, new_record
+
+
 def _backup(tree: Tree, path: Path, leaf_value, last_outcome) -> Tree:
   """Running means of the returns ``G_d = r_d + γ_d G_{d+1}`` (``G_L`` = leaf value) for the
   nodes, slots and outcomes on every path, leaf to root; ``last_outcome`` ``i32[B]`` is the
@@ -41,12 +54,7 @@ def _backup(tree: Tree, path: Path, leaf_value, last_outcome) -> Tree:
   (index ``num_nodes - 1``, visits 0 as allocated): it gets visits 1 and the leaf value.
   """
   nodes, slots, chance = tree.nodes, tree.slots, tree.chance
-  leaf = jnp.where(path.expand, tree.num_nodes - 1, path.node_at(path.length))
-  leaf_count = path.leaf_visits.astype(jnp.float32)
-  leaf_mean = jnp.where(path.expand, leaf_value, (path.leaf_value * leaf_count + leaf_value) /
-                        (leaf_count + 1.0))
-  # The record the expansion created, where it created one (the last edge's).
-  new_record = jnp.where(path.new_chance, tree.num_chance - 1, -1)
+  leaf, leaf_mean, new_record = _path_ends(tree, path, leaf_value)
   last = path.length - 1
 
   def level(carry):
@@ -108,11 +116,7 @@ def _backup_whole_path(tree: Tree, path: Path, leaf_value, last_outcome) -> Tree
   batch_ids = jnp.arange(tree.batch_size)[:, None]
   depths = jnp.arange(max_depth)[None, :]
   on_path = depths < length[:, None]  # [B, D]
-  leaf = jnp.where(path.expand, tree.num_nodes - 1, path.node_at(path.length))
-  leaf_count = path.leaf_visits.astype(jnp.float32)
-  leaf_mean = jnp.where(path.expand, leaf_value, (path.leaf_value * leaf_count + leaf_value) /
-                        (leaf_count + 1.0))
-  new_record = jnp.where(path.new_chance, tree.num_chance - 1, -1)
+  leaf, leaf_mean, new_record = _path_ends(tree, path, leaf_value)
   at_last = depths == (length - 1)[:, None]
   record = jnp.where(at_last & (new_record >= 0)[:, None], new_record[:, None],
                      jnp.maximum(steps[..., CHANCE], 0))
