@@ -6,7 +6,6 @@ the search moving first; the person types cells 1, 2, ..., 9 in turn, so that ea
 turns takes the first free cell, then the input ends.
 """
 
-import builtins
 import io
 import re
 import shutil
@@ -17,15 +16,7 @@ _MOVES = "".join(f"{cell}\n" for cell in range(1, 10))
 
 
 def _play(monkeypatch, capsys, path, *extra):
-  feed = io.StringIO(_MOVES)
-
-  def read(prompt=""):
-    line = feed.readline()
-    if not line:
-      raise EOFError
-    return line.rstrip("\n")
-
-  monkeypatch.setattr(builtins, "input", read)
+  monkeypatch.setattr("sys.stdin", io.StringIO(_MOVES))  # as tests/test_cli.py feeds play
   argv = ["play", "tictactoe", "--simulations", "50", "--first", "search", "--draw", str(path),
           *extra]
   status = cli.main(argv)
