@@ -159,7 +159,7 @@ def test_completion_must_be_a_non_negative_integer(tolerance_case):
 
 def test_dyadic_arithmetic_is_exact():
   # The exact part computes in dyadic rationals n·2^e (no gcds); they must agree with Fraction.
-  from jaxsearch.solve.exact import _Dyadic
+  from jaxsearch.solve.state_graph import _Dyadic
   rng = np.random.default_rng(0)
   specials = np.array([0.0, -0.0, 1.0, -1.0, np.finfo(np.float32).tiny, 1e-45, 3.4e38, -2.5e-7],
                       np.float32)
