@@ -301,7 +301,7 @@ def connect_four(batch_size=256, num_simulations=64, with_mctx=True,
                  options: Optional[dict] = None) -> Workload:
   """Connect Four after 6 random plies, a uniform estimator; the environment alone too."""
   import jaxsearch as js
-  from games import connect_four as game_module
+  from jaxsearch.games import connect_four as game_module
 
   game = game_module.GAME
   states = _random_positions(game, batch_size, plies=6)
@@ -337,8 +337,8 @@ def _random_positions(game, batch_size, plies):
 
 def hashed(batch_size, num_simulations, num_actions=16, with_mctx=True,
            options: Optional[dict] = None) -> Workload:
-  """The hashed MDP (``games.hashed``): distinct roots, a hashed estimator."""
-  from games import hashed as game_module
+  """The hashed MDP (``jaxsearch.games.hashed``): distinct roots, a hashed estimator."""
+  from jaxsearch.games import hashed as game_module
 
   game = game_module.make(num_actions)
   states = game_module.distinct_roots(game, batch_size)

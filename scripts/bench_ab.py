@@ -11,7 +11,7 @@ alternate, ``--rounds`` times, and each process reports the median and the faste
     python scripts/bench_ab.py --base . --base-max-depth 128 --new-max-depth 48
 
 The workloads are those of ``jaxsearch bench``: the hashed MDP with 16 actions
-(``games.hashed``, the default) or Connect Four (``--game connect_four``).
+(``jaxsearch.games.hashed``, the default) or Connect Four (``--game connect_four``).
 """
 
 from __future__ import annotations
@@ -28,13 +28,13 @@ import json, statistics, sys, time
 import jax
 import jaxsearch as js
 from jaxsearch.bench import kernel_counts
-from games import hashed
+from jaxsearch.games import hashed
 
 batch, simulations, policy, repeats = (int(sys.argv[1]), int(sys.argv[2]), sys.argv[3],
                                        int(sys.argv[4]))
 max_depth = None if sys.argv[5] == "none" else int(sys.argv[5])
 if sys.argv[6] == "connect_four":
-  from games import connect_four
+  from jaxsearch.games import connect_four
   from jaxsearch.bench import _random_positions
   game, estimator = connect_four.GAME, js.estimators.uniform()
   roots = _random_positions(game, batch, plies=6)

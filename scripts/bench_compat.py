@@ -1,6 +1,6 @@
 """mctx's policies against ``jaxsearch.compat``'s and the engine's, through one ``recurrent_fn``.
 
-The hashed toy model (``games/hashed.py``, 16 actions) as mctx functions
+The hashed toy model (``jaxsearch/games/hashed.py``, 16 actions) as mctx functions
 (:func:`jaxsearch.compat.to_mctx`); every system is compiled first, then the systems'
 repeats are interleaved so that machine noise hits them alike. Prints one JSON line: the
 median milliseconds of each system and the ratios (time ÷ mctx's).
@@ -28,7 +28,7 @@ def main(argv=None) -> int:
 
   import jaxsearch as js
   import jaxsearch.compat as compat
-  from games import hashed
+  from jaxsearch.games import hashed
 
   game, estimator = hashed.make(16), hashed.estimator(16)
   root_fn, recurrent_fn = js.compat.to_mctx(game, estimator)

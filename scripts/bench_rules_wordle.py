@@ -68,7 +68,7 @@ sys.path.insert(0, os.path.join(_HERE, ".."))
 sys.path.insert(0, _HERE)
 
 import jaxsearch as js  # noqa: E402
-from games import guessing, wordle  # noqa: E402
+from jaxsearch.games import guessing, wordle  # noqa: E402
 from jaxsearch import debias  # noqa: E402
 from wordle_exact import Exact  # noqa: E402
 
@@ -124,7 +124,7 @@ def search_factory(name: str, bind, value_range, *, num_slots: int, max_nodes: i
                    max_depth: int, variance: str = "avts", bound_slots: int = 0,
                    alternate_block: int = 4, proof_every: int = 2):
   """``table -> Search`` for rule ``name`` (one simulation per call), built from a traced
-  ``u8[S, G]`` table with ``bind`` (:attr:`games.wordle.Wordle.bind`); for
+  ``u8[S, G]`` table with ``bind`` (:attr:`jaxsearch.games.wordle.Wordle.bind`); for
   ``solver_alternating`` an :class:`Alternating` pair (called with the simulation index)."""
   sel = js.selection
   options = dict(num_simulations=1, max_nodes=max_nodes, max_depth=max_depth,

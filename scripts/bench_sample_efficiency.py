@@ -46,7 +46,7 @@ its errors (median σ, median ``|q̂3 − Q*|``, their ratio, the gap between th
 after 50, 200 and 1000 simulations: why Thompson sampling explores as much as it does.
 
 ``--mastermind PxC`` replaces the Garnets by seed 000's own kind of problem: Mastermind with P
-pegs and C colours (the Wordle machinery of ``games.mastermind``: entropic optimistic
+pegs and C colours (the Wordle machinery of ``jaxsearch.games.mastermind``: entropic optimistic
 estimator, exact chance over feedbacks), one instance searched by ``--repeats`` independent
 trees per Bellman-backup rule, scored by the bound metric against the known optimal total
 (ALGORITHMS.md §6; ``evaluations_used`` per tree says how far each run got):
@@ -77,7 +77,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import jaxsearch as js  # noqa: E402
-from games import garnet  # noqa: E402
+from jaxsearch.games import garnet  # noqa: E402
 
 
 def rules(game, estimator, max_nodes: int, avts_options=None):
@@ -330,7 +330,7 @@ def run_mastermind(args, parser):
   """Seed 000's own setting: evaluations until the root's achievable bound on Mastermind
   ``--mastermind PxC`` (entropic estimator, as Wordle) reaches the known optimum; Bellman-backup
   rules only, ``--repeats`` independent trees per rule (one batch). Returns the JSON line."""
-  from games import mastermind
+  from jaxsearch.games import mastermind
   try:
     pegs, colours = (int(x) for x in args.mastermind.lower().split("x"))
   except ValueError:

@@ -55,7 +55,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
 import jaxsearch as js  # noqa: E402
-from games import hashed  # noqa: E402
+from jaxsearch.games import hashed  # noqa: E402
 from jaxsearch import sharding  # noqa: E402
 
 

@@ -35,7 +35,7 @@ def peak_rss_bytes(time_report: str) -> int | None:
 def run(first: str, lists: str, extra: list[str], warm: bool) -> dict:
   command = ["jaxsearch", "solve", "wordle", "--first", first, "--json", "--quiet"] + extra
   if lists != "nyt":
-    from games import wordle
+    from jaxsearch.games import wordle
     answers, guesses = wordle.default_paths(lists)
     command += ["--answers", str(answers), "--guesses", str(guesses)]
   timer = shutil.which("time") and os.path.exists("/usr/bin/time")

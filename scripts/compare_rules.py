@@ -12,7 +12,7 @@ Rules (``--rules``; estimator evaluations = nodes in the tree, the budget unit e
   gumbel            Gumbel MuZero root (Sequential Halving) + deterministic interior rule
 
 Domains (``--domains``):
-  garnet      random MDPs with exact Q* (``games.garnet``), estimator ``Q* + bias + noise``
+  garnet      random MDPs with exact Q* (``jaxsearch.games.garnet``), estimator ``Q* + bias + noise``
               (as ``scripts/bench_sample_efficiency.py``): regret ``V* − Q*(root, action)``
               and the fraction of optimal root actions at each budget, and the evaluations
               until the recommendation is optimal for good (median over MDPs).
@@ -55,7 +55,7 @@ sys.path.insert(0, HERE)
 import jaxsearch as js  # noqa: E402
 from bench_sample_efficiency import (add_garnet_arguments, garnet_from_arguments,  # noqa: E402
                                      settle_evaluations, summary, trace)
-from games import connect_four, mastermind, tictactoe  # noqa: E402
+from jaxsearch.games import connect_four, mastermind, tictactoe  # noqa: E402
 
 RULES = ("uct", "puct", "value_prior_puct", "hoeffding", "laplace", "thompson_avts", "pibar",
          "entropy_puct", "gumbel")

@@ -249,7 +249,7 @@ def part_wordle(args) -> None:
 def _small_wordle_lists(folder: Path) -> tuple[Path, Path, str]:
   """The first 40 answers of the default lists (the smoke run's puzzle)."""
   sys.path.insert(0, str(ROOT))
-  from games import wordle
+  from jaxsearch.games import wordle
   answers_path, _ = wordle.default_paths()
   words = [w for w in answers_path.read_text().split() if w][:40]
   answers = folder / "smoke_answers.txt"

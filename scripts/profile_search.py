@@ -1,6 +1,6 @@
 """Where one compiled search spends its time, kernel by kernel (XLA CPU or GPU).
 
-Runs a search on the hashed MDP (``games.hashed``, 16 actions) under ``jax.profiler``, reads
+Runs a search on the hashed MDP (``jaxsearch.games.hashed``, 16 actions) under ``jax.profiler``, reads
 the trace back with ``xprof`` (``pip install xprof``: a profiling tool, not a dependency of
 jaxsearch) and prints the kernels that cost most: milliseconds per search, calls per search
 (a call count of ``S`` runs once per simulation; larger counts run once per level), µs per
@@ -57,7 +57,7 @@ def record(policy: str, batch: int, simulations: int, repeats: int, folder) -> d
   from pathlib import Path
 
   import jaxsearch as js
-  from games import hashed
+  from jaxsearch.games import hashed
 
   folder = Path(folder)
   folder.mkdir(parents=True, exist_ok=True)

@@ -31,7 +31,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import jaxsearch as js  # noqa: E402
-from games import tictactoe as t3  # noqa: E402
+from jaxsearch.games import tictactoe as t3  # noqa: E402
 
 
 def decisive_positions() -> tuple[t3.State, np.ndarray]:

@@ -4,7 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from games import guessing
+from jaxsearch.games import guessing
 
 
 class JittedGame:

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 import jaxsearch as js
-from games import garnet
+from jaxsearch.games import garnet
 from jaxsearch import debias
 from jaxsearch import search as search_lib
 from jaxsearch.game import Estimate

@@ -51,7 +51,7 @@ def test_kernel_counts_of_a_known_module():
 
 def test_kernel_counts_of_a_compiled_search():
   import jaxsearch as js
-  from games import hashed
+  from jaxsearch.games import hashed
 
   game = hashed.make(4)
   search = js.policies.puct(game, hashed.estimator(4), num_simulations=2)

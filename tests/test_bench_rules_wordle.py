@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from games import wordle
+from jaxsearch.games import wordle
 from test_wordle import _random_words, _solver
 
 _SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"

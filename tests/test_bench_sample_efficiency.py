@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import jaxsearch as js
-from games import garnet
+from jaxsearch.games import garnet
 
 _PATH = Path(__file__).resolve().parents[1] / "scripts" / "bench_sample_efficiency.py"
 _SPEC = importlib.util.spec_from_file_location("bench_sample_efficiency", _PATH)

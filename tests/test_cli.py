@@ -167,7 +167,7 @@ def _one_line_error(capsys, status, expected_status, *needles):
 
 
 @pytest.mark.parametrize("argv, needles", [
-    # Sizes the game refuses: a ValueError from games.mastermind.make, before any compile.
+    # Sizes the game refuses: a ValueError from jaxsearch.games.mastermind.make, before any compile.
     (["solve", "mastermind", "--pegs", "9", "--colours", "12"], ["jaxsearch solve", "colours"]),
     (["solve", "mastermind", "--pegs", "0", "--colours", "3"], ["jaxsearch solve", "pegs"]),
     (["solve", "mastermind", "--pegs", "2", "--colours", "2", "--bound-slots", "9", "--slots",
@@ -215,7 +215,7 @@ def test_solve_wordle_with_a_bad_wordle_data_exits_2(monkeypatch, capsys, tmp_pa
   """docs/bad_input.md: a ``$WORDLE_DATA`` without the lists is exit status 2 and one line
   naming the missing file, the two lists needed, the overrides and the shipped copies (and
   malformed lists too)."""
-  from games import wordle
+  from jaxsearch.games import wordle
   monkeypatch.setenv("WORDLE_DATA", str(tmp_path / "nowhere"))
   _one_line_error(capsys, cli.main(["solve", "wordle", "--quiet"]), 2, "jaxsearch solve wordle",
                   str(tmp_path / "nowhere" / "wordlist_nyt20230701_hidden"), "exactly two files",

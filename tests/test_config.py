@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import jaxsearch as js
-from games import garnet, tictactoe
+from jaxsearch.games import garnet, tictactoe
 from jaxsearch import tree as tree_lib
 
 SMALL = garnet.make_family(2, 4, 3, 2, 3, seed=11)

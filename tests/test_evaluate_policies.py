@@ -9,7 +9,7 @@ import stat
 
 import pytest
 
-import games
+from jaxsearch import games
 from jaxsearch import cli
 from jaxsearch import policy_file as pf
 

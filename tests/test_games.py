@@ -11,9 +11,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import games
-from games import connect_four as c4
-from games import tictactoe as t3
+from jaxsearch import games
+from jaxsearch.games import connect_four as c4
+from jaxsearch.games import tictactoe as t3
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "connect4"
 

@@ -1,4 +1,4 @@
-"""games.garnet: exact values by backward induction, the Game's rules, the estimator family,
+"""jaxsearch.games.garnet: exact values by backward induction, the Game's rules, the estimator family,
 the pessimistic / optimistic bounds, families of Garnets in one Game, and searches on Garnets
 against the exact Q*.
 
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import jaxsearch as js
-from games import garnet
+from jaxsearch.games import garnet
 
 # (num_states, num_actions, branching, horizon, seed, discount): deterministic and stochastic.
 TINY = [(4, 2, 1, 3, 0, 1.0), (4, 2, 2, 3, 1, 1.0), (3, 3, 3, 3, 2, 0.9)]

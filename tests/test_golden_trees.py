@@ -42,7 +42,7 @@ import numpy as np
 import pytest
 
 import jaxsearch as js
-from games import garnet, hashed, stack_states, tictactoe
+from jaxsearch.games import garnet, hashed, stack_states, tictactoe
 from jaxsearch.game import Estimate
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "trees.json"

@@ -5,7 +5,7 @@ import functools
 import numpy as np
 import pytest
 
-from games import guessing_exact, mastermind
+from jaxsearch.games import guessing_exact, mastermind
 
 
 @functools.lru_cache(maxsize=None)
@@ -98,7 +98,7 @@ def test_optimum_within_a_cap_is_exact_or_none():
 def test_wordle_sets_match_brute_force():
   # Guesses are not all secrets here (answers ⊂ guesses): the shortcut for sets that one of
   # their own words tells apart must map each secret to its guess.
-  from games import wordle
+  from jaxsearch.games import wordle
 
   answers = ["cigar", "rebut", "sissy", "humph", "awake", "blush", "focal", "evade", "naval",
              "serve", "heath", "dwarf", "model", "karma", "stink", "grade", "quiet", "bench"]
@@ -131,7 +131,7 @@ def test_best_policy_plays_to_its_optimum_and_proves_below_it(game):
   if game == "mastermind":
     bounds, sizes = _bounds(3, 3), (3, 5, 8, 27)
   else:
-    from games import wordle
+    from jaxsearch.games import wordle
     answers = ["cigar", "rebut", "sissy", "humph", "awake", "blush", "focal", "evade",
                "naval", "serve", "heath", "dwarf", "model", "karma", "stink", "grade"]
     bounds, sizes = wordle.make(answers, ["tarse", "lymph"] + answers).exact_bounds, (3, 7, 16)

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import jaxsearch as js
-from games import garnet, hashed, tictactoe
+from jaxsearch.games import garnet, hashed, tictactoe
 from jaxsearch import entropy as entropy_lib
 from jaxsearch import gumbel as gumbel_lib
 from jaxsearch.game import Game, StepResult

@@ -1,4 +1,4 @@
-"""games.mastermind: encodings, the feedback table, the guessing game's rules (chance,
+"""jaxsearch.games.mastermind: encodings, the feedback table, the guessing game's rules (chance,
 partition, conventions), the bounds against exhaustive optima, and the entropic estimator
 against a float64 numpy reference; all under jit and vmap.
 
@@ -14,8 +14,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from games import guessing, guessing_estimator
-from games import mastermind as mm
+from jaxsearch.games import guessing, guessing_estimator
+from jaxsearch.games import mastermind as mm
 from guessing_jit import JittedGame
 
 # Optimal total guesses over all secrets (ALGORITHMS.md §6, found by exhaustive search).

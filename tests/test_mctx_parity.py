@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import jaxsearch as js
-from games import connect_four, hashed
+from jaxsearch.games import connect_four, hashed
 
 mctx = pytest.importorskip("mctx")
 

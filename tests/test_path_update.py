@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import jaxsearch as js
-from games import garnet, hashed, stack_states, tictactoe
+from jaxsearch.games import garnet, hashed, stack_states, tictactoe
 
 GARNET = garnet.make_family(3, 4, 4, 2, 3, seed=7)
 

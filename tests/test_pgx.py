@@ -23,7 +23,7 @@ from jaxsearch import cli  # noqa: E402
 from jaxsearch.train import agents  # noqa: E402
 from jaxsearch.train import evaluate as ev  # noqa: E402
 
-from games import pgx_env  # noqa: E402
+from jaxsearch.games import pgx_env  # noqa: E402
 
 B = 64
 
@@ -165,7 +165,7 @@ def test_bad_ids_and_missing_pgx(monkeypatch):
 def test_the_library_imports_without_pgx():
   code = ("import sys; sys.modules['pgx'] = None\n"
           "import jaxsearch, jaxsearch.viz, jaxsearch.train.loop, jaxsearch.cli\n"
-          "from games import pgx_env\n"
+          "from jaxsearch.games import pgx_env\n"
           "try:\n  pgx_env.make('othello')\nexcept ImportError as e:\n  print('ERR', e)\n"
           "sys.exit(jaxsearch.cli.main(['play', 'pgx:othello']))\n")
   done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

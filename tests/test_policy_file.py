@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-import games
-from games import mastermind, wordle
+from jaxsearch import games
+from jaxsearch.games import mastermind, wordle
 from jaxsearch import policy_file as pf
 
 games.register_policy_files()  # as `jaxsearch evaluate` does: the games' files are readable
@@ -306,7 +306,7 @@ def tiny_lists(tmp_path):
 
 
 def test_wordle_score_matches_reference():
-  from games import wordle
+  from jaxsearch.games import wordle
 
   score = wordle.WordleScore(ANSWERS)
   guesses = ANSWERS + EXTRA
@@ -320,7 +320,7 @@ def test_wordle_score_matches_reference():
 
 
 def test_wordle_tiny_policy(tiny_lists):
-  from games import wordle
+  from jaxsearch.games import wordle
 
   score = wordle.WordleScore(ANSWERS)
   guesses = ANSWERS + EXTRA

@@ -42,7 +42,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import jaxsearch as js
-from games import garnet
+from jaxsearch.games import garnet
 from jaxsearch.game import Estimate
 
 MEMBERS = 32

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import jaxsearch as js
-from games import connect_four, hashed, stack_states, tictactoe
+from jaxsearch.games import connect_four, hashed, stack_states, tictactoe
 from jaxsearch.game import Estimate, Game, StepResult
 
 GAME = tictactoe.GAME
@@ -237,7 +237,7 @@ def test_reused_tree_of_other_sizes_raises_with_both_shapes():
   """docs/bad_input.md: a reused tree whose B, N, K, O or V differs from the search's, or made
   for the other backup, or holding another state structure, is refused at trace time (under
   ``jax.eval_shape``: nothing runs) with both shapes in the message."""
-  from games import garnet
+  from jaxsearch.games import garnet
   key = jax.random.PRNGKey(0)
   small = garnet.make_family(2, 5, 4, 2, 3, seed=1)  # O = 2
   wide = garnet.make_family(2, 5, 4, 3, 3, seed=1)  # O = 3, same states and actions

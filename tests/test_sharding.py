@@ -17,7 +17,7 @@ import pytest
 from flax import linen as nn
 
 import jaxsearch as js
-from games import garnet
+from jaxsearch.games import garnet
 from jaxsearch import sharding
 from jaxsearch.game import per_item_keys
 
@@ -208,7 +208,7 @@ def test_data_parallel_step_reduces_gradients_like_one_device():
 def test_solve_is_identical_on_two_devices():
   """``solve(devices=2)``: Mastermind 2×3 after a fixed first guess, every feedback's
   sub-problem in one batch, the same figures and trees as on one device."""
-  from games import mastermind
+  from jaxsearch.games import mastermind
   from jaxsearch import solve as solve_lib
   puzzle = mastermind.puzzle(2, 3)
   outcomes, states = solve_lib._opening_roots(puzzle, "12")

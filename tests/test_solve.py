@@ -16,7 +16,7 @@ import numpy as np
 
 import pytest
 
-from games import mastermind, wordle
+from jaxsearch.games import mastermind, wordle
 from jaxsearch import cli, policy_file
 from jaxsearch import solve as solve_lib
 

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from games import mastermind
+from jaxsearch.games import mastermind
 from jaxsearch import solve as solve_lib
 from jaxsearch.solve import loop, report
 

@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from games import mastermind
+from jaxsearch.games import mastermind
 from jaxsearch import cli
 from jaxsearch import solve as solve_lib
 from jaxsearch.solve import puzzle as puzzle_lib
@@ -91,7 +91,7 @@ def test_solve_game_on_a_finished_root_gives_value_0_and_the_empty_policy():
   import jax.numpy as jnp
 
   import jaxsearch as js
-  from games import garnet
+  from jaxsearch.games import garnet
   g = garnet.make(num_states=4, num_actions=2, branching=2, horizon=3, seed=0)
   finished = garnet.State(state=jnp.array([0], jnp.int32), time=jnp.array([3], jnp.int32))
   alone = js.solve_game(g.game, garnet.estimator(g), finished, seconds=10)

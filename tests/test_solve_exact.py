@@ -1,6 +1,6 @@
 """Exact certificates, bounded memory and the solver's compiled programs.
 
-* :class:`games.guessing_exact.ExactBounds` — the integer bounds a certificate is checked with —
+* :class:`jaxsearch.games.guessing_exact.ExactBounds` — the integer bounds a certificate is checked with —
   are admissible against brute-force optima, and the guesses they leave out are never needed;
 * :func:`jaxsearch.solve.certify` accepts true claims and refuses false ones that a float
   tolerance would have accepted;
@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 
 import jaxsearch as js
-from games import guessing_exact
-from games import mastermind as mm
-from games import wordle
+from jaxsearch.games import guessing_exact
+from jaxsearch.games import mastermind as mm
+from jaxsearch.games import wordle
 from jaxsearch import cli
 from jaxsearch import solve as solve_lib
 from test_mastermind import _optimal_total  # the exhaustive optimum, [G, S] table
@@ -262,7 +262,7 @@ def test_regrown_trees_keep_every_node_and_search_on(small_avts):
 
 def test_exact_search_closes_what_a_small_tree_cannot():
   """A tree of 4 simulations on Mastermind 3×4 (64 codes) proves nothing by itself; the game's
-  exact search of small sets (:class:`games.guessing_exact.ExactSolver`) settles the guesses
+  exact search of small sets (:class:`jaxsearch.games.guessing_exact.ExactSolver`) settles the guesses
   it never expanded and the children it could not, and proves the optimum 206 — never 207."""
   tree_only = mm.puzzle(3, 4, symmetry=False, exact_search=False)
   with_search = dataclasses.replace(
@@ -344,7 +344,7 @@ def test_worker_processes_do_not_rerun_an_unguarded_script(tmp_path):
   script = tmp_path / "solve_it.py"
   script.write_text(
       "import sys\n"
-      "from games import wordle\n"
+      "from jaxsearch.games import wordle\n"
       "from jaxsearch import solve\n"
       "print('top level ran', flush=True)\n"
       f"puzzle = wordle.puzzle({str(tmp_path / 'a.txt')!r}, {str(tmp_path / 'g.txt')!r})\n"

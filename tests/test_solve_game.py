@@ -1,7 +1,7 @@
 """The generic solver (:func:`jaxsearch.solve.solve_game`) on Garnet MDPs, whose optimal values
 are known exactly by backward induction.
 
-One :class:`games.garnet.GarnetFamily` holds every MDP, so each root of one batch is a
+One :class:`jaxsearch.games.garnet.GarnetFamily` holds every MDP, so each root of one batch is a
 different MDP and every solve below shares one compiled program (the search is jitted and
 vmapped over the batch). Certificates are exact rationals; only the comparison with the float64
 oracle ``V*`` uses a tolerance.
@@ -13,7 +13,7 @@ import jax
 import numpy as np
 import pytest
 
-from games import garnet
+from jaxsearch.games import garnet
 from jaxsearch import solve as solve_lib
 
 MEMBERS = 4

@@ -16,7 +16,7 @@ import jax
 import numpy as np
 import pytest
 
-from games import garnet
+from jaxsearch.games import garnet
 from jaxsearch import solve as solve_lib
 
 

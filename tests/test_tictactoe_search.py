@@ -32,7 +32,7 @@ import numpy as np
 import pytest
 
 import jaxsearch as js
-from games import tictactoe as t3
+from jaxsearch.games import tictactoe as t3
 
 GAME = t3.GAME
 

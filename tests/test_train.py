@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import jaxsearch as js
-from games import tictactoe
+from jaxsearch.games import tictactoe
 from jaxsearch.train import checkpoint as checkpoint_lib
 from jaxsearch.train import losses, loop, networks, replay, selfplay
 
@@ -432,7 +432,7 @@ def test_connect_four_selfplay_target_finds_a_win_the_prior_misses():
   visit-count target never learns it — trained networks ended with ~0 prior on immediate
   wins and blocks, and the search missed them (0.92 against a random player). Gumbel's root
   visits every legal move and its improved policy follows Q."""
-  from games import connect_four as c4
+  from jaxsearch.games import connect_four as c4
   config = loop.preset("connect_four")
   state = c4.state_from_moves("112233")  # X to move; column 4 wins at once
   win = 3

@@ -15,8 +15,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from games import connect_four as c4
-from games import tictactoe as t3
+from jaxsearch.games import connect_four as c4
+from jaxsearch.games import tictactoe as t3
 from jaxsearch.train import agents as agents_lib
 from jaxsearch.train import connect4_sets
 from jaxsearch.train import evaluate as ev

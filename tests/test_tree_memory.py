@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import pytest
 
 import jaxsearch as js
-from games import connect_four, mastermind, tictactoe, wordle
+from jaxsearch.games import connect_four, mastermind, tictactoe, wordle
 
 
 
@@ -74,7 +74,7 @@ def test_mastermind_solver_tree():
 @pytest.fixture(scope="module")
 def wordle_lists():
   """The Wordle lists the package ships (or ``$WORDLE_DATA``)."""
-  from games import wordle
+  from jaxsearch.games import wordle
   return wordle.default_paths()
 
 

@@ -18,7 +18,7 @@ import pytest
 from jax.experimental import checkify
 
 import jaxsearch as js
-from games import garnet
+from jaxsearch.games import garnet
 from jaxsearch import validation
 from jaxsearch.game import Estimate, StepResult
 

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import jaxsearch as js
-from games import connect_four, tictactoe
+from jaxsearch.games import connect_four, tictactoe
 from jaxsearch.game import Estimate, Game
 from jaxsearch.summary import root_summary
 
@@ -116,7 +116,7 @@ def test_a_search_reports_values_within_the_games_bounds():
   import numpy as np
 
   import jaxsearch as js
-  from games import connect_four
+  from jaxsearch.games import connect_four
   search = js.policies.puct(connect_four.GAME, js.estimators.uniform(), num_simulations=8)
   assert search.model.value_bounds == (-1.0, 1.0)
   out = jax.jit(search)(None, jax.random.PRNGKey(0),

@@ -19,7 +19,7 @@ import jaxsearch as js
 from jaxsearch import cli, viz
 from jaxsearch import tree as tree_lib
 
-from games import tictactoe as t3
+from jaxsearch.games import tictactoe as t3
 
 
 def _hand_tree():

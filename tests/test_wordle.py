@@ -1,4 +1,4 @@
-"""games.wordle: patterns, the feedback rule, word-list loading, the guessing game on small
+"""jaxsearch.games.wordle: patterns, the feedback rule, word-list loading, the guessing game on small
 synthetic lists (chance, partition, bounds against exhaustive optima, estimator against a
 float64 reference, jit / vmap), and the entropic estimator's first-guess figures on the full
 3158 / 14855 lists (the copies shipped with the package).
@@ -14,8 +14,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from games import guessing
-from games import wordle
+from jaxsearch.games import guessing
+from jaxsearch.games import wordle
 from guessing_jit import JittedGame
 
 VECTORS = [("erase", "melee", "YBBBG"), ("erase", "agree", "YYYBG"), ("erase", "widen", "YBBBB"),

@@ -23,7 +23,7 @@ def add_parser(commands) -> None:
 
 def run(args: argparse.Namespace) -> int:
   """``jaxsearch evaluate``; returns the exit status (1 for an invalid policy)."""
-  import games
+  from jaxsearch import games
   from jaxsearch import policy_file
   games.register_policy_files()  # the games whose files this reads, imported when needed
   try:  # policy_file.evaluate_file, keeping the header

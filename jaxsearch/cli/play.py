@@ -64,11 +64,11 @@ def _spec(game: str) -> _GameSpec:
 
 def _game_module(game: str):
   """The game's module (``GAME``, ``render``); for ``pgx:ENV_ID`` the equivalent namespace of
-  :func:`games.pgx_env.module_for` (ImportError without pgx, ValueError for an unknown id)."""
+  :func:`jaxsearch.games.pgx_env.module_for` (ImportError without pgx, ValueError for an unknown id)."""
   if game.startswith(PGX_PREFIX):
-    from games import pgx_env
+    from jaxsearch.games import pgx_env
     return pgx_env.module_for(game)
-  return importlib.import_module(f"games.{GAMES[game].module}")
+  return importlib.import_module(f"jaxsearch.games.{GAMES[game].module}")
 
 
 def add_parser(commands) -> None:

@@ -118,11 +118,11 @@ def _puzzle(args: argparse.Namespace):
   """``(puzzle, title)`` of the command line's game, with ``--exact-search`` applied and
   ``--first`` checked."""
   if args.game == "mastermind":
-    from games import mastermind
+    from jaxsearch.games import mastermind
     puzzle = mastermind.puzzle(args.pegs, args.colours)
     title = f"Mastermind {args.pegs}×{args.colours}"
   else:
-    from games import wordle
+    from jaxsearch.games import wordle
     answers, guesses = args.answers, args.guesses
     if answers is None or guesses is None:
       default_answers, default_guesses = wordle.default_paths()

@@ -20,7 +20,7 @@ from jaxsearch import estimators as estimators_lib
 from jaxsearch import policies as policies_lib
 from jaxsearch.game import Game, per_item_keys
 
-from games import tictactoe as t3
+from jaxsearch.games import tictactoe as t3
 
 ActFn = Callable[[jax.Array, Any], jax.Array]
 """``(key, states[B]) -> i32[B]`` actions."""

@@ -30,7 +30,7 @@ class TrainConfig:
 
   Attributes:
     game: ``"tictactoe"``, ``"connect_four"`` or ``"pgx:ENV_ID"``, any pgx environment
-      (:mod:`games.pgx_env`; its observation is the network input).
+      (:mod:`jaxsearch.games.pgx_env`; its observation is the network input).
     policy: ``"alphazero"`` (PUCT + root Dirichlet noise), ``"avts"`` (needs the action-value
       head, added automatically; its targets are the search's root q̂3) or ``"gumbel"``
       (Gumbel MuZero: the Gumbel draw explores, the improved policy is the policy target;
@@ -189,7 +189,7 @@ def _pgx_preset(game: str) -> dict:
   """Defaults for any pgx game: Gumbel MuZero self-play (as pgx's own AlphaZero example), a
   small ResNet over ``[H, W, C]`` observations (an MLP over others), evaluation against a
   random player (and, at the end, UCT with random rollouts)."""
-  from games import pgx_env
+  from jaxsearch.games import pgx_env
   module = pgx_env.module_for(game)
   obs = jax.eval_shape(module.observe, module.GAME.init(jax.random.PRNGKey(0)))
   network = (dict(network="resnet", channels=16, blocks=2, head_hidden=32, ones_plane=True)
@@ -203,9 +203,9 @@ def _pgx_preset(game: str) -> dict:
 
 def game_module(name: str):
   """The module under ``games`` of a training game (``GAME``, ``observe``, ``render``); for
-  ``"pgx:ENV_ID"`` the same three built by :func:`games.pgx_env.module_for`."""
+  ``"pgx:ENV_ID"`` the same three built by :func:`jaxsearch.games.pgx_env.module_for`."""
   import importlib
   if str(name).startswith(PGX_PREFIX):
-    from games import pgx_env
+    from jaxsearch.games import pgx_env
     return pgx_env.module_for(name)
-  return importlib.import_module(f"games.{name}")
+  return importlib.import_module(f"jaxsearch.games.{name}")

@@ -15,7 +15,7 @@ import numpy as np
 
 from jaxsearch.train.agents import ActFn, Agent, MoveReport, BoundFn, act_on_positions
 
-from games import connect_four as c4
+from jaxsearch.games import connect_four as c4
 
 CONNECT4_ENV = "JAXSEARCH_CONNECT4_DIR"
 CONNECT4_SETS = ("Test_L3_R1", "Test_L2_R1", "Test_L2_R2")

@@ -49,7 +49,7 @@ from jaxsearch.train.connect4_sets import (CONNECT4_ENV, CONNECT4_SETS,  # noqa:
 from jaxsearch.train.matches import (match_outcomes, mean_return, play_match,  # noqa: F401
                                      tictactoe_vs_perfect)
 
-from games import tictactoe as t3
+from jaxsearch.games import tictactoe as t3
 
 
 # ---------------------------------------------------------------------------------------------

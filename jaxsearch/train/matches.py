@@ -11,7 +11,7 @@ import numpy as np
 from jaxsearch.game import Game, per_item_keys
 from jaxsearch.train.agents import ActFn, Agent, as_agent, perfect_player
 
-from games import tictactoe as t3
+from jaxsearch.games import tictactoe as t3
 
 
 # ---------------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ guesses over all answers (3158 answers / 14855 guesses: 11219 with TARSE; 2315 /
     search = js.policies.puct(w.game, w.estimator, num_simulations=64)
 
 State, chance, rewards, bounds and the entropic estimator are the generic guessing game of
-:mod:`games.guessing` (:func:`~games.guessing.guessing_game`,
+:mod:`jaxsearch.games.guessing` (:func:`~games.guessing.guessing_game`,
 :func:`~games.guessing_estimator.entropic_estimator`): the state is the set of answers still
 consistent with the feedback (a bitset ``u32[ceil(S / 32)]``) plus ``solved``; action ``g``
 guesses ``guesses[g]``; outcome = feedback pattern index.
@@ -25,7 +25,7 @@ guess positions hold the same letter than there are non-green answer positions h
 grey ``B = 0``, yellow ``Y = 1``, green ``G = 2``: 243 patterns, all green = 242
 (:data:`SOLVED`); ``pattern_string(242) == "GGGGG"``, ``pattern_string(1) == "YBBBB"``.
 
-**Estimator cost** (:func:`games.guessing_estimator.entropic_estimator`; 3158 / 14855 lists,
+**Estimator cost** (:func:`jaxsearch.games.guessing_estimator.entropic_estimator`; 3158 / 14855 lists,
 XLA on 2 shared CPU cores, so +-50%): building the ``u8[3158, 14855]`` table (47 MB) ~2 s; one
 estimate of the full answer set ~0.1 s (all 47 M (guess, answer) pairs); compacted states
 ~1.3 ms for ``n <= 16``, ~3-4 ms for ``n <= 64``, ~15 ms for ``n <= 256``, ~45 ms for
@@ -50,10 +50,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from games.guessing import State, bits_to_mask, feedback_branching, guessing_game
-from games.guessing_estimator import (DEFAULT_GUESS_CHUNK, DEFAULT_TIERS, entropic_estimator,
+from jaxsearch.games.guessing import State, bits_to_mask, feedback_branching, guessing_game
+from jaxsearch.games.guessing_estimator import (DEFAULT_GUESS_CHUNK, DEFAULT_TIERS, entropic_estimator,
                                       greedy_guess)
-from games.guessing_exact import ExactBounds
+from jaxsearch.games.guessing_exact import ExactBounds
 from jaxsearch import policy_file
 from jaxsearch.game import Estimator, Game
 
@@ -251,7 +251,7 @@ class Wordle:
     secret_of_guess: ``int32[G]`` (numpy), the answer index of each guess, ``-1`` if none.
     game: the :class:`jaxsearch.game.Game` (``num_actions = G``, ``num_outcomes = 243``).
     estimator: the batched entropic estimator
-      (:func:`games.guessing_estimator.entropic_estimator`), ``action_values f32[B, G]``.
+      (:func:`jaxsearch.games.guessing_estimator.entropic_estimator`), ``action_values f32[B, G]``.
     bind: ``table -> (game, estimator)``, the same pair over a given ``u8[S, G]`` table
       (usually a tracer): call it inside a jitted function that takes ``by_secret`` as an
       argument, so that the compiled program does not embed the 47 MB table as a constant
@@ -269,7 +269,7 @@ class Wordle:
   @functools.cached_property
   def exact_bounds(self) -> ExactBounds:
     """The game's bounds in exact integers, for certificates
-    (:class:`games.guessing_exact.ExactBounds`)."""
+    (:class:`jaxsearch.games.guessing_exact.ExactBounds`)."""
     return ExactBounds.build(
         self.by_secret, NUM_PATTERNS, SOLVED,
         guess_of_secret=[self.guess_index(word) for word in self.answers])
@@ -393,7 +393,7 @@ def load_default(lists: str = "nyt", **kwargs) -> Wordle:
 def puzzle(answers_path, guesses_path, exact_search: bool = True):
   """Wordle over the word lists in the given files (see :func:`load_words`) as a
   :class:`jaxsearch.solve.Puzzle`; ``exact_search``: certificates may settle small sets of
-  answers by exact search (see :meth:`games.guessing_exact.ExactBounds.without_search`)."""
+  answers by exact search (see :meth:`jaxsearch.games.guessing_exact.ExactBounds.without_search`)."""
   from jaxsearch.solve import Puzzle
 
   answers = load_words(answers_path)

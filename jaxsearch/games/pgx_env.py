@@ -1,6 +1,6 @@
 """Any `pgx <https://github.com/sotetsuk/pgx>`_ environment as a jaxsearch :class:`Game`.
 
-    from games import pgx_env
+    from jaxsearch.games import pgx_env
     game = pgx_env.make("othello")                # a Game named "pgx:othello"
     search = js.policies.uct(game, js.estimators.rollout(game), num_simulations=200)
     states = jax.vmap(game.init)(jax.random.split(key, 64))

@@ -1,6 +1,6 @@
 """The entropic estimator of guessing games (ALGORITHMS.md §2), batched and in numpy.
 
-:func:`entropic_estimator` scores every guess of a batch of :class:`games.guessing.State`
+:func:`entropic_estimator` scores every guess of a batch of :class:`jaxsearch.games.guessing.State`
 by the entropy of its feedback over the remaining secrets; :func:`greedy_guess` is the same
 choice for one set of secrets on the host, the policy that completes an exported search below
 its searched nodes.
@@ -28,7 +28,7 @@ CPU). Working memory, independent of ``B``: the compacted rows ``u8[K, G]`` (at 
 ``2048 x G`` bytes) plus ``O(K * guess_chunk + G)`` words; XLA reports 31 MB of temporaries
 for Wordle at ``B = 1`` and ``B = 256`` alike (plus the ``f32[B, G]`` output). Wordle
 3158 / 14855 on 2 CPU cores: ~0.1 s for the full set, ~1.3 ms for ``n <= 16`` (figures in
-:mod:`games.wordle`). Under an outer ``jax.vmap`` the ``switch`` becomes a ``select`` that
+:mod:`jaxsearch.games.wordle`). Under an outer ``jax.vmap`` the ``switch`` becomes a ``select`` that
 runs every variant (correct, slower).
 """
 
@@ -40,7 +40,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from games.guessing import bits_to_mask, counting_bound_levels, counting_bound_starts
+from jaxsearch.games.guessing import bits_to_mask, counting_bound_levels, counting_bound_starts
 from jaxsearch.game import Estimate, Estimator
 
 DEFAULT_TIERS = (16, 32, 64, 128, 256, 512, 1024, 2048)
@@ -76,7 +76,7 @@ def _pairwise_stats(codes: jax.Array, weights: jax.Array, n: jax.Array,
 
 
 def _counting_total(h: jax.Array, bound_levels: tuple) -> jax.Array:
-  """:func:`games.guessing.counting_bound_total` of ``h`` secrets, elementwise (``f32``): the
+  """:func:`jaxsearch.games.guessing.counting_bound_total` of ``h`` secrets, elementwise (``f32``): the
   levels' closed form, a few fused clips (a table gather is several times slower on CPU)."""
   caps, before = bound_levels
   return sum((level + 1) * jnp.clip(h - float(start), 0.0, float(cap))
@@ -125,15 +125,15 @@ def entropic_estimator(by_secret, secret_of_guess, num_outcomes: int,
       a constant, which XLA embeds in each compiled program (~2 s per compile and several GB
       of compile-time memory for Wordle's 47 MB); a tracer (the estimator built inside a
       jitted function from a table passed as an argument, see
-      :attr:`games.mastermind.Mastermind.bind`) keeps it an input of the program.
+      :attr:`jaxsearch.games.mastermind.Mastermind.bind`) keeps it an input of the program.
     secret_of_guess: ``int[G]``, the secret each guess is, or ``-1``.
     num_outcomes: ``O``.
     tiers: compaction sizes (those ``>= S`` are dropped; the whole table is always a tier).
     guess_chunk: guesses per histogram chunk.
-    branching: ``F`` of the game's counting bound (:func:`games.guessing.feedback_branching`);
+    branching: ``F`` of the game's counting bound (:func:`jaxsearch.games.guessing.feedback_branching`);
       given, the estimate also carries admissible ``action_bounds``: guess ``g`` costs itself
       plus, for each feedback part ``P_b`` it leaves unsolved, at least ``T(|P_b|)`` more
-      guesses (:func:`games.guessing.counting_bound_total`), so no policy starting with ``g``
+      guesses (:func:`jaxsearch.games.guessing.counting_bound_total`), so no policy starting with ``g``
       does better than ``-(n + Σ_b T(|P_b|)) / n`` — the one-step lookahead of the game's own
       counting bound, for a few elementwise clips per histogram bin (T in closed form).
 

@@ -31,7 +31,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from games.guessing import (State, counting_bound_levels, counting_bound_starts,
+from jaxsearch.games.guessing import (State, counting_bound_levels, counting_bound_starts,
                             feedback_branching)
 
 
@@ -234,7 +234,7 @@ class ExactBounds:
 
   Totals are numbers of guesses summed over a node's ``n`` remaining secrets:
 
-  * :meth:`node_total` — ``T(n)``, the counting bound (see :func:`games.guessing.guessing_game`);
+  * :meth:`node_total` — ``T(n)``, the counting bound (see :func:`jaxsearch.games.guessing.guessing_game`);
   * :meth:`action_totals` — for every guess ``g``: ``n + Σ_b T(|P_b|)`` over the feedback
     parts ``P_b`` it leaves unsolved (every secret pays for ``g``; each part then needs at
     least its counting bound). No policy starting with ``g`` needs fewer in total.

@@ -1,6 +1,8 @@
 """Pure-JAX games for jaxsearch.
 
-Each game module (``games.tictactoe``, ``games.connect_four``) exposes a module constant
+The games install with the library, as ``jaxsearch.games`` (no top-level package of their
+own that could clash with another project's). Each game module
+(``jaxsearch.games.tictactoe``, ``jaxsearch.games.connect_four``) exposes a module constant
 ``GAME`` (a :class:`jaxsearch.game.Game`) built from pure, unbatched functions over a small
 frozen ``State`` pytree, plus plain-Python helpers (``render``, ``state_from_moves``, oracles).
 Families of games are built by a constructor instead: ``hashed.make(num_actions)`` and
@@ -10,7 +12,8 @@ colours)`` and ``wordle.make(answers, guesses)`` (guessing games with exact chan
 feedbacks).
 
 Importing this package is cheap on purpose: game modules are imported explicitly
-(``from games import connect_four``) so that a CLI listing games does not pay for JAX.
+(``from jaxsearch.games import connect_four``). Search, selection and solving import
+no game: games plug in through :class:`jaxsearch.game.Game`.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Any, Sequence
 
 # Games whose policies ``jaxsearch.policy_file`` reads: the game's name in a file's header ->
 # the module whose ``POLICY_FILES`` reads them (imported when first needed).
-POLICY_FILE_GAMES = {"mastermind": "games.mastermind", "wordle": "games.wordle"}
+POLICY_FILE_GAMES = {"mastermind": "jaxsearch.games.mastermind", "wordle": "jaxsearch.games.wordle"}
 
 
 def policy_file_game(name: str):
@@ -46,7 +49,7 @@ def stack_states(states: Sequence[Any]) -> Any:
   Returns:
     One state whose leaves have shape ``[P, *S]`` (``jax.Array``).
   """
-  # Imported lazily so that ``import games`` stays free of JAX.
+  # Imported lazily so that importing the package stays cheap.
   import jax
   import jax.numpy as jnp
   import numpy as np

@@ -11,10 +11,10 @@ optimum 5625, Koyama & Lai 1993).
     roots = jax.vmap(m.game.init)(keys)
     search = js.policies.puct(m.game, m.estimator, num_simulations=64)
 
-State, chance, rewards and bounds are the generic guessing game of :mod:`games.guessing`
+State, chance, rewards and bounds are the generic guessing game of :mod:`jaxsearch.games.guessing`
 (:func:`~games.guessing.guessing_game`, over the feedback table ``by_secret: u8[S, G]``), the
-estimator is :func:`games.guessing_estimator.entropic_estimator` and the exact integer bounds
-behind certificates are :class:`games.guessing_exact.ExactBounds`.
+estimator is :func:`jaxsearch.games.guessing_estimator.entropic_estimator` and the exact integer bounds
+behind certificates are :class:`jaxsearch.games.guessing_exact.ExactBounds`.
 
 **Mastermind encodings.** Code index ``i`` in ``[0, C**P)`` is the base-``C`` number of the
 code's pegs, first peg most significant, colours written ``1..C``: with ``P = 4, C = 6``,
@@ -37,10 +37,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from games.guessing import State, bits_to_mask, feedback_branching, guessing_game
-from games.guessing_estimator import (DEFAULT_GUESS_CHUNK, DEFAULT_TIERS, entropic_estimator,
+from jaxsearch.games.guessing import State, bits_to_mask, feedback_branching, guessing_game
+from jaxsearch.games.guessing_estimator import (DEFAULT_GUESS_CHUNK, DEFAULT_TIERS, entropic_estimator,
                                       greedy_guess)
-from games.guessing_exact import ExactBounds
+from jaxsearch.games.guessing_exact import ExactBounds
 from jaxsearch import policy_file
 from jaxsearch.game import Estimate, Estimator, Game
 
@@ -323,8 +323,8 @@ def make(pegs: int = 4, colours: int = 6, value_range: tuple[float, float] = (-6
   are digit strings; ``colours**pegs <= 32768`` so the table stays within 1 GiB).
 
   ``value_range`` and ``max_length`` go to the :class:`Game` (see
-  :func:`games.guessing.guessing_game`), ``tiers`` and ``guess_chunk`` to
-  :func:`games.guessing_estimator.entropic_estimator`. With ``symmetry=True`` (and at most
+  :func:`jaxsearch.games.guessing.guessing_game`), ``tiers`` and ``guess_chunk`` to
+  :func:`jaxsearch.games.guessing_estimator.entropic_estimator`. With ``symmetry=True`` (and at most
   :data:`MAX_GROUP` colour-and-peg permutations) states carry the permutations that fix the
   guesses so far and the estimator masks guesses equivalent to a smaller one
   (:class:`Symmetry`): values are unchanged, the search just never spends a slot on a copy.
