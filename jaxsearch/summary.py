@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import functools
 from typing import Optional
 
 import jax
@@ -104,21 +103,6 @@ def _to_actions(tree: Tree, num_actions: int, slot_values, how: str) -> jax.Arra
   return getattr(zeros.at[batch_ids, tree.slots.action[:, 0]], how)(slot_values)
 
 
-def _bellman_root(tree: Tree, num_actions: int, config, root_value):
-  """``(q_values f32[B, A], solved bool[B, A])``: q̂3 of the active root slots
-  (``root_value`` elsewhere) and the active solved ones (Bellman backup)."""
-  root = jax.tree.map(lambda x: x[:, 0], tree.slots)
-  root_solved = tree.slot_bounds.solved[:, 0]
-  active_slots = root.legal & (jnp.arange(tree.num_slots) < tree.nodes.num_active[:, [0]])
-  debiased, _ = jax.vmap(functools.partial(search_lib.slot_estimates, config=config))(
-      search_lib.node_stats(tree, jnp.arange(tree.batch_size), 0), root.value,
-      root.visits, root_solved, tree.nodes.num_active[:, 0])
-  active = _to_actions(tree, num_actions, active_slots, "max")
-  slot_q3 = _to_actions(tree, num_actions, jnp.where(active_slots, debiased, 0.0), "add")
-  return (jnp.where(active, slot_q3, root_value[:, None]),
-          _to_actions(tree, num_actions, active_slots & root_solved, "max"))
-
-
 def _from_visits(visits, legal, most, greedy, temperature: float, key):
   """``(action i32[B], weights f32[B, A])``: the greedy action at ``τ = 0``, else one drawn
   from the visit counts to the power ``1/τ``."""
@@ -148,28 +132,28 @@ def root_summary(tree: Tree, num_actions: int, temperature: float, key,
   without them.
 
   The greedy action is the most visited, ties broken by Q — with the Bellman backup
-  (``config.bellman``) by the debiased q̂3, which ``q_values`` then reports for every active
+  (``config.backup_rule``) by the debiased q̂3, which ``q_values`` then reports for every active
   slot, and solved slots (exact values, no more visits) compete too. Measured on Garnet MDPs
   (``scripts/bench_sample_efficiency.py``): under Thompson sampling the argmax of q̂3 flips
   between lightly visited actions and recommends worse actions than the visit counts, which
   estimate each action's chance of being the best.
   """
-  bellman = config is not None and config.bellman
+  rule = search_lib.MeanBackup() if config is None else config.backup_rule
   root = jax.tree.map(lambda x: x[:, 0], tree.slots)
   visits = _to_actions(tree, num_actions, jnp.where(root.legal, root.visits, 0), "add")
   legal = _to_actions(tree, num_actions, root.legal, "max")
   root_value = tree.nodes.value[:, 0]
   most = jnp.max(jnp.where(legal, visits, -1), axis=-1, keepdims=True)
-  if bellman:
-    q_values, solved = _bellman_root(tree, num_actions, config, root_value)
-    # A solved slot's value is exact but it gets no more visits (the descent skips it), so
-    # it competes on value with the most visited ones.
-    candidates = legal & ((visits == most) | solved)
-  else:
-    visited = _to_actions(tree, num_actions, root.legal & (root.visits > 0), "max")
-    slot_q = _to_actions(tree, num_actions, jnp.where(root.legal, root.value, 0.0), "add")
-    q_values = jnp.where(visited, slot_q, root_value[:, None])
+  # The backup says which root slots report their own Q (q̂3 with the Bellman backup).
+  shown, slot_q, exact = rule.root_slots(tree, config)
+  q_values = jnp.where(_to_actions(tree, num_actions, shown, "max"),
+                       _to_actions(tree, num_actions, slot_q, "add"), root_value[:, None])
+  if exact is None:
     candidates = legal & (visits == most)
+  else:
+    # An exact (solved) slot gets no more visits (the descent skips it), so it competes on
+    # value with the most visited ones.
+    candidates = legal & ((visits == most) | _to_actions(tree, num_actions, exact, "max"))
   # Most visited, ties broken by Q (q̂3 with the Bellman backup), then by index.
   greedy = jax.vmap(masked_argmax)(q_values, candidates)
   has_action = jnp.any(legal, axis=-1)
@@ -182,4 +166,5 @@ def root_summary(tree: Tree, num_actions: int, temperature: float, key,
                       visit_counts=visits, root_value=root_value, q_values=q_values, tree=tree,
                       root_bound=tree.bounds.bound[:, 0] if has_bound else None,
                       root_solved=tree.bounds.solved[:, 0],
-                      root_upper=tree.bounds.upper[:, 0] if has_upper and bellman else None)
+                      root_upper=(tree.bounds.upper[:, 0] if has_upper and rule.keeps_bounds
+                                  else None))

@@ -24,6 +24,9 @@ cuts leave out of a node is summarised in one dashed grey box under it, ``+k mor
 visits those children had; a node at the depth cut says how many of its actions were visited
 below it.
 
+Several trees can hang under one box (:func:`to_dot_forest`, :func:`draw_forest`): the
+sub-problems after a fixed first move, e.g. the feedbacks of a guessing game's first guess.
+
 Rendering ``.svg``/``.png``/``.pdf`` needs Graphviz's ``dot`` program; without it :func:`draw`
 writes the ``.dot`` source next to the requested file and prints how to render it.
 """
@@ -72,7 +75,8 @@ def _fmt(x: float) -> str:
 def to_dot(tree: Tree, index: int = 0, *, max_depth: int = 3, min_visits: int = 1,
            max_children: Optional[int] = 6, action_names: ActionNames = None,
            outcome_names: ActionNames = None, title: Optional[str] = None,
-           left_to_right: bool = False, max_per_level: Optional[int] = 12):
+           left_to_right: bool = False, max_per_level: Optional[int] = 12,
+           highlight: Optional[int] = None):
   """One tree of the batch as a ``graphviz.Digraph`` (nothing is rendered).
 
   Args:
@@ -92,6 +96,9 @@ def to_dot(tree: Tree, index: int = 0, *, max_depth: int = 3, min_visits: int = 
       of those the other cuts leave (``None``: no limit). The drawing's width (its height with
       ``left_to_right``) grows with this number: 12 keeps a tree two levels deep about one
       screen wide.
+    highlight: an action of the root drawn whatever the cuts, its edge in blue (e.g. the
+      one a policy read off the tree plays, which need not be the most visited); ``None``:
+      none. An action the root has not expanded cannot be drawn.
 
   What the cuts leave out of a node is summarised in one dashed box under it: ``+k more``
   and the visits of those ``k`` children (actions, or the outcomes of a chance action).
@@ -103,21 +110,69 @@ def to_dot(tree: Tree, index: int = 0, *, max_depth: int = 3, min_visits: int = 
   Raises:
     ValueError: ``index`` out of range, an empty tree, or cuts out of range.
   """
-  graphviz = _graphviz()
   host = _host_tree(tree, index, max_depth, min_visits, max_children, max_per_level)
+  graph = _digraph(title, left_to_right)
+  writer = _DotWriter(graph, host, _Cuts(max_depth=max_depth, min_visits=min_visits,
+                                         max_children=max_children,
+                                         action_names=action_names,
+                                         outcome_names=outcome_names,
+                                         max_per_level=max_per_level), highlight=highlight)
+  writer.add_node(0)
+  writer.expand(0, 0)
+  return graph
+
+
+def to_dot_forest(parts: Sequence[tuple], *, root_label: str, title: Optional[str] = None,
+                  max_depth: int = 3, min_visits: int = 1, max_children: Optional[int] = 6,
+                  action_names: ActionNames = None, outcome_names: ActionNames = None,
+                  left_to_right: bool = False,
+                  max_per_level: Optional[int] = 12):
+  """Several trees under one box, as a ``graphviz.Digraph``: the sub-problems after a fixed
+  first move (a guessing game's first guess and one tree per feedback), drawn as one tree.
+
+  Args:
+    parts: ``(label, tree, index)`` per tree drawn: tree ``index`` of the batch ``tree``,
+      hung under the box by an edge labelled ``label`` (e.g. the feedback that leads to it).
+    root_label: the common box's text (e.g. the first guess).
+    max_depth: levels drawn below each tree's root (0: the roots alone).
+    max_per_level: at most this many children per level of the whole drawing, shared out
+      evenly between the trees (at least one each; ``None``: no limit), so that the drawing
+      is about as wide as one tree's.
+    The others are :func:`to_dot`'s.
+
+  Returns:
+    ``graphviz.Digraph``; the trees' nodes are named ``t<i>_n<node>``.
+
+  Raises:
+    ValueError: no ``parts``, or :func:`to_dot`'s errors for any of them.
+  """
+  if not parts:
+    raise ValueError("to_dot_forest: no trees to draw")
+  per_tree = (None if max_per_level is None else
+              max(1, -(-max_per_level // len(parts))))
+  hosts = [(label, _host_tree(tree, index, max_depth, min_visits, max_children, per_tree))
+           for label, tree, index in parts]
+  graph = _digraph(title, left_to_right)
+  graph.node("top", root_label, shape="box", style="rounded,bold", penwidth="2")
+  cuts = _Cuts(max_depth=max_depth, min_visits=min_visits, max_children=max_children,
+               action_names=action_names, outcome_names=outcome_names,
+               max_per_level=per_tree)
+  for i, (label, host) in enumerate(hosts):
+    writer = _DotWriter(graph, host, cuts, prefix=f"t{i}_", root_name="sub-root")
+    graph.edge("top", writer.add_node(0), label=label)
+    writer.expand(0, 0)
+  return graph
+
+
+def _digraph(title: Optional[str], left_to_right: bool):
+  """An empty ``graphviz.Digraph`` in the drawings' style."""
+  graphviz = _graphviz()
   graph = graphviz.Digraph("search_tree")
   graph.attr(rankdir="LR" if left_to_right else "TB", fontname="Helvetica", fontsize="11")
   graph.attr("node", fontname="Helvetica", fontsize="10")
   graph.attr("edge", fontname="Helvetica", fontsize="9")
   if title:
     graph.attr(label=title, labelloc="t")
-  writer = _DotWriter(graph, host, _Cuts(max_depth=max_depth, min_visits=min_visits,
-                                         max_children=max_children,
-                                         action_names=action_names,
-                                         outcome_names=outcome_names,
-                                         max_per_level=max_per_level))
-  writer.add_node(0)
-  writer.expand(0, 0)
   return graph
 
 
@@ -159,21 +214,27 @@ class _DotWriter:
     graph: the ``graphviz.Digraph`` written to.
     t: one tree as numpy arrays (:func:`_host_tree`).
     cuts: what to leave out.
+    prefix: put before every node's name (several trees in one graph must not share names).
+    root_name: how node 0's box is titled.
+    highlight: an action of the root always drawn, its edge in blue (:func:`to_dot`).
   """
 
-  def __init__(self, graph, t: Tree, cuts: _Cuts):
+  def __init__(self, graph, t: Tree, cuts: _Cuts, prefix: str = "", root_name: str = "root",
+               highlight: Optional[int] = None):
     self.graph, self.t, self.cuts = graph, t, cuts
+    self.prefix, self.root_name = prefix, root_name
     num_nodes = int(t.num_nodes)
     self.k = t.slots.visits.shape[1]
     self.bellman = t.slot_bounds is not None and bool(
         np.any(t.slot_bounds.bound[:num_nodes] > NO_BOUND / 2))
     self.has_upper = bool(np.any(t.bounds.upper[:num_nodes] < NO_UPPER / 2))
     self.num_outcomes = t.chance.prob.shape[1]
+    self.highlight = None if highlight is None else self._slot_of(0, highlight)
     self.shown, self.shown_outcomes = self._plan()
 
   def node_label(self, n: int) -> str:
     t = self.t
-    lines = [("root" if n == 0 else f"node {n}") + f"   N={int(t.nodes.visits[n])}"]
+    lines = [(self.root_name if n == 0 else f"node {n}") + f"   N={int(t.nodes.visits[n])}"]
     if t.nodes.terminal[n]:
       lines.append("terminal")
     else:
@@ -188,8 +249,15 @@ class _DotWriter:
       lines.append(" ".join(bounds) + (" solved" if t.bounds.solved[n] else ""))
     return "\n".join(lines)
 
+  def _slot_of(self, n: int, action: int) -> Optional[int]:
+    """The expanded legal slot of node ``n`` that holds ``action``, or ``None``."""
+    for s in self._candidates(n):
+      if int(self.t.slots.action[n, s]) == action and int(self.t.slots.chance[n, s]) >= 0:
+        return s
+    return None
+
   def add_node(self, n: int) -> str:
-    name = f"n{n}"
+    name = f"{self.prefix}n{n}"
     style = {"shape": "box", "style": "rounded"}
     if n == 0:
       style.update(penwidth="2", style="rounded,bold")
@@ -223,11 +291,17 @@ class _DotWriter:
     t = self.t
     return [s for s in range(min(self.k, int(t.nodes.num_active[n]))) if t.slots.legal[n, s]]
 
-  def _top(self, items: list, visits: np.ndarray) -> list:
-    """``items`` that pass ``min_visits``, the most visited first, at most ``max_children``."""
-    shown = [i for i in items if visits[i] >= self.cuts.min_visits]
+  def _top(self, items: list, visits: np.ndarray, keep: Optional[int] = None) -> list:
+    """``items`` that pass ``min_visits``, the most visited first, at most ``max_children``;
+    ``keep`` (an item) is among them whatever the cuts, in its place by visits."""
+    shown = [i for i in items if visits[i] >= self.cuts.min_visits or i == keep]
     shown.sort(key=lambda i: (-int(visits[i]), i))
-    return shown if self.cuts.max_children is None else shown[:self.cuts.max_children]
+    if self.cuts.max_children is not None and len(shown) > self.cuts.max_children:
+      cut = shown[:self.cuts.max_children]
+      if keep in shown and keep not in cut:
+        cut[-1] = keep
+      shown = cut
+    return shown
 
   def _outcomes(self, chance: int) -> list:
     """The expanded outcomes of chance record ``chance`` the per-node cuts keep."""
@@ -256,7 +330,8 @@ class _DotWriter:
       for n in level:
         visits = t.slots.visits[n]
         mine = []
-        for s in self._top(self._candidates(n), visits):
+        keep = self.highlight if n == 0 else None
+        for s in self._top(self._candidates(n), visits, keep):
           chance = int(t.slots.chance[n, s])
           if chance >= 0 and self.num_outcomes > 1:
             outcomes = self._outcomes(chance)
@@ -272,7 +347,12 @@ class _DotWriter:
       # The most visited; among equals, first children before second ones, then the left.
       order = sorted(range(len(items)), key=lambda i: (-items[i][0], items[i][1], i))
       if cuts.max_per_level is not None:
-        order = order[:cuts.max_per_level]
+        kept = order[:cuts.max_per_level]
+        # The highlighted action's first child stays too (the root's level only).
+        marked = [i for i in order if items[i][2] == 0 and items[i][3] == self.highlight]
+        if marked and not set(marked) & set(kept):
+          kept[-1] = marked[0]
+        order = kept
       level = []
       for i in sorted(order):
         _, _, n, s, o, child = items[i]
@@ -288,7 +368,7 @@ class _DotWriter:
   def expand(self, n: int, depth: int) -> None:
     """Draws node ``n`` (``depth`` levels below the root)'s actions, the cuts allowing, and,
     recursively, their children."""
-    t, cuts, source = self.t, self.cuts, f"n{n}"
+    t, cuts, source = self.t, self.cuts, f"{self.prefix}n{n}"
     visits = t.slots.visits[n]
     candidates = self._candidates(n)
     if depth >= cuts.max_depth:  # the depth cut: a summary line instead of the actions
@@ -311,27 +391,29 @@ class _DotWriter:
 
   def _action(self, n: int, s: int, depth: int, visits: np.ndarray, prior: np.ndarray) -> None:
     """Slot ``s`` of node ``n``: its edge, then its child or chance outcomes."""
-    t, source = self.t, f"n{n}"
+    t, source = self.t, f"{self.prefix}n{n}"
     action = int(t.slots.action[n, s])
     label = (f"{_name(action, self.cuts.action_names)}  N={int(visits[s])}\n"
              f"Q={_fmt(float(t.slots.value[n, s]))} P={prior[s]:.2f}")
     if self.bellman and t.slot_bounds.bound[n, s] > NO_BOUND / 2:
       label += f"\n≥{_fmt(float(t.slot_bounds.bound[n, s]))}"
+    marked = {"color": "blue", "fontcolor": "blue"} if n == 0 and s == self.highlight else {}
     chance = int(t.slots.chance[n, s])
     if chance < 0:  # not expanded yet: a stub carries the action's statistics
       self._stub(source, s, label, color="grey40")
       return
     if self.num_outcomes > 1:
-      self._chance(source, chance, depth, label, _pen(visits[s], visits))
+      self._chance(source, chance, depth, label, _pen(visits[s], visits), **marked)
       return
     child = int(t.chance.child[chance][0])
     reward = float(t.chance.reward[chance, 0])
     if reward != 0.0:
       label += f" r={_fmt(reward)}"
     if child < 0:
-      self._stub(source, s, label)
+      self._stub(source, s, label, **marked)
       return
-    self.graph.edge(source, self.add_node(child), label=label, penwidth=_pen(visits[s], visits))
+    self.graph.edge(source, self.add_node(child), label=label, penwidth=_pen(visits[s], visits),
+                    **marked)
     self.expand(child, depth + 1)
 
   def _stub(self, source: str, s: int, label: str, **edge_style) -> None:
@@ -339,14 +421,15 @@ class _DotWriter:
     self.graph.node(stub, "", shape="point", width="0.08")
     self.graph.edge(source, stub, label=label, **edge_style)
 
-  def _chance(self, source: str, chance: int, depth: int, label: str, penwidth: str) -> None:
+  def _chance(self, source: str, chance: int, depth: int, label: str, penwidth: str,
+              **edge_style) -> None:
     """A chance record: a small circle, then its outcomes (the cuts allowing)."""
     t, cuts = self.t, self.cuts
     children = t.chance.child[chance]
-    chance_name = f"c{chance}"
+    chance_name = f"{self.prefix}c{chance}"
     self.graph.node(chance_name, "", shape="circle", width="0.18", style="filled",
                     fillcolor="lightyellow")
-    self.graph.edge(source, chance_name, label=label, penwidth=penwidth)
+    self.graph.edge(source, chance_name, label=label, penwidth=penwidth, **edge_style)
     outcome_visits = t.chance.visits[chance]
     outcomes = self.shown_outcomes.get(chance, [])
     hidden = [o for o in range(self.num_outcomes) if children[o] >= 0 and o not in outcomes
@@ -397,7 +480,8 @@ def draw(tree: Tree, path: Union[str, Path], index: int = 0, *, quiet: bool = Fa
     index: which tree of the batch.
     quiet: do not print the message when ``dot`` is missing.
     **cuts: :func:`to_dot`'s ``max_depth``, ``min_visits``, ``max_children``,
-      ``max_per_level``, ``action_names``, ``outcome_names``, ``title``, ``left_to_right``.
+      ``max_per_level``, ``action_names``, ``outcome_names``, ``title``, ``left_to_right``,
+      ``highlight``.
 
   Returns:
     The file written: ``path``, or ``path`` with the suffix ``.dot`` when ``dot`` is missing
@@ -406,13 +490,31 @@ def draw(tree: Tree, path: Union[str, Path], index: int = 0, *, quiet: bool = Fa
   Raises:
     ValueError: an unknown suffix, or :func:`to_dot`'s errors.
   """
-  graphviz = _graphviz()
+  path = _checked_path(path)
+  return _write(to_dot(tree, index, **cuts), path, quiet)
+
+
+def draw_forest(parts: Sequence[tuple], path: Union[str, Path], *, root_label: str,
+                quiet: bool = False, **cuts) -> Path:
+  """Draws several trees under one box (:func:`to_dot_forest`) to ``path``, as :func:`draw`
+  draws one: same formats, same fallback without ``dot``, same return value and errors."""
+  path = _checked_path(path)
+  return _write(to_dot_forest(parts, root_label=root_label, **cuts), path, quiet)
+
+
+def _checked_path(path: Union[str, Path]) -> Path:
+  """``path`` as a :class:`Path`, after checking its suffix (before any drawing work)."""
   path = Path(path)
-  suffix = path.suffix.lower()
-  if suffix not in SOURCE_SUFFIXES + RENDERED_SUFFIXES:
+  if path.suffix.lower() not in SOURCE_SUFFIXES + RENDERED_SUFFIXES:
     raise ValueError(f"cannot draw a tree to {path}: the suffix must be one of "
                      f"{', '.join(SOURCE_SUFFIXES + RENDERED_SUFFIXES)}")
-  graph = to_dot(tree, index, **cuts)
+  return path
+
+
+def _write(graph, path: Path, quiet: bool) -> Path:
+  """Writes ``graph`` to ``path`` (:func:`draw`'s formats and fallback); returns the file."""
+  graphviz = _graphviz()
+  suffix = path.suffix.lower()
   if path.parent and not path.parent.exists():
     path.parent.mkdir(parents=True, exist_ok=True)
   if suffix in SOURCE_SUFFIXES:

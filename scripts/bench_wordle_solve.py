@@ -3,7 +3,8 @@
 Runs ``jaxsearch solve wordle --first WORD --json --quiet [options]`` in a child process under
 ``/usr/bin/time -v`` (peak resident memory of the whole run, compilation included) and prints
 
-    {"first": ..., "total_guesses": ..., "proven_optimal": ..., "upper_total": ...,
+    {"first": ..., "total_guesses": ..., "proven_optimal": ..., "proven_given_first": ...,
+     "upper_total": ...,
      "seconds": ..., "wall_seconds": ..., "peak_rss_gb": ..., "nodes": ...,
      "bytes_per_node": ..., "memory_estimate_gb": ..., "simulations": ..., "command": ...}
 
@@ -52,7 +53,11 @@ def run(first: str, lists: str, extra: list[str], warm: bool) -> dict:
   found = json.loads(done.stdout.strip().splitlines()[-1])
   peak = peak_rss_bytes(done.stderr)
   return {"first": first, "lists": lists, "total_guesses": found["total_guesses"],
-          "proven_optimal": found["proven_optimal"], "upper_total": found["upper_total"],
+          "proven_optimal": found["proven_optimal"],
+          # With --first a proof is of the best total given that guess: proven_optimal (of
+          # the game) stays false even when this is true.
+          "proven_given_first": found.get("proven_given_first"),
+          "upper_total": found["upper_total"],
           "seconds": found["seconds"], "wall_seconds": round(wall, 1),
           "peak_rss_gb": None if peak is None else round(peak / (1 << 30), 2),
           "nodes": found["nodes"], "bytes_per_node": found.get("bytes_per_node"),

@@ -8,6 +8,11 @@ import pytest
 
 # Tests run on the CPU; keep XLA from grabbing both cores' worth of threads per process.
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")
+# The tests' shapes are small, so their time goes to compiling, not running: LLVM's cheapest
+# optimisation level compiles faster (the golden trees are the same bit for bit: it changes no
+# floating-point semantics). Put --xla_backend_optimization_level=N in XLA_FLAGS for another.
+if "xla_backend_optimization_level" not in os.environ["XLA_FLAGS"]:
+  os.environ["XLA_FLAGS"] += " --xla_backend_optimization_level=0"
 # Eight simulated CPU devices for the sharding tests (tests/test_sharding.py); unsharded code
 # still runs on device 0. Must be set before JAX starts.
 if "xla_force_host_platform_device_count" not in os.environ["XLA_FLAGS"]:

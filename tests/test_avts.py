@@ -25,6 +25,7 @@ import jaxsearch as js
 from jaxsearch.games import garnet
 from jaxsearch import debias
 from jaxsearch import search as search_lib
+from jaxsearch.search import backup_bellman
 from jaxsearch.game import Estimate
 from jaxsearch.selection import NodeView
 from jaxsearch.tree import NO_BOUND
@@ -814,18 +815,21 @@ def test_without_variance_and_debias_thompson_is_greedy_and_deterministic():
 
 
 def _level(slot_solved_after, config):
-  """One node's Bellman update (``search._bellman_level``) of slot 0 (q̂1 = 0.5, unvisited)
-  at a node whose statistics hold a drift of -0.2 at visit 2 (bucket 1), after a transition
-  with reward 0.2 into a child of value 0 (solved or not)."""
+  """One node's Bellman update (``backup_bellman._bellman_update``) of slot 0 (q̂1 = 0.5,
+  unvisited) at a node whose statistics hold a drift of -0.2 at visit 2 (bucket 1), after a
+  transition with reward 0.2 into a child of value 0 (solved or not)."""
   stats = debias.DebiasStats(count=jnp.array([2, 1, 0, 0], jnp.int32),
                              bias_mean=jnp.array([0.0, -0.2, 0.0, 0.0], jnp.float32),
                              sq_sum=jnp.zeros((4,), jnp.float32))
   f32 = lambda x: jnp.asarray(x, jnp.float32)
-  return jax.jit(functools.partial(search_lib._bellman_level, config=config))(
+  node = backup_bellman._NodeRow(
       f32([0.5, 0.3]), jnp.array([0, 2], jnp.int32), jnp.array([True, True]),
       jnp.array([False, False]), jnp.int32(2), stats, f32([NO_BOUND, 0.1]), f32(0.1),
-      f32([1.0, 0.6]), f32(1.0), jnp.array(False), jnp.int32(0), f32([1.0]), f32([0.2]),
-      f32([0.0]), f32([0.0]), f32([0.0]), f32([0.1]), jnp.array([slot_solved_after]))
+      f32([1.0, 0.6]), f32(1.0), jnp.array(False))
+  edge = backup_bellman._EdgeRow(
+      jnp.int32(0), f32([1.0]), f32([0.2]), f32([0.0]), f32([0.0]), f32([0.0]), f32([0.1]),
+      jnp.array([slot_solved_after]))
+  return jax.jit(functools.partial(backup_bellman._bellman_update, config=config))(node, edge)
 
 
 def _level_config():

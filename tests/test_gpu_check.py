@@ -35,16 +35,14 @@ def _smoke(tmp_path, parts: list[str]) -> dict:
 
 
 def test_gpu_check_smoke_runs_the_core_parts(tmp_path):
-  """The default suite's share: the environment, the benchmark grid and Mastermind's phases
-  (the other parts run behind ``-m slow``)."""
-  by_part = _smoke(tmp_path, ["env", "bench", "mastermind"])
-  bench_rows = [r for r in by_part["bench"] if "workload" in r]
-  assert {r["workload"] for r in bench_rows} == {"hashed_A16", "connect_four"}
-  assert all(r["sims_per_s_ours"] > 0 for r in bench_rows)
+  """The default suite's share: the environment and Mastermind's phases, the script's
+  process-per-part frame (the benchmark grid, whose pieces tests/test_bench.py covers, and the
+  other parts run behind ``-m slow``)."""
+  by_part = _smoke(tmp_path, ["env", "mastermind"])
   mastermind, = by_part["mastermind"]
   assert mastermind["proven_optimal"] is True and mastermind["total_guesses"] == 21
   summary = (by_part["out"] / "summary.md").read_text()
-  assert "| bench | ok |" in summary and "| mastermind | ok |" in summary
+  assert "| env | ok |" in summary and "| mastermind | ok |" in summary
 
 
 @pytest.mark.slow

@@ -33,7 +33,8 @@ def _garnet_thompson(**options):
                             num_simulations=16, outcome_rule="sample", **options), GARNET.roots()
 
 
-@pytest.mark.parametrize("build", [_hashed_puct, _tictactoe_puct, _garnet_thompson],
+@pytest.mark.parametrize("build", [_hashed_puct, pytest.param(_tictactoe_puct, marks=pytest.mark.slow),
+                                   _garnet_thompson],
                          ids=["hashed_puct_deep", "tictactoe_two_player", "garnet_chance"])
 def test_whole_path_writes_the_same_tree_as_the_level_loop(build):
   key = jax.random.PRNGKey(3)
@@ -53,6 +54,7 @@ def test_whole_path_writes_the_same_tree_as_the_level_loop(build):
                                     err_msg=f"{setting} {jax.tree_util.keystr(name)}")
 
 
+@pytest.mark.slow
 def test_whole_path_under_vmap():
   """A search vmapped over a leading axis of batches (one batch of one root each) builds
   the same trees as the batched call."""

@@ -79,6 +79,7 @@ def test_puct_is_bit_identical_on_any_number_of_devices(count):
   assert len({tuple(np.asarray(sharded.visit_counts[b])) for b in range(B)}) > B // 2
 
 
+@pytest.mark.slow
 def test_avts_on_a_garnet_family_is_bit_identical_on_1_and_8_devices():
   key = jax.random.PRNGKey(5)
   reference = _avts(None)(None, key, _roots())

@@ -65,6 +65,7 @@ def test_small_mastermind_is_solved_and_certified():
   assert all(u <= b + 1e-3 for b, u in zip(bounds, uppers))
 
 
+@pytest.mark.slow
 def test_fixed_first_guess_solves_every_feedback_as_one_batch():
   puzzle = mastermind.puzzle(2, 3, exact_search=False)
   result = solve_lib.solve_puzzle(puzzle, first="12", seconds=120, chunk=32, max_nodes=2000,
@@ -205,7 +206,7 @@ def test_gap_outcome_rule_needs_the_bellman_backup():
 
 
 def test_gap_rule_prefers_the_widest_weighted_gap_then_balances_ties():
-  from jaxsearch.search import _choose_outcome
+  from jaxsearch.search.descent import _choose_outcome
   probs = jnp.full((4,), 0.25)
   visits = jnp.array([5, 0, 2, 0])
   pick = jax.jit(_choose_outcome, static_argnums=3)
@@ -218,6 +219,7 @@ def test_gap_rule_prefers_the_widest_weighted_gap_then_balances_ties():
                   jnp.array([9.0, 1.0, 2.0, 9.0]))) == 2
 
 
+@pytest.mark.slow
 def test_proof_rule_reaches_slots_widening_has_not_activated():
   """The optimistic rule sees every candidate slot: with q̂1 ranking the guesses in the
   reverse order of their bounds, progressive widening activates the worst-bound slot first,
@@ -269,6 +271,7 @@ def test_nonfinite_action_bounds_count_and_fall_back_to_the_node_bound():
   assert float(found["upper"][0]) < OPTIMA[(2, 4)] - 0.5 and not found["proven"]
 
 
+@pytest.mark.slow
 def test_bound_slots_hold_the_best_bounds_q1_left_out():
   """``bound_slots=2`` of ``K = 4``: slots 0-1 are the best q̂1, slots 2-3 the best action
   bounds among the other guesses; bad settings are refused. (Under jit only, to save a

@@ -129,6 +129,7 @@ def test_a_float_tolerance_would_have_proven_a_false_claim(solved_3x3):
   assert not solve_lib.certify(dataclasses.replace(puzzle, exact=None), trees, [0], 73)
 
 
+@pytest.mark.slow
 def test_small_chunks_still_reach_every_depth():
   """Depth is independent of the chunk: with one simulation per call the proof still needs
   nodes four guesses deep, and gets them."""
@@ -276,6 +277,7 @@ def test_exact_search_closes_what_a_small_tree_cannot():
   assert not solve_lib.certify(with_search, trees, [0], 207)
 
 
+@pytest.mark.slow
 def test_sub_problems_certified_in_worker_processes_as_in_one(tmp_path):
   """Certificates of a fixed first guess's sub-problems, two worker processes against one
   (Wordle's exact bounds are plain arrays, so they can be sent to the workers)."""
@@ -315,6 +317,7 @@ def test_exact_search_replaces_a_tree_policy_that_is_not_optimal():
   assert result.upper_total == 206
 
 
+@pytest.mark.slow
 def test_exact_search_replaces_sub_problem_policies_after_a_first_guess():
   """The same with a fixed first guess (Mastermind 4×3 after ``1111``, where one simulation
   leaves 297 against 291): every feedback's sub-problem whose tree policy is not optimal

@@ -130,6 +130,46 @@ def test_max_per_level_keeps_the_most_visited_children_of_the_level():
   assert _boxes(viz.to_dot(HAND, max_per_level=None).source) == {0, 1, 2, 3}
 
 
+def test_highlight_draws_a_root_action_the_cuts_would_leave_out():
+  # Action 1 ("right", 2 visits) is cut by max_children=1 and by max_per_level=1; marked,
+  # it is drawn in blue with its child (node 3), in place of the least visited one kept.
+  source = viz.to_dot(HAND, max_children=1, highlight=1).source
+  assert re.search(r'\tn0 -> c1 \[label="1  N=2\n[^"]*" color=blue fontcolor=blue', source)
+  assert 'n0 -> c0' not in source and _boxes(source) == {0, 3}
+  source = viz.to_dot(HAND, max_per_level=1, highlight=1).source
+  assert _boxes(source) == {0, 3} and "color=blue" in source
+  # The most visited action marked: drawn as without the mark, in blue.
+  marked = viz.to_dot(HAND, highlight=0).source
+  assert _boxes(marked) == _boxes(viz.to_dot(HAND).source) == {0, 1, 2, 3}
+  assert marked.count(" color=blue") == 1 and 'n0 -> c0 [label="0  N=7' in marked
+  # An action the root has not expanded (2) cannot be drawn: nothing is marked.
+  assert "blue" not in viz.to_dot(HAND, highlight=2).source
+
+
+def test_a_forest_hangs_trees_under_one_box(tmp_path):
+  parts = [("first\n3 secrets", HAND, 0), ("second", HAND, 0)]
+  source = viz.to_dot_forest(parts, root_label="guess 12", title="two trees").source
+  assert '\ttop [label="guess 12"' in source and "label=\"two trees\"" in source
+  assert '\ttop -> t0_n0 [label="first\n3 secrets"]' in source
+  assert '\ttop -> t1_n0 [label=second]' in source
+  # Each tree is drawn whole, its names prefixed so the two do not merge.
+  for i in (0, 1):
+    assert re.search(rf'^\tt{i}_n0 \[label="sub-root   N=10', source, re.M)
+    assert {int(n) for n in re.findall(rf'^\tt{i}_n(\d+) \[label', source, re.M)} == {
+        0, 1, 2, 3}
+    assert f"\tt{i}_n0 -> t{i}_c0 " in source
+  # max_per_level is shared out between the trees: 2 over two trees keeps one child each.
+  shared = viz.to_dot_forest(parts, root_label="r", max_per_level=2).source
+  for i in (0, 1):
+    assert {int(n) for n in re.findall(rf'^\tt{i}_n(\d+) \[label', shared, re.M)} == {0, 2}
+  assert viz.draw_forest(parts, tmp_path / "f.dot", root_label="guess 12").read_text() == (
+      viz.to_dot_forest(parts, root_label="guess 12").source)
+  with pytest.raises(ValueError, match="no trees"):
+    viz.to_dot_forest([], root_label="r")
+  with pytest.raises(ValueError, match="suffix"):
+    viz.draw_forest(parts, tmp_path / "f.jpeg", root_label="r")
+
+
 def test_bad_arguments():
   with pytest.raises(ValueError, match="out of range"):
     viz.to_dot(HAND, index=1)

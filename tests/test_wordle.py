@@ -378,6 +378,7 @@ def full():
   return wordle.load_default("nyt")
 
 
+@pytest.mark.slow
 def test_full_lists_first_guess_figures(full):
   w = full
   assert (w.num_answers, w.num_guesses) == (3158, 14855)

@@ -1,9 +1,14 @@
-"""What the ``jaxsearch`` verbs share: their exit-with-a-message error and argument types."""
+"""What the ``jaxsearch`` verbs share: their exit-with-a-message error, argument types, and
+the checks that refuse bad input before any work starts (docs/bad_input.md)."""
 
 from __future__ import annotations
 
 import argparse
-from typing import Sequence
+import math
+import os
+import sys
+from pathlib import Path
+from typing import Optional, Sequence
 
 PGX_PREFIX = "pgx:"  # `play pgx:othello`: any pgx environment through games.pgx_env
 
@@ -43,6 +48,34 @@ positive_int = int_at_least(1, "a positive integer")  # sizes
 non_negative_int = int_at_least(0, "a non-negative integer")  # counts that may be 0
 
 
+def float_at_least(minimum: float, kind: str, *, strict: bool = False,
+                   allow_inf: bool = False):
+  """argparse type of a float option of at least ``minimum`` (above it with ``strict``);
+  ``kind`` names what is expected in the message.
+
+  NaN is always refused: every comparison with it is false, so a NaN budget would silently
+  switch its check off (``solve --seconds nan`` searched with no time limit). ``+inf`` is
+  refused unless ``allow_inf`` (where it means "no limit"), ``-inf`` always."""
+  def parse(text: str) -> float:
+    try:
+      value = float(text)
+    except ValueError:
+      raise argparse.ArgumentTypeError(f"expected {kind}, got {text!r}") from None
+    if (math.isnan(value) or (math.isinf(value) and not (allow_inf and value > 0))
+        or value < minimum or (strict and value == minimum)):
+      raise argparse.ArgumentTypeError(f"expected {kind}, got {text}")
+    return value
+  return parse
+
+
+positive_float = float_at_least(0.0, "a positive finite number", strict=True)  # GB, minutes
+non_negative_float = float_at_least(0.0, "a non-negative finite number")
+# A time budget: 0 is meaningful (solve: one chunk; certificates: no exact search) and so is
+# inf (no time limit: the search ends when proven or out of nodes or simulations).
+time_limit = float_at_least(0.0, "a non-negative number of seconds (inf: no limit)",
+                            allow_inf=True)
+
+
 def game_name(names: Sequence[str]):
   """argparse type of a game argument: one of ``names`` or ``pgx:ENV_ID`` (the id is checked
   when the game is built, where pgx is imported)."""
@@ -54,3 +87,205 @@ def game_name(names: Sequence[str]):
         f"unknown game {text!r}: choose from {', '.join(names)}, or pgx:ENV_ID")
 
   return parse
+
+
+# ---- output paths, checked before the run (so that a run's result is never lost) ------------
+#
+# These raise OSError subclasses (ValueError for a bad suffix): `jaxsearch.cli.main` prints
+# them as one line naming the verb, with exit status 2.
+
+
+def check_writable(path, option: str, *, folder: bool = False, replaced: bool = False) -> None:
+  """Raises unless ``path`` (given as ``option``) can be written: a file whose folder exists
+  and may be written in, not a folder; with ``folder``, a folder that exists or can be made
+  (its nearest existing ancestor is a folder that may be written in).
+
+  ``replaced``: the writer makes a temporary file in the folder and renames it over ``path``
+  (``policy_file.save``), so the folder must be writable even where the file exists.
+
+  Raises:
+    IsADirectoryError, NotADirectoryError, FileNotFoundError, PermissionError: saying why,
+      naming ``option`` and ``path``.
+  """
+  path = Path(path)
+  where = f"{option} {path}"
+  if folder:
+    if path.exists():
+      if not path.is_dir():
+        raise NotADirectoryError(f"{where}: is a file, not a folder")
+      if not os.access(path, os.W_OK | os.X_OK):
+        raise PermissionError(f"{where}: no permission to write in that folder")
+      return
+    ancestor = path.parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+      ancestor = ancestor.parent
+    if not ancestor.is_dir():
+      raise NotADirectoryError(f"{where}: cannot make the folder: {ancestor} is a file")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+      raise PermissionError(f"{where}: cannot make the folder: no permission to write in "
+                            f"{ancestor}")
+    return
+  if path.is_dir():
+    raise IsADirectoryError(f"{where}: is a folder; give a file name")
+  parent = path.parent  # Path("x").parent is Path("."), the working folder
+  if not parent.exists():
+    raise FileNotFoundError(f"{where}: the folder {parent} does not exist; create it first")
+  if not parent.is_dir():
+    raise NotADirectoryError(f"{where}: {parent} is not a folder")
+  if path.exists() and not replaced:
+    if not os.access(path, os.W_OK):
+      raise PermissionError(f"{where}: no permission to write that file")
+  elif not os.access(parent, os.W_OK | os.X_OK):
+    raise PermissionError(f"{where}: no permission to write in {parent}")
+
+
+def check_draw_file(path, option: str = "--draw") -> None:
+  """A tree drawing's file (:func:`jaxsearch.viz.draw`): a suffix it draws to, writable."""
+  from jaxsearch import viz
+  suffixes = viz.SOURCE_SUFFIXES + viz.RENDERED_SUFFIXES
+  if Path(path).suffix.lower() not in suffixes:
+    raise ValueError(f"{option} {path}: the file must end in {', '.join(suffixes)}")
+  check_writable(path, option)
+
+
+MATPLOTLIB_INSTALL = "pip install matplotlib"
+
+
+def check_plot_file(path, option: str, verb: str) -> None:
+  """``option``'s plot: matplotlib importable (else :class:`CommandError` with the install
+  command; ``verb`` names the command, e.g. ``"jaxsearch solve"``) and, where ``path`` is
+  given, a format matplotlib writes (the suffix; none: PNG) and a writable file."""
+  try:  # a core dependency, but an environment may lack it (or a broken install)
+    import matplotlib  # noqa: F401  (first: a submodule imported already would not tell)
+    from matplotlib.backend_bases import FigureCanvasBase
+  except ImportError as error:
+    raise CommandError(f"{verb}: {option} needs matplotlib, which cannot be imported "
+                       f"({error}); install it with `{MATPLOTLIB_INSTALL}`") from None
+  if path is None:
+    return
+  suffix = Path(path).suffix.lower().lstrip(".")
+  formats = FigureCanvasBase.get_supported_filetypes()
+  if suffix and suffix not in formats:
+    raise ValueError(f"{option} {path}: matplotlib cannot write .{suffix} files; use one of "
+                     f"{', '.join('.' + f for f in sorted(formats))}")
+  check_writable(path, option)
+
+
+# ---- jaxsearch solve: everything that can be checked before the puzzle is built ------------
+
+# `jaxsearch solve`'s --chunk and --nodes defaults per game (read by
+# `jaxsearch.cli.solve._fill_budget_defaults` and by the node check below).
+SOLVE_DEFAULT_CHUNK = {"mastermind": 32, "wordle": 4}
+SOLVE_DEFAULT_NODES = {"mastermind": 200_000, "wordle": 120_000}
+
+
+def check_solve_input(args: argparse.Namespace) -> None:
+  """``jaxsearch solve``'s checks before any work: the output files and the node budget (the
+  option types refuse the rest while parsing)."""
+  if args.export:
+    check_writable(args.export, "--export", replaced=True)  # policy_file.save renames
+  if args.plot:
+    check_plot_file(args.plot, "--plot", "jaxsearch solve")
+  if args.draw:
+    check_draw_file(args.draw, "--draw")
+  if getattr(args, "checkpoint", None):  # saved to as the search goes: made, parents too
+    check_writable(args.checkpoint, "--checkpoint", folder=True)
+  need = solve_node_minimum(args)
+  if need is None:
+    return
+  if args.nodes is not None and args.nodes < need[0]:
+    raise CommandError(f"jaxsearch solve: --nodes {args.nodes} is too small: {need[1]}; "
+                       f"pass --nodes {need[0]} or more")
+  default = SOLVE_DEFAULT_NODES[args.game]
+  if args.nodes is None and default < need[0]:
+    # The default budget is not the user's choice: raise it, and say so.
+    print(f"jaxsearch solve: the default node budget {default} is below what this run "
+          f"needs ({need[1]}); using --nodes {need[0]}", file=sys.stderr)
+    args.nodes = need[0]
+
+
+def solve_node_minimum(args: argparse.Namespace) -> Optional[tuple[int, str]]:
+  """``(minimum, why)``: the least ``--nodes`` with which ``jaxsearch solve args`` runs as
+  asked, or ``None`` where it cannot tell (the puzzle's own checks will refuse its sizes,
+  lists or ``--first``; or an opening solves every secret, and nothing is searched).
+
+  This mirrors the solver without building the puzzle (seconds to a minute): one tree needs
+  ``--chunk + 1`` nodes (:class:`jaxsearch.search.SearchConfig`); a batch of trees, one per
+  feedback of each first guess (``--first``, else the game's openings up to symmetry), shares
+  ``--nodes`` out and gives each tree at least ``4 * num_outcomes + 1`` nodes
+  (``jaxsearch.solve.puzzle._solve_openings``), which silently grew a smaller budget (3 to
+  2964 for 4×6). tests/test_input_checks.py checks the mirror against the solver's own
+  counts."""
+  chunk = args.chunk or SOLVE_DEFAULT_CHUNK[args.game]
+  one_tree = chunk + 1
+  counted = (_mastermind_trees if args.game == "mastermind" else _wordle_trees)(args)
+  if counted is None:
+    return None
+  trees, num_outcomes, what = counted
+  if trees is None:  # one search from the start
+    return one_tree, f"one tree needs --chunk + 1 = {one_tree} nodes"
+  if min(trees) == 0:  # a first guess that solves every secret: the solver stops there
+    return None
+  grown = 4 * num_outcomes + 1
+  per_tree = max(grown, one_tree)
+  reason = f"4 × {num_outcomes} feedbacks + 1" if per_tree == grown else "--chunk + 1"
+  total = sum(trees)
+  hint = " (or --no-openings: one tree)" if args.game == "mastermind" and not args.first else ""
+  return total * per_tree, (f"{total} trees ({what}: one per feedback but the solved one) "
+                            f"each need {reason} = {per_tree} nodes, {total * per_tree} in "
+                            f"all{hint}")
+
+
+def _mastermind_trees(args: argparse.Namespace):
+  """``(trees per first guess, num_outcomes, which first guesses)`` of ``solve
+  mastermind`` (``trees`` ``None``: one tree from the start), or ``None`` where the game or
+  ``--first`` will be refused."""
+  import numpy as np
+
+  from jaxsearch.games import mastermind
+  pegs, colours = args.pegs, args.colours
+  # mastermind.make's limits; outside them it raises its own message.
+  if not (1 <= pegs <= 21 and 1 <= colours <= 9 and colours ** pegs <= 32768):
+    return None
+  if args.first is not None:
+    guesses, what = [args.first], f"--first {args.first}"
+  elif args.openings:
+    guesses = list(mastermind.openings(pegs, colours))
+    what = f"the {len(guesses)} openings up to symmetry, {', '.join(guesses)}"
+  else:
+    return None, len(mastermind.feedback_keys(pegs)), "one tree"
+  allowed = {str(c) for c in range(1, colours + 1)}
+  if any(len(g) != pegs or not set(g) <= allowed for g in guesses):
+    return None  # not a code: --first is refused with its own message
+  codes = mastermind.code_digits(pegs, colours)
+  counts = np.stack([(codes == c).sum(axis=1) for c in range(colours)], axis=1)
+  trees = []
+  for guess in guesses:
+    digits = np.array([int(ch) - 1 for ch in guess])
+    black = (codes == digits).sum(axis=1)
+    common = np.minimum(counts, np.bincount(digits, minlength=colours)).sum(axis=1)
+    feedbacks = set(zip(black.tolist(), (common - black).tolist())) - {(pegs, 0)}
+    trees.append(len(feedbacks))
+  return trees, len(mastermind.feedback_keys(pegs)), what
+
+
+def _wordle_trees(args: argparse.Namespace):
+  """``_mastermind_trees`` for ``solve wordle``: one tree unless ``--first``; ``None`` where
+  the lists cannot be read or ``--first`` is not a guess (refused later, in its own words)."""
+  from jaxsearch.games import wordle
+  if args.first is None:
+    return None, wordle.NUM_PATTERNS, "one tree"
+  try:  # the lists as `jaxsearch.cli.solve._puzzle` reads them
+    default_answers, default_guesses = (None, None)
+    if args.answers is None or args.guesses is None:
+      default_answers, default_guesses = wordle.default_paths()
+    answers = wordle.load_words(args.answers or default_answers)
+    guesses = wordle.load_words(args.guesses or default_guesses)
+  except (OSError, ValueError):
+    return None
+  if not answers or args.first not in guesses or not set(answers) <= set(guesses):
+    return None
+  import numpy as np
+  patterns = set(np.asarray(wordle.feedback_table([args.first], answers))[0].tolist())
+  return ([len(patterns - {wordle.SOLVED})], wordle.NUM_PATTERNS,
+          f"--first {args.first}")

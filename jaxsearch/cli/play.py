@@ -9,7 +9,7 @@ import functools
 import importlib
 from typing import Callable, Optional, Sequence
 
-from jaxsearch.cli.common import PGX_PREFIX, CommandError, game_name
+from jaxsearch.cli.common import PGX_PREFIX, CommandError, check_draw_file, game_name
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,15 +106,15 @@ def add_parser(commands) -> None:
 def run(args: argparse.Namespace) -> int:
   """``jaxsearch play``; returns the exit status."""
   spec = _spec(args.game)
+  # The options first: importing the game (and pgx) takes seconds.
+  simulations = args.simulations if args.simulations is not None else spec.default_simulations
+  if simulations < 1:
+    raise CommandError(f"jaxsearch play: --simulations must be >= 1, got {simulations}")
+  _check_draw(args.draw, args.draw_depth)
   try:
     module = _game_module(args.game)
   except ImportError as error:
     raise CommandError(f"jaxsearch play: {error}") from None
-  simulations = args.simulations if args.simulations is not None else spec.default_simulations
-  if simulations < 1:
-    raise CommandError(f"--simulations must be >= 1, got {simulations}")
-  if args.draw:
-    _check_draw(args.draw, args.draw_depth)
   if args.checkpoint:
     searcher = _trained_search(args.checkpoint, args.game, args.simulations)
   else:
@@ -207,17 +207,13 @@ def _search_move(searcher: _Searcher, key, state, tree, drawer=None):
   return action, out.tree
 
 
-def _check_draw(path: str, depth: int) -> None:
-  """``--draw``'s file and ``--draw-depth``, checked before the game starts."""
-  from pathlib import Path
-
-  from jaxsearch import viz
-  suffixes = viz.SOURCE_SUFFIXES + viz.RENDERED_SUFFIXES
-  if Path(path).suffix.lower() not in suffixes:
-    raise CommandError(f"jaxsearch play: --draw {path}: the file must end in "
-                       f"{', '.join(suffixes)}")
+def _check_draw(path: Optional[str], depth: int) -> None:
+  """``--draw``'s file (a suffix viz draws to, writable: it is written after every search
+  move) and ``--draw-depth`` (with or without ``--draw``), checked before the game starts."""
   if depth < 0:
     raise CommandError(f"jaxsearch play: --draw-depth must be >= 0, got {depth}")
+  if path:
+    check_draw_file(path, "--draw")
 
 
 class _TreeDrawer:

@@ -9,7 +9,9 @@ import json
 import sys
 import time
 
-from jaxsearch.cli.common import CommandError, non_negative_int, positive_int
+from jaxsearch.cli.common import (SOLVE_DEFAULT_CHUNK, SOLVE_DEFAULT_NODES, CommandError,
+                                  check_solve_input, non_negative_float, non_negative_int,
+                                  positive_float, positive_int, time_limit)
 
 
 def add_parser(commands) -> None:
@@ -46,7 +48,7 @@ def _add_problem_arguments(solve: argparse.ArgumentParser) -> None:
 
 def _add_budget_arguments(solve: argparse.ArgumentParser) -> None:
   """How much search: time, simulations, nodes, slots, the certificates' exact search."""
-  solve.add_argument("--seconds", type=float, default=60.0,
+  solve.add_argument("--seconds", type=time_limit, default=60.0,
                      help="search time budget, checked between chunks (default 60)")
   solve.add_argument("--simulations", type=positive_int, default=None,
                      help="simulation budget per tree (default: none)")
@@ -57,10 +59,10 @@ def _add_budget_arguments(solve: argparse.ArgumentParser) -> None:
                      help="node budget, shared out between the trees of a batch (default "
                           "200000 for Mastermind, 120000 for Wordle: about 3.7 GB for a "
                           "5-minute run)")
-  solve.add_argument("--slots", type=int, default=None,
+  solve.add_argument("--slots", type=non_negative_int, default=None,
                      help="guesses kept per node, the top ones by the estimator (0 = all; "
                           "default 128 for Mastermind, 64 for Wordle)")
-  solve.add_argument("--bound-slots", type=int, default=None,
+  solve.add_argument("--bound-slots", type=non_negative_int, default=None,
                      help="of those, how many hold the guesses with the best admissible "
                           "bounds instead: a cut guess's bound floors its node's, so a proof "
                           "needs them (default: three quarters of --slots for Mastermind, 0 "
@@ -69,10 +71,10 @@ def _add_budget_arguments(solve: argparse.ArgumentParser) -> None:
                      help="the certificates settle guesses at nodes of at most N secrets by "
                           "exact depth-first search where the tree cannot (default 512; 0: "
                           "the tree alone)")
-  solve.add_argument("--certify-seconds", type=float, default=600.0, metavar="S",
+  solve.add_argument("--certify-seconds", type=time_limit, default=600.0, metavar="S",
                      help="time the certificates may spend in that exact search after the "
                           "search (default 600); what they cannot show by then is not claimed")
-  solve.add_argument("--memory", type=float, default=None,
+  solve.add_argument("--memory", type=positive_float, default=None,
                      help="memory budget in GB (default: the memory available); a run whose "
                           "estimate exceeds it is refused before it starts, with the estimate")
   solve.add_argument("--seed", type=int, default=0)
@@ -81,18 +83,39 @@ def _add_budget_arguments(solve: argparse.ArgumentParser) -> None:
 def _add_output_arguments(solve: argparse.ArgumentParser) -> None:
   """What to write: the policy, a plot, a drawing, JSON."""
   solve.add_argument("--export", default=None, help="write the policy as JSON to this file")
-  solve.add_argument("--plot", default=None, help="write a PNG of the bounds to this file")
+  solve.add_argument("--plot", default=None,
+                     help="write a PNG of the bounds after each chunk to this file, against "
+                          "simulations and seconds")
   solve.add_argument("--draw", default=None, metavar="FILE",
-                     help="draw the search tree (the first of the batch) to FILE (.dot, .svg "
-                          "or .png; without Graphviz's `dot` program, FILE.dot is written)")
-  solve.add_argument("--draw-depth", type=int, default=1, metavar="D",
-                     help="guesses deep to draw (default 1)")
+                     help="draw the search behind the exported policy to FILE (.dot, .svg or "
+                          ".png; without Graphviz's `dot` program, FILE.dot is written): its "
+                          "first guess over the trees of that guess's feedbacks, or with "
+                          "--no-openings the one tree, that guess in blue")
+  solve.add_argument("--draw-depth", type=non_negative_int, default=1, metavar="D",
+                     help="guesses deep to draw, the first guess included (default 1)")
   solve.add_argument("--json", action="store_true", help="end with one JSON line")
-  solve.add_argument("--quiet", action="store_true", help="no progress bar")
+  solve.add_argument("--quiet", action="store_true",
+                     help="no progress on stderr (a bar on a terminal; elsewhere plain lines: "
+                          "one every 5 seconds, then the final bounds)")
+  solve.add_argument("--checkpoint", default=None, metavar="DIR",
+                     help="save the run's state to DIR as it goes (the search every "
+                          "--checkpoint-seconds and at its end, then each certificate), "
+                          "atomically, so that a killed run can go on with --resume; a DIR "
+                          "that already holds a run's state is refused without --resume")
+  solve.add_argument("--resume", action="store_true",
+                     help="go on from the state saved in --checkpoint DIR (the same game and "
+                          "options; --seconds and --simulations count the search already "
+                          "done); a DIR holding no state starts afresh")
+  solve.add_argument("--checkpoint-seconds", type=non_negative_float, default=10.0,
+                     metavar="S",
+                     help="with --checkpoint: seconds of search between saves of its state "
+                          "(default 10; 0: after every chunk; a slow save pushes the next "
+                          "back, so saving takes at most about a fifth of the time)")
 
 
 def run(args: argparse.Namespace) -> int:
   """``jaxsearch solve``; returns the exit status."""
+  check_solve_input(args)  # output files, node budget: refused before any work
   from jaxsearch import policy_file
   from jaxsearch import solve as solve_lib
 
@@ -107,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
   if args.plot:
     solve_lib.plot_history(result, args.plot, title)
   if args.draw:
-    _draw_solver_tree(result.trees, args.draw, args.draw_depth, puzzle, title)
+    _draw_solver_tree(result, args, puzzle, title)
   _report(args, result, title)
   if args.json:
     print(json.dumps(summary))
@@ -153,11 +176,11 @@ def _fill_budget_defaults(args: argparse.Namespace):
     bound_slots = 3 * slots // 4 if args.game == "mastermind" else 0
   args.slots, args.bound_slots = slots, bound_slots
   if args.nodes is None:
-    args.nodes = 200_000 if args.game == "mastermind" else 120_000
+    args.nodes = SOLVE_DEFAULT_NODES[args.game]
   if args.chunk is None:
     # The time budget is checked between chunks: a Wordle chunk of one batch of trees is
     # ~150 expansions per simulation, each scoring every guess for up to 243 feedbacks.
-    args.chunk = 32 if args.game == "mastermind" else 4
+    args.chunk = SOLVE_DEFAULT_CHUNK[args.game]
   num_slots = None if args.slots == 0 else args.slots
   if args.bound_slots < 0 or (num_slots is not None and args.bound_slots >= num_slots):
     raise CommandError(f"jaxsearch solve: --bound-slots must be in [0, --slots), got "
@@ -166,39 +189,61 @@ def _fill_budget_defaults(args: argparse.Namespace):
 
 
 def _search(args: argparse.Namespace, puzzle, title: str, num_slots):
-  """The solver's result (:func:`jaxsearch.solve.solve_puzzle`), with a progress bar."""
-  from rich.console import Console
-  from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
+  """The solver's result (:func:`jaxsearch.solve.solve_puzzle`), with its progress: a bar
+  on a terminal, plain lines elsewhere (:class:`jaxsearch.solve.report.ProgressReporter`)."""
   from jaxsearch import solve as solve_lib
+  from jaxsearch.solve.puzzle import _covers_every_opening
+  from jaxsearch.solve.report import ProgressReporter
 
-  console = Console(stderr=True)
-  with Progress(TextColumn("[bold]{task.description}"), BarColumn(),
-                TextColumn("{task.fields[status]}"), TimeElapsedColumn(),
-                console=console, disable=args.quiet) as progress:
-    task = progress.add_task(f"solving {title}", total=args.seconds, status="compiling…")
-
-    def on_chunk(info):
-      upper = "" if info["upper"] is None else f" ≥ {info['upper']:.1f}"
-      rate = info["simulations"] / max(info["seconds"], 1e-9)
-      ending = info["proven"] or info["seconds"] >= args.seconds
-      progress.update(task, completed=min(info["seconds"], args.seconds), status=(
-          f"total guesses ≤ {info['bound']:.1f}{upper} · {info['simulations']} sims "
-          f"({rate:.0f}/s) · {info['nodes']} nodes"
-          + (" · extracting and evaluating the policy…" if ending else "")))
-
+  _check_resume(args)
+  # With --first the optimistic bound is only over the policies that open so (unless that
+  # guess is the game's only first guess up to symmetry): say so beside it.
+  conditional = args.first is not None and not _covers_every_opening(puzzle, [args.first])
+  given = args.first.replace("{", "{{").replace("}", "}}") if conditional else ""
+  upper_label = f"≥ {{:.1f}} given the first guess {given}" if conditional else "≥ {:.1f}"
+  with ProgressReporter(title, args.seconds, max_simulations=args.simulations,
+                        quiet=args.quiet, upper_label=upper_label) as progress:
+    on_chunk = progress.chunk
     openings = (puzzle.openings if args.openings and args.first is None else None)
     try:
-      return solve_lib.solve_puzzle(
+      result = solve_lib.solve_puzzle(
           puzzle, first=args.first, openings=openings, seconds=args.seconds,
           max_simulations=args.simulations,
           chunk=args.chunk, max_nodes=args.nodes, num_slots=num_slots,
           bound_slots=args.bound_slots, seed=args.seed, certify_seconds=args.certify_seconds,
           memory=None if args.memory is None else args.memory * (1 << 30),
-          on_chunk=on_chunk)
+          on_chunk=on_chunk, checkpoint=args.checkpoint, resume=args.resume,
+          checkpoint_seconds=args.checkpoint_seconds)
     except solve_lib.MemoryBudgetError as error:
       progress.stop()
       raise CommandError(f"jaxsearch solve: refused: {error}") from None
+    except solve_lib.CheckpointError as error:
+      progress.stop()
+      raise CommandError(f"jaxsearch solve: --checkpoint: {error}") from None
+    progress.finish(result)  # the result's bounds, not the last chunk's
+    return result
+
+
+def _check_resume(args: argparse.Namespace) -> None:
+  """``--resume`` needs ``--checkpoint``; says what a resumed run goes on from (or that the
+  directory holds nothing yet, and the run starts afresh)."""
+  from jaxsearch.solve import checkpoint as checkpoint_lib
+  if not args.resume:
+    return
+  if args.checkpoint is None:
+    raise CommandError("jaxsearch solve: --resume needs --checkpoint DIR, the directory of "
+                       "the run to go on with")
+  try:
+    saved = checkpoint_lib.saved_progress(args.checkpoint)
+  except checkpoint_lib.CheckpointError as error:
+    raise CommandError(f"jaxsearch solve: --checkpoint: {error}") from None
+  if saved is None:
+    print(f"jaxsearch solve: --resume: {args.checkpoint} holds no saved run yet; starting "
+          f"afresh", file=sys.stderr)
+  else:
+    print(f"jaxsearch solve: --resume: {args.checkpoint} holds a run saved at "
+          f"{saved['simulations']} simulations ({saved['seconds']:.1f} s of search)",
+          file=sys.stderr)
 
 
 def _report(args: argparse.Namespace, result, title: str) -> None:
@@ -229,19 +274,21 @@ def _report(args: argparse.Namespace, result, title: str) -> None:
         + (f" Plot written to {args.plot}." if args.plot else ""))
 
 
-def _draw_solver_tree(trees, path: str, depth: int, puzzle, title: str) -> None:
-  """Draws tree 0 of the solver's batch, guesses and feedbacks named, to ``path``."""
-  from jaxsearch import viz
-  if trees is None:
-    print("jaxsearch solve: --draw: the solver returned no tree to draw", file=sys.stderr)
+def _draw_solver_tree(result, args: argparse.Namespace, puzzle, title: str) -> None:
+  """Draws the search behind the exported policy to ``args.draw``: with openings (or
+  ``--first``), the policy's first guess over its feedbacks' sub-problem trees; from the
+  empty board (``--no-openings``), the one tree, the policy's first guess marked
+  (:func:`jaxsearch.solve.report.draw_search`)."""
+  from jaxsearch.solve.report import draw_search
+  # As _search passes them to the solver: the batch holds these openings' sub-problems.
+  openings = ([args.first] if args.first is not None else
+              puzzle.openings if args.openings else None)
+  drawn = draw_search(puzzle, result, args.draw, openings=openings, depth=args.draw_depth,
+                      title=title, fixed_first=args.first is not None)
+  if drawn is None:
+    print(f"jaxsearch solve: --draw: nothing was searched (the first guess "
+          f"{result.policy['guess']} solves every secret), so there is no tree to draw",
+          file=sys.stderr)
     return
-  # A list: one batch of one tree per sub-problem (the solver regrew the open ones).
-  batch = len(trees) if isinstance(trees, list) else len(trees.num_nodes)
-  trees = trees[0] if isinstance(trees, list) else trees
-  names = list(puzzle.guess_names)
-  written = viz.draw(trees, path, 0, max_depth=depth, max_children=4, left_to_right=True,
-                     action_names=names,
-                     outcome_names=puzzle.outcome_name,
-                     title=f"{title}: search tree" + (f" 1 of {batch} (the first "
-                                                       f"sub-problem)" if batch > 1 else ""))
-  print(f"Tree drawn to {written}.")
+  written, caption = drawn
+  print(f"Tree drawn to {written}: {caption.split(': ', 1)[1]}.")

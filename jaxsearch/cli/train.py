@@ -10,7 +10,8 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from jaxsearch.cli.common import CommandError, game_name, positive_int
+from jaxsearch.cli.common import (CommandError, check_plot_file, check_writable, game_name,
+                                  positive_float, positive_int)
 
 
 def add_parser(commands) -> None:
@@ -23,10 +24,11 @@ def add_parser(commands) -> None:
   train.add_argument("game", type=game_name(("tictactoe", "connect_four")),
                      help="tictactoe, connect_four, or pgx:ENV_ID (any pgx environment, e.g. "
                           "pgx:othello; needs pgx)")
-  train.add_argument("--minutes", type=float, default=None,
+  train.add_argument("--minutes", type=positive_float, default=None,
                      help="wall-clock budget, imports and compilation included; stops at a "
                           "step boundary, then checkpoints and evaluates (default: 4.5 "
-                          "tictactoe, 30 connect_four, unless --steps)")
+                          "tictactoe, 30 connect_four, unless --steps; --steps alone: no "
+                          "time limit)")
   train.add_argument("--steps", type=positive_int, default=None,
                      help="stop after this many steps in total (deterministic)")
   train.add_argument("--policy", choices=["alphazero", "avts", "gumbel"], default=None,
@@ -71,6 +73,12 @@ def parse_overrides(pairs: Sequence[str], config_cls) -> dict:
 def run(args: argparse.Namespace) -> int:
   """``jaxsearch train``; returns the exit status."""
   started = time.perf_counter()  # --minutes counts from here: imports and compiles included
+  out = Path(args.out or f"train_{args.game.replace(':', '_')}")
+  # Before the imports and the compilation: a run whose folder cannot be written would lose
+  # everything it trained, and a plot that cannot be drawn would end it with an error.
+  check_writable(out, "--out", folder=True)
+  if args.plot:
+    check_plot_file(None, "--plot", "jaxsearch train")
   from rich.console import Console
 
   from jaxsearch.train import checkpoint as checkpoint_lib
@@ -80,7 +88,6 @@ def run(args: argparse.Namespace) -> int:
   minutes = args.minutes
   if minutes is None and args.steps is None:
     minutes = 4.5 if args.game == "tictactoe" else 30.0
-  out = Path(args.out or f"train_{args.game.replace(':', '_')}")
   if not args.resume and (out / "checkpoints").is_dir() and any((out / "checkpoints").iterdir()):
     raise CommandError(f"jaxsearch train: {out} already holds checkpoints; pass --resume to "
                        f"continue that run, or choose another --out")

@@ -31,6 +31,7 @@ import dataclasses
 import functools
 import itertools
 import math
+import numbers
 from typing import Callable, Optional, Sequence
 
 import jax
@@ -330,7 +331,12 @@ def make(pegs: int = 4, colours: int = 6, value_range: tuple[float, float] = (-6
   (:class:`Symmetry`): values are unchanged, the search just never spends a slot on a copy.
   """
   for label, value, hi in (("pegs", pegs, 21), ("colours", colours, 9)):
-    if int(value) != value or not 1 <= value <= hi:
+    # A number that is not a whole one (2.5, NaN, inf) is a ValueError; anything else (None,
+    # "4", True) a TypeError, not int()'s message that names neither argument.
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+      raise TypeError(f"mastermind.make: {label} must be an integer in [1, {hi}], got "
+                      f"{value!r} of type {type(value).__name__}")
+    if not float(value).is_integer() or not 1 <= value <= hi:
       raise ValueError(f"mastermind.make: {label} must be an integer in [1, {hi}], "
                        f"got {value!r}")
   pegs, colours = int(pegs), int(colours)

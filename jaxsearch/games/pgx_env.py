@@ -18,7 +18,11 @@ How pgx's conventions are mapped to jaxsearch's (``jaxsearch.game``):
   chosen above the real game lengths where those are bounded (a truncated othello or
   connect_four game cannot happen).
 * **Rewards.** pgx reports ``rewards: f32[num_players]`` on each step, usually only on the
-  final one; the step's ``reward`` is the entry of the player who moved.
+  final one; the step's ``reward`` is the entry of the player who moved. Most games score
+  in ``[-1, 1]``; those that do not have a ``value_range`` (:data:`VALUE_RANGE`: 2048's
+  returns reach thousands, backgammon's gammons 2 and 3, the poker games' chips) and, where
+  exact, ``value_bounds`` (:data:`VALUE_BOUNDS`), from which training picks a value scale
+  (:mod:`jaxsearch.train.value_scale`).
 * **Players.** Values are from the view of the player to move (pgx's ``current_player``, whose
   view pgx's ``observation`` also takes). Two-player games are assumed zero-sum: a move after
   which the other player is to move has ``discount = -1``, one after which the same player
@@ -78,8 +82,15 @@ MAX_LENGTH = {
 }
 DEFAULT_MAX_LENGTH = 256
 # Value ranges where the rewards are not in [-1, 1] (backgammon: gammons and backgammons
-# score 2 and 3; 2048: the sum of merged tiles, a rough scale for range-normalised rules).
-VALUE_RANGE = {"backgammon": (-3.0, 3.0), "2048": (0.0, 10000.0)}
+# score 2 and 3; kuhn_poker: a called bet wins 2; leduc_holdem: up to 13 chips (ante 1, two
+# raises of 2, two of 4); 2048: the sum of merged tiles, a rough scale for range-normalised
+# rules and for training's value scale, not a bound: a strong player's returns exceed it).
+VALUE_RANGE = {"backgammon": (-3.0, 3.0), "kuhn_poker": (-2.0, 2.0),
+               "leduc_holdem": (-13.0, 13.0), "2048": (0.0, 10000.0)}
+# Game.value_bounds (values every state does hold) where they are known and not [-1, 1]:
+# training then scales values linearly from them (jaxsearch.train.value_scale).
+VALUE_BOUNDS = {"backgammon": (-3.0, 3.0), "kuhn_poker": (-2.0, 2.0),
+                "leduc_holdem": (-13.0, 13.0)}
 
 _INSTALL = 'pgx is not installed; install it with `pip install "jaxsearch[pgx]"` (or `pip install pgx`)'
 
@@ -139,7 +150,8 @@ def make(env_id: str, *, max_length: Optional[int] = None, chance_samples: int =
     chance_samples: ``O``, sampled outcomes per action of a stochastic environment (ignored,
       1, for deterministic ones).
     value_range: ``(lo, hi)`` bounds on values for range-normalised rules (default
-      ``(-1, 1)``, or :data:`VALUE_RANGE`'s entry).
+      ``(-1, 1)``, or :data:`VALUE_RANGE`'s entry). The game's ``value_bounds`` are
+      :data:`VALUE_BOUNDS`'s entry (``None`` for the others).
 
   Raises:
     ImportError: pgx is not installed.
@@ -206,7 +218,8 @@ def _make(env_id: str, max_length: Optional[int], chance_samples: int,
   return Game(name=PREFIX + env_id, num_actions=num_actions, init=init,
               legal_actions=legal_actions, step=step, num_outcomes=num_outcomes,
               outcome_probs=outcome_probs, max_length=max_length,
-              value_range=tuple(float(v) for v in value_range))
+              value_range=tuple(float(v) for v in value_range),
+              value_bounds=VALUE_BOUNDS.get(env_id))
 
 
 def _checked_sizes(env_id: str, max_length: Optional[int], chance_samples: int):

@@ -155,6 +155,35 @@ def _check_words(words: Sequence[str], where: str) -> None:
                      f"{bad[:5]!r}")
 
 
+def _word_list(words, where: str, name: str) -> list[str]:
+  """``words`` (any iterable of words but a string: a list, a tuple, a generator...) as a
+  checked list; ``where`` and ``name`` name the function and the argument in errors.
+
+  A generator is read once, here: checking it first and listing it after would find it
+  empty. A set is refused, its order (and so the secrets' and the guesses' indices, which
+  break ties in the search) changing from one process to the next."""
+  if words is None or isinstance(words, (str, bytes)) or not hasattr(words, "__iter__"):
+    raise TypeError(f"{where}: {name} must be a list of 5-letter lowercase words, got "
+                    f"{words!r}" + (" (a string: put it in a list)"
+                                    if isinstance(words, (str, bytes)) else ""))
+  if isinstance(words, (set, frozenset)):
+    raise TypeError(f"{where}: {name} must be a list of 5-letter lowercase words in a fixed "
+                    f"order, got a {type(words).__name__}: pass sorted({name})")
+  words = list(words)
+  _check_words(words, f"{where} {name}")
+  return words
+
+
+def _word_list_path(path, where: str, name: str) -> Path:
+  """``path`` of a word-list file as a :class:`Path`; a clear :class:`TypeError` for
+  anything else (words in memory go to :func:`make`)."""
+  if not isinstance(path, (str, os.PathLike)):
+    raise TypeError(f"{where}: {name} must be the path of a word-list file (str or "
+                    f"os.PathLike), got {'None' if path is None else 'a ' + type(path).__name__}"
+                    f"; for words in memory use wordle.make(answers, guesses)")
+  return Path(path)
+
+
 def shipped_data_dir() -> Path:
   """The folder of the word lists that ship with the package (``jaxsearch/data/wordle``: the
   four lists of :data:`EXPECTED_COUNTS`, their MIT licence and a README.md with their source
@@ -211,7 +240,7 @@ def load_words(path, expected_count: Optional[int] = None) -> list[str]:
     ValueError: a line is not a 5-letter lowercase word, a word repeats, or the number of
       words differs from ``expected_count``.
   """
-  path = Path(path)
+  path = _word_list_path(path, "wordle.load_words", "path")
   if not path.is_file():
     raise FileNotFoundError(_missing_list_message(path))
   words = []
@@ -344,11 +373,12 @@ def make(answers: Sequence[str], guesses: Sequence[str],
   :class:`Game`; ``tiers`` and ``guess_chunk`` to the estimator. ``name`` defaults to
   ``wordle_<S>_<G>``.
   """
-  _check_words(answers, "wordle.make answers")
-  _check_words(guesses, "wordle.make guesses")
-  answers, guesses = list(answers), list(guesses)
-  if not answers or not guesses:
-    raise ValueError("wordle.make: need at least one answer and one guess")
+  answers = _word_list(answers, "wordle.make", "answers")
+  guesses = _word_list(guesses, "wordle.make", "guesses")
+  for label, words in (("answers", answers), ("guesses", guesses)):
+    if not words:
+      raise ValueError(f"wordle.make: {label} is empty; need at least one answer and one "
+                       f"guess")
   for label, words in (("answers", answers), ("guesses", guesses)):
     if len(set(words)) != len(words):
       raise ValueError(f"wordle.make: {label} contain repeated words")
@@ -396,8 +426,10 @@ def puzzle(answers_path, guesses_path, exact_search: bool = True):
   answers by exact search (see :meth:`jaxsearch.games.guessing_exact.ExactBounds.without_search`)."""
   from jaxsearch.solve import Puzzle
 
-  answers = load_words(answers_path)
-  guesses = load_words(guesses_path)
+  # The paths go into exported policies' headers, where `jaxsearch evaluate` reads the lists
+  # again: a list of words (or a generator) cannot stand in for them.
+  answers = load_words(_word_list_path(answers_path, "wordle.puzzle", "answers_path"))
+  guesses = load_words(_word_list_path(guesses_path, "wordle.puzzle", "guesses_path"))
   game = make(answers, guesses)
   table = np.asarray(game.by_secret)
   guess_of_secret = np.array([game.guess_index(w) for w in game.answers])

@@ -8,12 +8,14 @@ between whole trees. Within a simulation:
   ``while_loop`` re-selects its carry every level). It records what it reads on the way down.
 * **expand + evaluate** (:mod:`.expansion`): one batched ``Model.step`` (game step and one
   estimator call); :mod:`.nodes` turns the estimates into slot rows.
-* **backup**: with the running mean (:mod:`.backup_mean`), :func:`_expand_one` writes the new
-  edge and node (per tree, vmapped), :func:`_backup` computes the returns and running means
-  leaf to root, one ``[B]`` row per level, and :mod:`.subtree_entropy` updates the entropy
-  statistics if kept; with the Bellman backup (:mod:`.backup_bellman`), every outcome
-  of the expanded slot is created at once and q̂2, the debias statistics and the bounds are
-  recomputed leaf to root.
+* **backup**: the config's :class:`~.backup.BackupRule` (``config.backup_rule``, resolved once
+  when the config is built) runs expansion, evaluation and backup, and answers every other
+  phase's backup-specific questions. With the running mean (:mod:`.backup_mean`),
+  :func:`_expand_one` writes the new edge and node (per tree, vmapped), :func:`_backup`
+  computes the returns and running means leaf to root, one ``[B]`` row per level, and
+  :mod:`.subtree_entropy` updates the entropy statistics if kept; with the Bellman backup
+  (:mod:`.backup_bellman`), every outcome of the expanded slot is created at once and q̂2, the
+  debias statistics and the bounds are recomputed leaf to root.
 
 The descent's loop carries only the ``O(D)`` path, never the tree, and no tree array is read
 after the descent before it is written: either would make XLA copy whole tree arrays every
@@ -25,24 +27,20 @@ The engine knows nothing of selection rules, games or networks: it receives a
 ``docs/architecture.md``.
 """
 
-from jaxsearch.search.backup_bellman import (_bellman_level, _bellman_levels,
-                                             _bellman_simulation, _bellman_write_one, _Level)
-from jaxsearch.search.backup_mean import _backup, _leaf_value
 from jaxsearch.enums import (Backup, EntropyPolicy, OutcomeRule, RootPolicy, SubtreeEntropy,
                              Variance)
 from jaxsearch.search.config import (AvtsOptions, EntropyOptions, LoopOptions, RootNoise,
                                      SearchConfig, config_from_keywords)
-from jaxsearch.search.descent import Path, _choose_outcome, _select
+from jaxsearch.search.backup import BackupRule
+from jaxsearch.search.backup_bellman import BellmanBackup
+from jaxsearch.search.backup_mean import MeanBackup
+from jaxsearch.search.descent import Path
 from jaxsearch.search.estimates import node_stats, slot_estimates
-from jaxsearch.search.expansion import (_expand_all_one, _expand_one, _expand_outcomes,
-                                        _outcome_probs)
 from jaxsearch.search.loop import draw_root_noise, init_tree, run
-from jaxsearch.search.nodes import (NodeRows, _node_rows, _root_noise_logits, _set_node,
-                                    _write_root)
-from jaxsearch.search.subtree_entropy import _entropy_update
+from jaxsearch.search.nodes import NodeRows
 
 __all__ = ["SearchConfig", "RootNoise", "AvtsOptions", "EntropyOptions", "LoopOptions",
-           "config_from_keywords",
+           "config_from_keywords", "BackupRule", "MeanBackup", "BellmanBackup",
            "Path", "NodeRows", "init_tree", "run", "draw_root_noise", "node_stats",
            "slot_estimates", "OutcomeRule", "Backup", "SubtreeEntropy", "EntropyPolicy",
            "Variance", "RootPolicy"]

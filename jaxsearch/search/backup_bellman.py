@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -13,8 +13,8 @@ from flax import struct
 from jaxsearch import debias as debias_lib
 from jaxsearch import tree as tree_lib
 from jaxsearch.model import Model
-from jaxsearch.enums import Variance
-from jaxsearch.search.config import SearchConfig
+from jaxsearch.enums import Backup, OutcomeRule, Variance
+from jaxsearch.search.config import AvtsOptions, SearchConfig
 from jaxsearch.search.descent import Path
 from jaxsearch.search.estimates import node_stats, slot_estimates
 from jaxsearch.search.expansion import _expand_all_one, _expand_outcomes, _outcome_probs
@@ -143,19 +143,6 @@ def _bellman_update(node: _NodeRow, edge: _EdgeRow, *, config: SearchConfig) -> 
                 num_active=num_active, value=value, solved=node_solved,
                 bound=jnp.maximum(node.node_bound, slot_bound), slot_upper=slot_upper,
                 upper=upper)
-
-
-def _bellman_level(tree_values, visits, legal, solved, num_active, stats, slot_bounds,
-                   node_bound, slot_uppers, node_upper, node_cut_upper, slot, probs, rewards,
-                   discounts, child_values, child_bounds, child_uppers, child_solved, *,
-                   config: SearchConfig) -> _Level:
-  """:func:`_bellman_update` with positional arguments (``[K]`` slot rows, ``[O]`` outcome
-  rows of the slot's chance record with the children's current values)."""
-  return _bellman_update(
-      _NodeRow(tree_values, visits, legal, solved, num_active, stats, slot_bounds, node_bound,
-               slot_uppers, node_upper, node_cut_upper),
-      _EdgeRow(slot, probs, rewards, discounts, child_values, child_bounds, child_uppers,
-               child_solved), config=config)
 
 
 def _node_row(tree: Tree, rows, node) -> _NodeRow:
@@ -293,7 +280,8 @@ def _bellman_simulation(model: Model, config: SearchConfig, params, outcome_key,
                       outcomes=path.outcomes.at[batch_ids, last].set(outcomes))
   with jax.named_scope("expansion"):
     expansion, rows = _expand_outcomes(model, config, params, key, parent_states, actions,
-                                       possible & path.expand[:, None])
+                                       possible & path.expand[:, None],
+                                       config.avts.expand_chunk)
 
     def per_tree(x):
       return x.reshape((batch_size, num_outcomes) + x.shape[1:])
@@ -303,3 +291,100 @@ def _bellman_simulation(model: Model, config: SearchConfig, params, outcome_key,
   with jax.named_scope("backup"):
     levels = _bellman_levels(tree, path, edge_chances, config)
     return jax.vmap(_bellman_write_one)(tree, path, edge_chances, levels)
+
+
+@dataclasses.dataclass(frozen=True)
+class BellmanBackup:
+  """The Bellman backup (``backup="bellman"``, AVTS;
+  :class:`~jaxsearch.search.backup.BackupRule`): every outcome of an expanded slot at once,
+  q̂2 recomputed leaf to root, debias statistics, bounds and solved flags, widening.
+
+  Attributes:
+    options: :class:`~jaxsearch.search.config.AvtsOptions` (``SearchConfig.avts``).
+  """
+
+  options: AvtsOptions = AvtsOptions()
+  kind: ClassVar[Backup] = Backup.BELLMAN
+  keeps_bounds: ClassVar[bool] = True
+  static_priors: ClassVar[bool] = False  # solved slots leave the legal set; widening adds
+
+  @property
+  def widening(self) -> bool:
+    return self.options.widening
+
+  def check(self, config) -> None:
+    if config.entropy is not None:
+      raise ValueError("subtree_entropy needs backup='mean' (it is updated on the mean path)")
+
+  def nodes_per_expansion(self, num_outcomes: int) -> int:
+    return num_outcomes  # all outcomes of a slot at once
+
+  def tree_parts(self) -> dict:
+    return {"num_buckets": self.options.num_buckets, "slot_bounds": True}
+
+  def missing_action_values(self, batch_size: int, num_actions: int) -> jax.Array:
+    raise ValueError(
+        "backup='bellman' (AVTS) needs an estimator that returns Estimate.action_values "
+        "(q̂1 for every action), got action_values=None")
+
+  def usable_action_values(self, legal, action_values, finite, value):
+    # A non-finite q̂1 masks its action, unless that masks them all: then all stay, at V.
+    usable = legal & finite
+    none_left = ~jnp.any(usable, axis=-1, keepdims=True)
+    legal = jnp.where(none_left, legal, usable)
+    return legal, jnp.where(finite, action_values, value[:, None])
+
+  def slot_ranking(self, logits, action_values) -> tuple[jax.Array, int]:
+    del logits
+    return action_values, self.options.bound_slots
+
+  def node_values(self, terminal, value, slot_legal, slot_action_value, num_active):
+    del value
+    # V = best q̂1 among the active slots (the debias statistics are empty in a new node).
+    active = slot_legal & (jnp.arange(slot_legal.shape[1]) < num_active[:, None])
+    node_value = jnp.max(jnp.where(active, slot_action_value, -jnp.inf), axis=-1)
+    node_value = jnp.where(jnp.any(active, axis=-1) & ~terminal, node_value, 0.0)
+    return node_value, slot_action_value
+
+  def fixed_fields(self, slots_are_actions: bool) -> frozenset:
+    del slots_are_actions  # masked q̂1 can cut a legal action even with K = A
+    return frozenset()
+
+  def view_stats(self, tree, at, batch_ids, node_ids, legal, child_values, child_visits,
+                 action_values, *, config):
+    del action_values
+    if self.options.widening and not config.selection.sees_inactive:
+      legal = legal & (jnp.arange(tree.num_slots) < at(tree.nodes.num_active)[:, None])
+    solved = at(tree.slot_bounds.solved)
+    legal = legal & ~solved
+    debiased, variance = jax.vmap(functools.partial(slot_estimates, config=config))(
+        node_stats(tree, batch_ids, node_ids), child_values, child_visits, solved,
+        at(tree.nodes.num_active))
+    return legal, debiased, variance, at(tree.slot_bounds.upper)
+
+  def outcome_weights(self, tree, batch_ids, safe_chance, probs, *, config):
+    # Never descend into a solved child.
+    children = tree.chance.child[batch_ids, safe_chance]
+    safe_children = jnp.maximum(children, 0)
+    open_child = ~tree.bounds.solved[batch_ids[:, None], safe_children]
+    probs = jnp.where(open_child & (children >= 0), probs, 0.0)
+    gaps = None
+    if config.outcome_rule is OutcomeRule.GAP:
+      gaps = (tree.bounds.upper[batch_ids[:, None], safe_children] -
+              tree.bounds.bound[batch_ids[:, None], safe_children])
+    return probs, gaps
+
+  def simulate(self, model, config, params, outcome_key, estimator_key, tree, path,
+               parent_states, actions):
+    return _bellman_simulation(model, config, params, outcome_key, estimator_key, tree, path,
+                               parent_states, actions)
+
+  def root_slots(self, tree, config):
+    """Active root slots report q̂3; active solved ones compete for the greedy action."""
+    root = jax.tree.map(lambda x: x[:, 0], tree.slots)
+    root_solved = tree.slot_bounds.solved[:, 0]
+    active_slots = root.legal & (jnp.arange(tree.num_slots) < tree.nodes.num_active[:, [0]])
+    debiased, _ = jax.vmap(functools.partial(slot_estimates, config=config))(
+        node_stats(tree, jnp.arange(tree.batch_size), 0), root.value, root.visits, root_solved,
+        tree.nodes.num_active[:, 0])
+    return active_slots, jnp.where(active_slots, debiased, 0.0), active_slots & root_solved

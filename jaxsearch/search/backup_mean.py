@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+from typing import ClassVar
+
 import jax
 import jax.numpy as jnp
 
-from jaxsearch.enums import PathUpdate
+from jaxsearch import tree as tree_lib
+from jaxsearch.enums import Backup, OutcomeRule, PathUpdate
 from jaxsearch.game import per_item_keys
 from jaxsearch.model import Model
 from jaxsearch.search.config import SearchConfig
@@ -181,3 +185,74 @@ def _mean_simulation(model: Model, config: SearchConfig, params, outcome_key, es
   if config.entropy is not None:
     tree = _entropy_update(tree, path, config)
   return tree
+
+
+@dataclasses.dataclass(frozen=True)
+class MeanBackup:
+  """The running-mean backup (``backup="mean"``; :class:`~jaxsearch.search.backup.BackupRule`):
+  one outcome expanded per simulation, running means of the sampled returns. It keeps no
+  slot bounds or debias statistics, every slot is active, Q starts at 0, and a node's priors
+  never change."""
+
+  kind: ClassVar[Backup] = Backup.MEAN
+  widening: ClassVar[bool] = False
+  keeps_bounds: ClassVar[bool] = False
+  static_priors: ClassVar[bool] = True
+
+  def check(self, config) -> None:
+    """The AVTS options and rules that read the bounds need the Bellman backup."""
+    avts = config.avts
+    if config.outcome_rule is OutcomeRule.GAP:
+      raise ValueError("outcome_rule='gap' needs backup='bellman' (it reads the bounds)")
+    if avts.widening:
+      raise ValueError("widening=True needs backup='bellman' (it orders slots by q̂1)")
+    if avts.max_chance is not None and avts.max_chance != config.max_nodes:
+      raise ValueError("max_chance needs backup='bellman' (with the running-mean backup "
+                       "every new node comes with a chance record)")
+
+  def nodes_per_expansion(self, num_outcomes: int) -> int:
+    del num_outcomes  # one outcome per simulation
+    return 1
+
+  def tree_parts(self) -> dict:
+    return {"num_buckets": None, "slot_bounds": False}
+
+  def missing_action_values(self, batch_size: int, num_actions: int) -> jax.Array:
+    return jnp.zeros((batch_size, num_actions), jnp.float32)
+
+  def usable_action_values(self, legal, action_values, finite, value):
+    del value  # q̂1 only informs the rule here: a non-finite one is 0, the action stays
+    return legal, jnp.where(finite, action_values, 0.0)
+
+  def slot_ranking(self, logits, action_values) -> tuple[jax.Array, int]:
+    del action_values
+    return logits, 0  # by prior logit; no bound slots (nothing reads the bounds)
+
+  def node_values(self, terminal, value, slot_legal, slot_action_value, num_active):
+    del terminal, slot_legal, num_active  # V: the estimator's value; Q: running means from 0
+    return value, jnp.zeros_like(slot_action_value)
+
+  def fixed_fields(self, slots_are_actions: bool) -> frozenset:
+    # Q starts at 0; with K = A every legal action has a slot: nothing is ever cut.
+    return frozenset({"slot_value"} | ({"cut_upper"} if slots_are_actions else set()))
+
+  def view_stats(self, tree, at, batch_ids, node_ids, legal, child_values, child_visits,
+                 action_values, *, config):
+    del tree, at, batch_ids, node_ids, config
+    debiased = jnp.where(child_visits > 0, child_values, action_values)
+    return (legal, debiased, jnp.zeros_like(child_values),
+            jnp.full_like(child_values, tree_lib.NO_UPPER))
+
+  def outcome_weights(self, tree, batch_ids, safe_chance, probs, *, config):
+    del tree, batch_ids, safe_chance, config
+    return probs, None
+
+  def simulate(self, model, config, params, outcome_key, estimator_key, tree, path,
+               parent_states, actions):
+    return _mean_simulation(model, config, params, outcome_key, estimator_key, tree, path,
+                            parent_states, actions)
+
+  def root_slots(self, tree, config):
+    del config
+    legal, visits, values = tree.slots.legal[:, 0], tree.slots.visits[:, 0], tree.slots.value[:, 0]
+    return legal & (visits > 0), jnp.where(legal, values, 0.0), None

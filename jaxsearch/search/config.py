@@ -220,8 +220,6 @@ class SearchConfig:
           f"{self.num_simulations + 1}, the nodes one search from a fresh root needs")
     _set(self, "backup", coerce(Backup, self.backup, "backup"))
     _set(self, "outcome_rule", coerce(OutcomeRule, self.outcome_rule, "outcome_rule"))
-    if self.outcome_rule is OutcomeRule.GAP and not self.bellman:
-      raise ValueError("outcome_rule='gap' needs backup='bellman' (it reads the bounds)")
     if self.num_slots is not None:
       _positive_int(self.num_slots, "num_slots")
     for name, kind in (("root_noise", RootNoise), ("avts", AvtsOptions),
@@ -231,30 +229,34 @@ class SearchConfig:
         raise TypeError(f"{name} must be a {kind.__name__}, got {value!r}")
     if self.root_noise is not None and self.root_noise.fraction == 0.0:
       _set(self, "root_noise", None)
+    # Resolved once: every phase asks this object, never the mode (jaxsearch.search.backup).
+    from jaxsearch.search.backup import resolve
+    _set(self, "_backup_rule", resolve(self.backup, self.avts))
     self._check_avts()
-    if self.entropy is not None and self.bellman:
-      raise ValueError("subtree_entropy needs backup='mean' (it is updated on the mean path)")
+    self.backup_rule.check(self)
 
   def _check_avts(self):
     avts = self.avts
     if self.num_slots is not None and avts.bound_slots >= self.num_slots:
       raise ValueError(f"bound_slots must be an int in [0, num_slots), got "
                        f"{avts.bound_slots!r} with num_slots={self.num_slots!r}")
-    if avts.widening and not self.bellman:
-      raise ValueError("widening=True needs backup='bellman' (it orders slots by q̂1)")
     if avts.max_chance is None:
       return
     if (not isinstance(avts.max_chance, int) or avts.max_chance < 1 or
         (self.max_nodes is not None and avts.max_chance > self.max_nodes)):
       raise ValueError(f"max_chance must be an int in [1, max_nodes={self.max_nodes}] or "
                        f"None, got {avts.max_chance!r}")
-    if not self.bellman and avts.max_chance != self.max_nodes:
-      raise ValueError("max_chance needs backup='bellman' (with the running-mean backup "
-                       "every new node comes with a chance record)")
+
+  @property
+  def backup_rule(self):
+    """The :class:`~jaxsearch.search.backup.BackupRule` of ``backup`` (resolved when the config
+    is built; it holds ``avts`` where the backup reads it)."""
+    return self._backup_rule
 
   @property
   def bellman(self) -> bool:
-    """The Bellman backup (AVTS)."""
+    """The Bellman backup (AVTS); kept for callers that test the mode (the engine asks
+    :attr:`backup_rule`)."""
     return self.backup is Backup.BELLMAN
 
   @property
@@ -268,7 +270,7 @@ class SearchConfig:
     (``tree.slots.prior_probs``), computed once when it is created: the rule reads it and,
     under the running-mean backup, a node's legal slots and logits never change (the Bellman
     backup removes solved slots, widening adds slots)."""
-    return self.selection.reads_prior_probs and not self.bellman
+    return self.selection.reads_prior_probs and self.backup_rule.static_priors
 
   def slots_for(self, num_actions: int) -> int:
     """``K`` for a game with ``num_actions`` actions (``num_slots`` clamped to ``A``)."""
@@ -277,7 +279,7 @@ class SearchConfig:
   def slots_are_actions(self, num_actions: int) -> bool:
     """Slot ``k`` holds action ``k`` in every node (``K = A``, no widening): the slot layout
     is the allocated one and is never written or looked up."""
-    return self.slots_for(num_actions) == num_actions and not self.avts.widening
+    return self.slots_for(num_actions) == num_actions and not self.backup_rule.widening
 
   def for_model(self, model) -> SearchConfig:
     """This config with the sizes left to the game filled in (``max_nodes``, ``max_depth``;
@@ -289,7 +291,8 @@ class SearchConfig:
       max_depth = model.max_length if model.max_length else self.num_simulations
     max_nodes = self.max_nodes
     if max_nodes is None:
-      max_nodes = self.num_simulations * (model.num_outcomes if self.bellman else 1) + 1
+      max_nodes = (self.num_simulations * self.backup_rule.nodes_per_expansion(model.num_outcomes)
+                   + 1)
     return dataclasses.replace(self, max_nodes=max_nodes, max_depth=max_depth)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from typing import NamedTuple, Optional
 
 import jax
@@ -10,11 +9,9 @@ import jax.numpy as jnp
 from flax import struct
 
 from jaxsearch import entropy as entropy_lib
-from jaxsearch import tree as tree_lib
 from jaxsearch.enums import OutcomeRule
 from jaxsearch.search.config import SearchConfig
 from jaxsearch.search import rows
-from jaxsearch.search.estimates import node_stats, slot_estimates
 from jaxsearch.selection.base import NodeView, RootContext, masked_argmax, masked_softmax
 from jaxsearch.tree import UNEXPANDED, Tree
 
@@ -165,20 +162,11 @@ def _node_view(tree: Tree, node, visits, value, depth, root: RootPrior, *,
   child_visits = at(tree.slots.visits)
   child_values = at(tree.slots.value)
   action_values = at(tree.slots.action_value)
-  if config.avts.widening and not config.selection.sees_inactive:
-    legal = legal & (jnp.arange(tree.num_slots) < at(tree.nodes.num_active)[:, None])
   node_ids = jnp.zeros_like(batch_ids) if node is None else node
-  if config.bellman:
-    solved = at(tree.slot_bounds.solved)
-    legal = legal & ~solved
-    debiased, variance = jax.vmap(functools.partial(slot_estimates, config=config))(
-        node_stats(tree, batch_ids, node_ids), child_values, child_visits, solved,
-        at(tree.nodes.num_active))
-    upper = at(tree.slot_bounds.upper)
-  else:
-    debiased = jnp.where(child_visits > 0, child_values, action_values)
-    variance = jnp.zeros_like(child_values)
-    upper = jnp.full_like(child_values, tree_lib.NO_UPPER)
+  # What differs between backups: the selectable slots, q̂3, its variance, the bounds.
+  legal, debiased, variance, upper = config.backup_rule.view_stats(
+      tree, at, batch_ids, node_ids, legal, child_values, child_visits, action_values,
+      config=config)
   return NodeView(
       visits=visits, value=value, child_visits=child_visits, child_values=child_values,
       prior_logits=logits, action_values=action_values, legal=legal, depth=depth,
@@ -190,19 +178,12 @@ def _node_view(tree: Tree, node, visits, value, depth, root: RootPrior, *,
 
 def _outcomes(tree: Tree, chance, outcome_keys, *, config: SearchConfig) -> jax.Array:
   """``i32[B]`` the outcome taken at each tree's chance record ``chance[B]`` (``-1``: none
-  yet); the Bellman backup never descends into a solved child."""
+  yet), by the outcome rule over the weights the backup gives it (a backup that keeps bounds
+  never descends into a solved child)."""
   batch_ids = jnp.arange(tree.batch_size)
   safe_chance = jnp.maximum(chance, 0)
-  probs = tree.chance.prob[batch_ids, safe_chance]
-  gaps = None
-  if config.bellman:  # never descend into a solved child
-    children = tree.chance.child[batch_ids, safe_chance]
-    safe_children = jnp.maximum(children, 0)
-    open_child = ~tree.bounds.solved[batch_ids[:, None], safe_children]
-    probs = jnp.where(open_child & (children >= 0), probs, 0.0)
-    if config.outcome_rule is OutcomeRule.GAP:
-      gaps = (tree.bounds.upper[batch_ids[:, None], safe_children] -
-              tree.bounds.bound[batch_ids[:, None], safe_children])
+  probs, gaps = config.backup_rule.outcome_weights(
+      tree, batch_ids, safe_chance, tree.chance.prob[batch_ids, safe_chance], config=config)
   return jax.vmap(_choose_outcome, in_axes=(0, 0, 0 if outcome_keys is not None else None,
                                             None, 0 if gaps is not None else None))(
       probs, tree.chance.visits[batch_ids, safe_chance], outcome_keys, config.outcome_rule,

@@ -80,12 +80,12 @@ def _expand_all_one(tree: Tree, path: Path, expansion: Expansion, rows: NodeRows
 
 
 def _expand_outcomes(model: Model, config: SearchConfig, params, key, parent_states, actions,
-                     wanted) -> tuple[Expansion, NodeRows]:
+                     wanted, chunk: int) -> tuple[Expansion, NodeRows]:
   """Steps and evaluates every outcome of each tree's expanded action: ``(expansion, rows)``
   with leading ``[B·O]`` (tree-major), of which only ``wanted`` (``bool[B, O]``) matter.
 
-  Where ``B·O <= config.avts.expand_chunk``: one model call for all ``B·O`` states. Otherwise the
-  wanted ones are compacted to the front and done ``expand_chunk`` at a time in a loop that
+  Where ``B·O <= chunk`` (``AvtsOptions.expand_chunk``): one model call for all ``B·O`` states.
+  Otherwise the wanted ones are compacted to the front and done ``chunk`` at a time in a loop that
   runs only as many chunks as there are wanted states; each chunk is reduced to its node rows
   (``K`` slots) before the next, so the estimator's ``[·, A]`` outputs exist for one chunk
   only. The other entries keep zero rows and states (they are never written to the tree).
@@ -95,14 +95,13 @@ def _expand_outcomes(model: Model, config: SearchConfig, params, key, parent_sta
   batch_size, num_outcomes = wanted.shape
   total = batch_size * num_outcomes
   all_outcomes = jnp.tile(jnp.arange(num_outcomes, dtype=jnp.int32), batch_size)
-  if total <= config.avts.expand_chunk:
+  if total <= chunk:
     def repeat(x):
       return jnp.repeat(x, num_outcomes, axis=0)
 
     expansion = model.step(params, key, jax.tree.map(repeat, parent_states), repeat(actions),
                            all_outcomes)
     return expansion, _node_rows(expansion, config, model.num_actions)
-  chunk = config.avts.expand_chunk
   num_chunks = -(-total // chunk)
   flat = wanted.reshape(-1)
   count = jnp.sum(flat, dtype=jnp.int32)

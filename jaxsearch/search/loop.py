@@ -11,8 +11,6 @@ from jaxsearch import tree as tree_lib
 from jaxsearch import validation
 from jaxsearch.game import per_item_keys
 from jaxsearch.model import Model
-from jaxsearch.search.backup_bellman import _bellman_simulation
-from jaxsearch.search.backup_mean import _mean_simulation
 from jaxsearch.enums import OutcomeRule
 from jaxsearch.search.config import SearchConfig
 from jaxsearch.search.descent import _select, empty_steps, root_prior
@@ -38,29 +36,29 @@ def init_tree(model: Model, config: SearchConfig, params, key, root_input,
   state_example = jax.tree.map(lambda x: x[0], expansion.state)
   fresh = tree_lib.allocate(batch_size, config.max_nodes, config.slots_for(num_actions),
                             model.num_outcomes, state_example,
-                            num_buckets=config.avts.num_buckets if config.bellman else None,
-                            slot_bounds=config.bellman,
+                            **config.backup_rule.tree_parts(),
                             entropy=config.entropy is not None,
                             max_chance=config.chance_capacity,
                             prior_probs=config.keeps_prior_probs)
   fresh = jax.vmap(_write_root)(fresh, expansion, _node_rows(expansion, config, num_actions))
   if tree is None:
     return fresh
-  _check_reused(tree, fresh)
+  _check_reused(tree, fresh, config)
   keep = tree.num_nodes > 0
   return jax.tree.map(
       lambda old, new: jnp.where(keep.reshape((-1,) + (1,) * (old.ndim - 1)), old, new),
       tree, fresh)
 
 
-def _check_reused(tree: Tree, fresh: Tree) -> None:
+def _check_reused(tree: Tree, fresh: Tree, config: SearchConfig) -> None:
   """A clear error where a tree passed to a search was not made for it (trace time)."""
   expected = (fresh.batch_size, fresh.max_nodes, fresh.num_slots, fresh.num_outcomes,
               fresh.num_buckets, fresh.max_chance)
   got = (tree.batch_size, tree.max_nodes, tree.num_slots, tree.num_outcomes, tree.num_buckets,
          tree.max_chance)
   if (tree.slot_bounds is None) != (fresh.slot_bounds is None):
-    raise ValueError("the tree was made for the other backup (backup='mean' vs 'bellman')")
+    raise ValueError(f"the tree was made for another backup than this search's "
+                     f"backup={config.backup.value!r}")
   if (tree.entropy is None) != (fresh.entropy is None):
     raise ValueError("the tree was made with another subtree_entropy setting (None vs kept)")
   if (tree.slots.prior_probs is None) != (fresh.slots.prior_probs is None):
@@ -118,8 +116,8 @@ def run(model: Model, config: SearchConfig, params, key, root_input,
     root_noise = draw_root_noise(config, jax.random.fold_in(noise_key, 1), batch_size,
                                  tree.num_slots)
 
-  # The backup is picked once, at trace time: one simulation body per search.
-  backup = _bellman_simulation if config.bellman else _mean_simulation
+  # The backup was resolved once, with the config: one simulation body per search.
+  backup = config.backup_rule
 
   def simulate(sim, carry):
     tree, steps = carry
@@ -139,7 +137,7 @@ def run(model: Model, config: SearchConfig, params, key, root_input,
     path, tree = jax.lax.optimization_barrier((path, tree))
     with jax.named_scope("expansion"):
       parent_states, actions = _last_edge(tree, path, config, model.num_actions)
-    return backup(model, config, params, outcome_key, estimator_key, tree, path,
+    return backup.simulate(model, config, params, outcome_key, estimator_key, tree, path,
                   parent_states, actions), path.steps
 
   return jax.lax.fori_loop(0, config.num_simulations, simulate,

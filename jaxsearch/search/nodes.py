@@ -71,24 +71,15 @@ def _sanitise(expansion: Expansion, config: SearchConfig, num_actions: int) -> _
     bad = bad | bad_logits
     logits = jnp.where(bad_logits[:, None], 0.0, logits)
   if estimate.action_values is None:
-    if config.bellman:
-      raise ValueError(
-          "backup='bellman' (AVTS) needs an estimator that returns Estimate.action_values "
-          "(q̂1 for every action), got action_values=None")
-    action_values = jnp.zeros((batch_size, num_actions), jnp.float32)
+    action_values = config.backup_rule.missing_action_values(batch_size, num_actions)
   else:
     action_values = jnp.asarray(estimate.action_values, jnp.float32)
     finite = jnp.isfinite(action_values)
     declared_useless = legal & (action_values == -jnp.inf)
     bad = bad | jnp.any(legal & (jnp.isnan(action_values) | (action_values == jnp.inf)),
                         axis=-1)
-    if config.bellman:
-      usable = legal & finite
-      none_left = ~jnp.any(usable, axis=-1, keepdims=True)
-      legal = jnp.where(none_left, legal, usable)
-      action_values = jnp.where(finite, action_values, value[:, None])
-    else:
-      action_values = jnp.where(finite, action_values, 0.0)
+    legal, action_values = config.backup_rule.usable_action_values(legal, action_values, finite,
+                                                                    value)
   return _Sanitised(legal=legal, value=value, logits=logits, action_values=action_values,
                     declared_useless=declared_useless, bad=bad)
 
@@ -105,12 +96,12 @@ def _slot_layout(clean: _Sanitised, action_bounds, config: SearchConfig,
     slot_action = jnp.broadcast_to(jnp.arange(num_actions, dtype=jnp.int32),
                                    (batch_size, num_actions))
   else:
-    ranking = clean.action_values if config.bellman else clean.logits
+    ranking, bound_slots = config.backup_rule.slot_ranking(clean.logits, clean.action_values)
     # Legal actions first, best first; ties by index (top_k is stable).
     keys = jnp.where(legal, ranking, -jnp.inf)
     # Only a real cut (K < A) needs them; without one every action has a slot anyway.
-    reserve = min(config.avts.bound_slots, num_slots - 1) if num_slots < num_actions else 0
-    if reserve and action_bounds is not None and config.bellman:
+    reserve = min(bound_slots, num_slots - 1) if num_slots < num_actions else 0
+    if reserve and action_bounds is not None:
       _, first = jax.lax.top_k(keys, num_slots - reserve)
       taken = jnp.zeros(keys.shape, bool).at[jnp.arange(batch_size)[:, None], first].set(True)
       bound_keys = jnp.where(legal & ~taken & jnp.isfinite(clean.action_values),
@@ -129,7 +120,7 @@ def _optimistic_bounds(expansion: Expansion, config: SearchConfig, wanted, cut, 
                        slot_legal, bad):
   """``(upper f32[B], cut_upper f32[B], slot_upper f32[B, K] or None, bad)``: the node's
   optimistic bound, the best bound among the wanted actions left out of its slots, and the
-  slots' (from ``Estimate.action_bounds``; Bellman backup)."""
+  slots' (from ``Estimate.action_bounds``, where the backup keeps bounds)."""
   estimate = expansion.estimate
   batch_size = wanted.shape[0]
   no_upper = jnp.float32(tree_lib.NO_UPPER)
@@ -140,7 +131,8 @@ def _optimistic_bounds(expansion: Expansion, config: SearchConfig, wanted, cut, 
     upper = jnp.where(expansion.terminal, 0.0, jnp.asarray(expansion.optimistic, jnp.float32))
     bad = bad | ~jnp.isfinite(upper)
     upper = jnp.where(jnp.isfinite(upper), upper, no_upper)
-  if expansion.optimistic is not None and estimate.action_bounds is not None and config.bellman:
+  if (expansion.optimistic is not None and estimate.action_bounds is not None and
+      config.backup_rule.keeps_bounds):
     # Per-action admissible bounds: NaN or +inf is misbehaviour (no bound), -inf is fine
     # where the action is declared useless.
     action_bounds = jnp.asarray(estimate.action_bounds, jnp.float32)
@@ -171,21 +163,18 @@ def _achievable_bound(expansion: Expansion, bad) -> tuple[jax.Array, jax.Array]:
 
 
 def _initial_values(config: SearchConfig, terminal, value, slot_legal, slot_action_value):
-  """``(num_active i32[B], V f32[B], Q f32[B, K])`` of new nodes: with the Bellman backup,
-  ``V`` is the best q̂1 among the active slots and ``Q`` starts at q̂1; otherwise ``V`` is the
-  estimator's value and ``Q`` 0."""
+  """``(num_active i32[B], V f32[B], Q f32[B, K])`` of new nodes: one active slot with
+  widening, else all; ``V`` and ``Q`` as the backup starts them
+  (:meth:`~jaxsearch.search.backup.BackupRule.node_values`)."""
   batch_size, num_slots = slot_legal.shape
-  if config.avts.widening:
+  rule = config.backup_rule
+  if rule.widening:
     num_active = jnp.minimum(jnp.sum(slot_legal, axis=-1).astype(jnp.int32), 1)
   else:
     num_active = jnp.full((batch_size,), num_slots, jnp.int32)
-  if not config.bellman:
-    return num_active, value, jnp.zeros_like(slot_action_value)
-  # V = best q̂1 among the active slots (the debias statistics are empty in a new node).
-  active = slot_legal & (jnp.arange(num_slots) < num_active[:, None])
-  node_value = jnp.max(jnp.where(active, slot_action_value, -jnp.inf), axis=-1)
-  node_value = jnp.where(jnp.any(active, axis=-1) & ~terminal, node_value, 0.0)
-  return num_active, node_value, slot_action_value
+  node_value, slot_value = rule.node_values(terminal, value, slot_legal, slot_action_value,
+                                            num_active)
+  return num_active, node_value, slot_value
 
 
 def _node_rows(expansion: Expansion, config: SearchConfig, num_actions: int) -> NodeRows:
@@ -200,9 +189,10 @@ def _node_rows(expansion: Expansion, config: SearchConfig, num_actions: int) -> 
   flags misbehaving rows.
 
   Slots: with ``K = A`` and no widening, slot ``k`` is action ``k``; otherwise the slots hold
-  the top-``K`` actions by q̂1 (Bellman backup) or prior logit, best first, so that widening
-  activates them in order and illegal ones come last; with ``config.avts.bound_slots`` the last
-  ones are instead the best action bounds among the rest.
+  the top-``K`` actions by the backup's ranking (q̂1 with the Bellman backup, else the prior
+  logit), best first, so that widening activates them in order and illegal ones come last;
+  with ``AvtsOptions.bound_slots`` the last ones are instead the best action bounds among the
+  rest.
   """
   clean = _sanitise(expansion, config, num_actions)
   slot_action, slot_valid = _slot_layout(clean, expansion.estimate.action_bounds, config,
@@ -224,7 +214,7 @@ def _node_rows(expansion: Expansion, config: SearchConfig, num_actions: int) -> 
                                                          slot_action, slot_legal, clean.bad)
   bound, bad = _achievable_bound(expansion, bad)
   slot_bounds = entropy = None
-  if config.bellman:
+  if config.backup_rule.keeps_bounds:
     slot_bounds = tree_lib.rows(tree_lib.SlotBounds, upper=jnp.broadcast_to(
         upper[:, None], slot_action.shape) if slot_upper is None else slot_upper)
   if config.entropy is not None:
@@ -254,15 +244,12 @@ def _fixed_fields(expansion: Expansion, config: SearchConfig, num_actions: int) 
   put there, for every node, whatever the estimates (known at trace time). A node is only ever
   written where nothing was (the tree's entries past ``num_nodes`` are as allocated: ``reroot``
   clears them), so these writes can be skipped."""
-  fixed = set()
-  if config.slots_are_actions(num_actions):
+  slots_are_actions = config.slots_are_actions(num_actions)
+  fixed = set(config.backup_rule.fixed_fields(slots_are_actions))
+  if slots_are_actions:
     fixed.add("action")  # slot k is action k, as allocated
-    if not config.bellman:  # every legal action has a slot: nothing is ever cut
-      fixed.add("cut_upper")
-  if not config.avts.widening:
+  if not config.backup_rule.widening:
     fixed.add("num_active")  # K
-  if not config.bellman:
-    fixed.add("slot_value")  # Q starts at 0
   if expansion.estimate.prior_logits is None:
     fixed.add("prior_logits")  # 0
   if expansion.estimate.action_values is None:

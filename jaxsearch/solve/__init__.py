@@ -1,8 +1,9 @@
 """Anytime solving with certified bounds: any planning problem with chance, and guessing games.
 
-The solver runs AVTS (:func:`jaxsearch.policies.avts`) on one or a batch of root states, in
-chunks of simulations that continue the same trees (:mod:`jaxsearch.solve.loop`), and after
-every chunk reads two numbers at each root:
+The solver runs AVTS (:func:`jaxsearch.policies.avts`) on a *batch* of root states at once,
+one tree per root, in chunks of simulations that continue the same trees
+(:mod:`jaxsearch.solve.loop`); full trees of roots still open move into larger ones as the
+proven roots leave the batch. After every chunk it reads two numbers at each root:
 
 * the **achievable bound** — the exact value of a concrete policy held by the tree (AVTS's
   "best lower bound");
@@ -12,17 +13,26 @@ every chunk reads two numbers at each root:
 Where they meet, the result is checked *exactly* after the search, never by comparing floats:
 
 * :func:`solve_game` — any :class:`jaxsearch.game.Game` with outcome probabilities and
-  bounds (single-agent: discounts ``>= 0``). Per root it returns the extracted policy
-  (``{"action": a, "children": {outcome: node}}``), its exact value by enumerating every
-  outcome through ``game.step`` in rationals (the lower bound), an upper bound by a Bellman
-  recursion in rationals over the tree, and ``proven`` iff the two are equal
+  bounds (single-agent: discounts ``>= 0``). The searched trees are read into a graph of
+  distinct *states* (a DAG: histories that reach the same state share it,
+  :mod:`jaxsearch.solve.state_graph`); per root it returns the best policy the graph holds
+  (``{"action": a, "children": {outcome: node}}``, one dict per state), its exact value by
+  enumerating every outcome through ``game.step`` in rationals (the lower bound), an upper
+  bound by a Bellman recursion in rationals over the graph, and ``proven`` iff the two are
+  equal, completing the graph by exact steps where the searched trees fall short
   (:mod:`jaxsearch.solve.exact`).
 * :func:`solve_puzzle` — guessing games ("find the secret", a :class:`Puzzle` built by the
-  game's module, e.g. ``games.mastermind.puzzle(4, 6)``): the policy is exported in the
-  format of :mod:`jaxsearch.policy_file`, evaluated exactly over every secret, and proven by
-  an integer certificate (:func:`certify`). Mastermind 4×6: 5625, proven in about a minute
-  on 2 CPU cores.
+  game's module, e.g. ``games.mastermind.puzzle(4, 6)``), from the initial state in one tree,
+  or from a fixed first guess or a list of *openings* (every first guess up to symmetry),
+  each opening's feedback sub-problems one tree of the batch. The best policy is exported in
+  the format of :mod:`jaxsearch.policy_file` and evaluated exactly over every secret; an
+  integer certificate (:func:`certify`, :func:`settle_each`: one process per core, the
+  game's exact search settling small sets and correcting the tree's policy where it finds
+  better) proves it optimal for the game or given the first guess. Mastermind 4×6: 5625,
+  proven in about a minute and a half on 2 CPU cores.
 
+A run can be checkpointed and resumed after a kill (:mod:`jaxsearch.solve.checkpoint`;
+``solve_puzzle(..., checkpoint=DIR, resume=True)``), ending as if it had never stopped.
 By default the trees are grown by the proof-directed rule alone
 (:func:`jaxsearch.selection.optimistic`, best bound first, with the ``gap`` outcome rule).
 """
@@ -31,6 +41,8 @@ from jaxsearch.memory import (  # noqa: F401  (part of this package's interface)
     RUNTIME_BYTES, MemoryBudgetError, MemoryEstimate, available_memory, check_memory)
 from jaxsearch.solve.certify import (  # noqa: F401
     Settled, _Certifier, certify, settle, settle_each)
+from jaxsearch.solve.checkpoint import (  # noqa: F401
+    Checkpoint, CheckpointCorrupt, CheckpointError, CheckpointExists, CheckpointMismatch)
 from jaxsearch.solve.exact import (  # noqa: F401
     GameSolution, RootSolution, exact_value, solve_game)
 from jaxsearch.solve.extract import _remaining, _TreeReader, extract_policy  # noqa: F401

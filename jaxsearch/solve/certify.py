@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 import types
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import jax
 import numpy as np
@@ -229,25 +229,36 @@ def settle(puzzle, trees, row: int, target: int, deadline: Optional[float] = Non
 
 
 def settle_each(puzzle, trees, targets: dict, deadline: Optional[float] = None,
-                workers: Optional[int] = None) -> dict:
+                workers: Optional[int] = None,
+                on_settled: Optional[Callable[[int, Settled], None]] = None) -> dict:
   """``{row: settle(puzzle, trees, row, target)}`` for ``targets = {row: target}``, the
   roots in parallel processes (``workers``, default one per CPU core) where the game's exact
   bounds can be sent to them (a dataclass of arrays, no closures), else one after another.
   Each root is independent, and the exact search is single-threaded numpy: the cores are
-  otherwise idle while it runs. Largest roots first, so that the processes finish together."""
+  otherwise idle while it runs. Largest roots first, so that the processes finish together.
+  ``on_settled(row, settled)`` is called in this process as each root's result comes (e.g.
+  to checkpoint it: :meth:`jaxsearch.solve.checkpoint.Checkpoint.save_settled`)."""
   workers = min(workers or os.cpu_count() or 1, len(targets))
   exact = puzzle.exact
   portable = (exact is not None and dataclasses.is_dataclass(exact)
               and getattr(exact, "redundant", None) is None)
+  done = {}
   if workers <= 1 or not portable:
-    return {row: settle(puzzle, trees, row, target, deadline)
-            for row, target in targets.items()}
+    for row, target in targets.items():
+      done[row] = settle(puzzle, trees, row, target, deadline)
+      if on_settled is not None:
+        on_settled(row, done[row])
+    return done
   order = sorted(targets, key=lambda row: len(_root_secrets(puzzle, trees, row)), reverse=True)
   light = (dataclasses.replace(exact), len(puzzle.secrets), puzzle.solved_outcome)
   with _worker_pool(workers, _start_worker, light) as pool:
-    futures = {row: pool.submit(_settle_row, _one_tree(trees, row), targets[row], deadline)
+    futures = {pool.submit(_settle_row, _one_tree(trees, row), targets[row], deadline): row
                for row in order}
-  return {row: futures[row].result() for row in targets}
+    for future in concurrent.futures.as_completed(futures):
+      done[futures[future]] = future.result()
+      if on_settled is not None:
+        on_settled(futures[future], done[futures[future]])
+  return {row: done[row] for row in targets}
 
 
 @contextlib.contextmanager

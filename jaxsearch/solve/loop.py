@@ -8,12 +8,17 @@ when every open tree is full. Proven roots then leave the batch and the open one
 larger trees (:func:`_regrow`). It knows nothing of any particular game: a *problem* is any
 object with ``game``, ``estimator`` and, optionally, ``tables`` and ``bind`` (see
 :class:`Problem` and :class:`jaxsearch.solve.Puzzle`).
+
+With a checkpoint (:mod:`jaxsearch.solve.checkpoint`) the loop's state is saved as it goes
+and a killed run resumes from it: chunk ``i``'s key is ``fold_in(key, simulations before
+it)``, so a resumed run draws the same keys and grows the same trees as one never stopped.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 import time
 from typing import Any, Callable, Optional
 
@@ -23,11 +28,14 @@ import numpy as np
 
 from jaxsearch.game import Estimator, Game
 from jaxsearch.memory import MemoryEstimate, RUNTIME_BYTES, check_memory
+from jaxsearch.solve import checkpoint as checkpoint_lib
 
 # Simulations descend at most this many moves below a root unless the game has a
 # ``max_length``: far more than an optimal guessing policy needs (Mastermind 4×6 and Wordle
 # take at most 6 guesses), cheap (a path is ``O(D)``), and independent of the chunk size.
 DEFAULT_MAX_DEPTH = 24
+
+SLEEP_ENV = "JAXSEARCH_SOLVE_CHUNK_SLEEP"  # tests: seconds to sleep after each chunk
 
 
 @dataclasses.dataclass(frozen=True)
@@ -141,7 +149,8 @@ def _sums(bound, upper):
 
 class _Loop:
   """The state of one :func:`run`: the trees searched now (roots ``rows`` of the batch),
-  those of the roots that left the batch (``kept``) and the compiled programs."""
+  those of the roots that left the batch (``kept``), the counters and history, and the
+  compiled programs (for the trees' current ``sizes``)."""
 
   def __init__(self, problem, roots, weights, options, selection, prove, devices):
     self.problem, self.options, self.selection = problem, options, selection
@@ -153,6 +162,9 @@ class _Loop:
     self.roots, self.nodes_per_tree = roots, options["max_nodes"]
     self.bound = np.full(self.batch, np.nan)
     self.upper = None
+    self.simulations, self.chunks, self.history = 0, 0, []
+    self.sizes: dict = {}  # the open trees' sizes after a regrowth ({}: the run's own)
+    self.before, self.start = 0.0, time.perf_counter()  # earlier runs' search seconds; ours
     self.init, self.step, self.proof_step = self.programs()
     bind = getattr(problem, "bind", None)
     self.tables = (getattr(problem, "tables", None) if bind is not None and devices is None
@@ -215,10 +227,40 @@ class _Loop:
     self.rows, self.nodes_per_tree = self.rows[keep], larger
     self.roots = jax.tree.map(lambda x: x[keep], self.roots)
     ratio = max(max_nodes // max(self.options["max_chance"], 1), 1)
-    self.init, self.step, self.proof_step = self.programs(
-        max_nodes=larger, max_chance=max(larger // ratio, 1))
+    self.sizes = dict(max_nodes=larger, max_chance=max(larger // ratio, 1))
+    self.init, self.step, self.proof_step = self.programs(**self.sizes)
     self.tree = _regrow(tree, self.init(self.tables, key, self.roots), jnp.asarray(keep))
     return True
+
+  def elapsed(self) -> float:
+    """Search seconds so far: this run's and, resumed, the earlier runs'."""
+    return self.before + time.perf_counter() - self.start
+
+  def figures(self, combine, meets) -> tuple[float, Optional[float], bool]:
+    """``(bound, upper, proven)``: the figures shown and whether they meet."""
+    bound, upper = (combine or _sums)(self.bound, self.upper)
+    return bound, upper, meets(bound, upper)
+
+  def snapshot(self) -> checkpoint_lib.SearchState:
+    """The state a checkpoint saves (the trees as they are; saved before the next chunk)."""
+    return checkpoint_lib.SearchState(
+        simulations=self.simulations, chunks=self.chunks, seconds=self.elapsed(),
+        rows=self.rows, nodes_per_tree=self.nodes_per_tree, sizes=self.sizes,
+        bound=self.bound, upper=self.upper, history=self.history, tree=self.tree,
+        kept=self.kept)
+
+  def restore(self, state: checkpoint_lib.SearchState, key) -> None:
+    """Goes on from a saved ``state``: its counters and bounds, and its trees rebuilt on
+    fresh ones of the saved sizes (compiled for them, as after the regrowth that made them)."""
+    self.simulations, self.chunks, self.history = state.simulations, state.chunks, state.history
+    self.before, self.bound, self.upper = state.seconds, state.bound, state.upper
+    self.nodes_per_tree, self.sizes = state.nodes_per_tree, state.sizes
+    if len(state.rows) != len(self.rows) or np.any(state.rows != self.rows):
+      self.rows = np.asarray(state.rows)
+      self.roots = jax.tree.map(lambda x: x[self.rows], self.roots)
+    if self.sizes:
+      self.init, self.step, self.proof_step = self.programs(**self.sizes)
+    self.tree, self.kept = state.trees(self.init(self.tables, key, self.roots))
 
   def final_trees(self):
     """The final batch, or (where roots left it) a list of one batch of one tree per root."""
@@ -251,7 +293,9 @@ def run(problem, roots, *, weights, meets: Callable[[float, Optional[float]], bo
         memory: Optional[float] = None, seed: int = 0, selection=None,
         variance: str = "avts", proof_every: int = 1,
         on_chunk: Optional[Callable[[dict], None]] = None,
-        combine: Optional[Callable] = None, devices=None):
+        combine: Optional[Callable] = None, devices=None,
+        checkpoint: Optional[checkpoint_lib.Checkpoint] = None,
+        checkpoint_seconds: float = 10.0):
   """Searches ``roots`` until ``meets``, out of time, simulations or nodes.
 
   Args:
@@ -263,58 +307,117 @@ def run(problem, roots, *, weights, meets: Callable[[float, Optional[float]], bo
       ``combine``, the whole batch) solved; ``upper`` may be ``None``.
     combine: ``(bound f64[B], upper f64[B] | None) -> (bound, upper)`` figures shown to
       ``on_chunk`` and used to stop (default: sums over the batch).
+    checkpoint: save the loop's state there (:class:`jaxsearch.solve.checkpoint.Checkpoint`)
+      every ``checkpoint_seconds`` of search (0: after every chunk) and at the end; opened
+      with ``resume``, go on from the state it holds (refused, naming what differs, if it
+      was saved for other roots or options). The budgets count every run's search:
+      ``seconds`` is the total search time, ``max_simulations`` the total simulations.
     The other arguments are :func:`jaxsearch.solve.solve`'s.
   Returns:
     ``(found, trees)``: ``found`` holds ``bound`` and ``upper`` (``f64[B]`` figures;
     ``upper`` ``None`` without an optimistic bound), ``proven`` (by ``combine``'s figures),
     ``simulations``, ``nodes``, ``seconds``, ``memory``, ``history``
-    (``(simulations, seconds, bound[B], upper[B])`` per chunk) and ``phases`` (seconds:
+    (``(simulations, seconds, bound[B], upper[B])`` per chunk), ``resumed_from`` (the
+    simulations a resumed run started from; 0 fresh) and ``phases`` (seconds, this run's:
     ``setup_s`` memory estimate, compilation and initial trees, ``first_chunk_s`` the first
     chunk with its compilation, ``search_s`` every chunk, ``device_s`` the later chunks'
     time from dispatch to results; ``host_share`` the rest of the later chunks' time, spent
-    on the host); ``trees`` is the final batch
+    on the host; with a checkpoint, ``checkpoint_s`` the saves, included in ``search_s``);
+    ``trees`` is the final batch
     or a list of one batch of one tree per root (see :meth:`_Loop.final_trees`).
   """
   options = _options(problem.game, chunk, max_nodes, num_slots, bound_slots, max_depth,
                      max_chance, variance, devices)
+  if checkpoint is not None and devices is not None:
+    raise ValueError("run: a checkpoint cannot be kept of a search split over devices")
   setup = time.perf_counter()
   prove = problem.game.optimistic_value is not None and proof_every > 0
   loop = _Loop(problem, roots, weights, options, selection, prove, devices)
   key = jax.random.PRNGKey(seed)
   memory_estimate = estimate_memory(problem, loop.init, loop.tables, key, roots)
   check_memory(memory_estimate, memory)
-  loop.tree = jax.block_until_ready(loop.init(loop.tables, key, roots))
-  start, history, simulations, chunks = time.perf_counter(), [], 0, 0
-  phases = {"setup_s": start - setup, "first_chunk_s": 0.0, "device_s": 0.0}
-  while True:
-    chunks += 1
-    waited = loop.advance(key, simulations, prove and chunks % proof_every == 0)
-    simulations += chunk
-    elapsed = time.perf_counter() - start
-    if chunks == 1:  # the step's compilation happens here
-      phases["first_chunk_s"] = elapsed
-    else:
-      phases["device_s"] += waited
-    upper = None if loop.upper is None else loop.upper.copy()
-    history.append((simulations, elapsed, loop.bound.copy(), upper))
-    shown_bound, shown_upper = (combine or _sums)(loop.bound, loop.upper)
-    proven = meets(shown_bound, shown_upper)
-    nodes = loop.nodes()
-    if on_chunk is not None:
-      on_chunk({"simulations": simulations, "seconds": elapsed, "bound": shown_bound,
-                "upper": shown_upper, "nodes": nodes, "proven": proven})
-    if (proven or elapsed >= seconds or
-        (max_simulations is not None and simulations >= max_simulations)):
-      break
-    if not loop.regrow(key, meets):
-      break
-  searched = time.perf_counter() - start
+  saver = None if checkpoint is None else checkpoint_lib.SearchSaver(checkpoint, fingerprint(
+      problem, roots, weights, options, seed, selection, proof_every), checkpoint_seconds)
+  state = None if saver is None else saver.load()
+  if state is None:
+    loop.tree = jax.block_until_ready(loop.init(loop.tables, key, roots))
+  else:
+    loop.restore(state, key)
+  loop.start = time.perf_counter()
+  phases = {"setup_s": loop.start - setup, "first_chunk_s": 0.0, "device_s": 0.0}
+
+  def budget(proven: bool) -> bool:  # whether to stop
+    return proven or loop.elapsed() >= seconds or (
+        max_simulations is not None and loop.simulations >= max_simulations)
+
+  # Resumed: the saved state is that after a chunk; the loop goes on as it would have.
+  stop = state is not None and (budget(loop.figures(combine, meets)[2])
+                                or not loop.regrow(key, meets))
+  while not stop:
+    proven = _chunk(loop, key, chunk, prove and (loop.chunks + 1) % proof_every == 0,
+                    phases, on_chunk, combine, meets)
+    stop = budget(proven)
+    if saver is not None and (stop or saver.due(loop.elapsed())):
+      saver.save(loop.snapshot())
+    stop = stop or not loop.regrow(key, meets)
+  if saver is not None and saver.chunks != loop.chunks:
+    saver.save(loop.snapshot())  # the trees were full: the end, not yet saved
+  if saver is not None:
+    phases["checkpoint_s"] = saver.spent
+  return _found(loop, phases, memory_estimate, combine, meets,
+                0 if state is None else state.simulations), loop.final_trees()
+
+
+def _chunk(loop: _Loop, key, chunk: int, proof: bool, phases: dict, on_chunk, combine,
+           meets) -> bool:
+  """One chunk of :func:`run`: the search, the history, the progress; whether proven."""
+  loop.chunks += 1
+  waited = loop.advance(key, loop.simulations, proof)
+  loop.simulations += chunk
+  elapsed = loop.elapsed()
+  if phases["first_chunk_s"] == 0.0:  # this run's first chunk: its compilation happens here
+    phases["first_chunk_s"] = time.perf_counter() - loop.start
+  else:
+    phases["device_s"] += waited
+  upper = None if loop.upper is None else loop.upper.copy()
+  loop.history.append((loop.simulations, elapsed, loop.bound.copy(), upper))
+  bound, upper, proven = loop.figures(combine, meets)
+  if on_chunk is not None:
+    on_chunk({"simulations": loop.simulations, "seconds": elapsed, "bound": bound,
+              "upper": upper, "nodes": loop.nodes(), "proven": proven})
+  time.sleep(float(os.environ.get(SLEEP_ENV) or 0))  # a run slow enough to kill, in tests
+  return proven
+
+
+def _found(loop: _Loop, phases: dict, memory_estimate, combine, meets,
+           resumed_from: int) -> dict:
+  """:func:`run`'s ``found``, its phases completed."""
+  searched = time.perf_counter() - loop.start
   phases["search_s"] = searched
   # After the first chunk (compilation), the share of the chunk loop spent on the host:
-  # reading bounds, checking the budget, regrowing trees, reporting progress.
-  later = searched - phases["first_chunk_s"]
+  # reading bounds, checking the budget, regrowing trees, reporting progress (0 where no
+  # chunk ran: a resumed run whose budget was spent already).
+  later = searched - phases["first_chunk_s"] if phases["first_chunk_s"] else 0.0
   phases["host_share"] = (later - phases["device_s"]) / later if later > 0 else 0.0
-  found = dict(bound=loop.bound, upper=loop.upper, proven=proven, simulations=simulations,
-               nodes=nodes, memory=memory_estimate, seconds=searched, history=history,
-               phases=phases)
-  return found, loop.final_trees()
+  return dict(bound=loop.bound, upper=loop.upper, proven=loop.figures(combine, meets)[2],
+              simulations=loop.simulations, nodes=loop.nodes(), memory=memory_estimate,
+              seconds=loop.elapsed(), history=loop.history, phases=phases,
+              resumed_from=resumed_from)
+
+
+def fingerprint(problem, roots, weights, options: dict, seed: int, selection,
+                proof_every: int) -> dict:
+  """What a checkpoint of :func:`run` is a state of (JSON-able): the game's type and sizes,
+  the roots and weights (digests), the options that shape the trees (not the budgets), the
+  seed, the selection rule and ``proof_every``. A resumed run must match it."""
+  game = problem.game
+  rule = None if selection is None else {
+      "name": getattr(selection, "name", type(selection).__name__),
+      **{flag: bool(getattr(selection, flag, False))
+         for flag in ("needs_key", "sees_inactive", "reads_prior_probs")}}
+  return {"game": f"{type(game).__module__}.{type(game).__qualname__}",
+          "num_actions": int(game.num_actions), "num_outcomes": int(game.num_outcomes),
+          "roots": checkpoint_lib.digest(roots),
+          "weights": checkpoint_lib.digest(np.asarray(weights, np.float64)),
+          "options": {k: v for k, v in options.items() if k != "devices"},
+          "seed": int(seed), "selection": rule, "proof_every": int(proof_every)}

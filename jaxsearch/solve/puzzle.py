@@ -21,8 +21,9 @@ import numpy as np
 from jaxsearch import policy_file
 from jaxsearch.game import Estimator, Game
 from jaxsearch.memory import MemoryEstimate
+from jaxsearch.solve import checkpoint as checkpoint_lib
 from jaxsearch.solve import loop
-from jaxsearch.solve.certify import certify, settle, settle_each
+from jaxsearch.solve.certify import certify, settle_each
 from jaxsearch.solve.extract import _remaining, _TreeReader, extract_policy
 
 
@@ -131,6 +132,8 @@ class SolveResult:
     subproblems: with a fixed first guess (or openings), ``(proven, total)``: how many of
       the chosen opening's feedback sub-problems are certified solved optimally by the
       policy found (:func:`certify`); ``None`` otherwise.
+    resumed_from_simulations: the simulations per tree of the checkpoint this run went on
+      from (``resume``); 0 for a run started afresh.
   """
 
   policy: dict
@@ -148,6 +151,7 @@ class SolveResult:
   phases: dict = dataclasses.field(default_factory=dict)
   proven_given_first: bool = False
   upper_total_scope: str = "game"
+  resumed_from_simulations: int = 0
 
 
 def solve(puzzle: Puzzle, roots=None, *, extract: bool = True, **options):
@@ -183,13 +187,16 @@ def solve(puzzle: Puzzle, roots=None, *, extract: bool = True, **options):
     combine: ``(bound f64[B], upper f64[B] | None) -> (bound, upper)`` totals shown to
       ``on_chunk`` and used to stop once proven (default: sums over the batch).
     devices: split the batch of trees over devices (:mod:`jaxsearch.sharding`).
+    checkpoint, checkpoint_seconds: a :class:`jaxsearch.solve.checkpoint.Checkpoint` the
+      search's state is saved to every ``checkpoint_seconds`` of search (default 10; 0:
+      after every chunk) and at the end, and resumed from (see :func:`loop.run`).
   Returns:
     ``(found, trees)``: ``found`` is a dict — ``policies`` (one exported policy node per
     root), ``bound`` and ``upper`` (``f64[B]`` totals per root), ``sizes`` (secrets per
     root), ``proven`` (by ``combine``'s totals), ``simulations``, ``nodes``, ``seconds``,
-    ``memory``, ``history``; ``trees`` is the final batch or, where the open sub-problems
-    were moved into larger trees, a list with one batch of one tree per root
-    (:func:`jaxsearch.solve.loop.run`).
+    ``memory``, ``history``, ``resumed_from``; ``trees`` is the final batch or, where the
+    open sub-problems were moved into larger trees, a list with one batch of one tree per
+    root (:func:`jaxsearch.solve.loop.run`).
   """
   if roots is None:
     roots = jax.tree.map(lambda x: jnp.asarray(x)[None], puzzle.initial_state)
@@ -236,8 +243,8 @@ def _solve_from_start(puzzle: Puzzle, kwargs: dict, certify_seconds: float):
   evaluation = evaluate(puzzle, policy)
   found["phases"]["extract_s"] += time.perf_counter() - started
   started = time.perf_counter()
-  settled = settle(puzzle, trees, 0, evaluation.total_guesses,
-                   deadline=time.monotonic() + certify_seconds)
+  settled = _settle(puzzle, trees, {0: evaluation.total_guesses},
+                    time.monotonic() + certify_seconds, kwargs.get("checkpoint"))[0]
   if settled.policy is not None:  # the exact search found better than the tree
     policy = _named(puzzle, settled.policy)
     evaluation = evaluate(puzzle, policy)
@@ -327,33 +334,80 @@ def _solve_openings(puzzle: Puzzle, openings: Sequence[str], kwargs: dict,
   # Which of the chosen opening's sub-problems are solved optimally (exact certificates, one
   # process per core); where the exact search finds a better policy than the tree's, it
   # replaces it.
-  deadline = time.monotonic() + certify_seconds
+  deadline, store = time.monotonic() + certify_seconds, kwargs.get("checkpoint")
   a, b = offsets[chosen], offsets[chosen + 1]
-  settled = settle_each(puzzle, trees, {row: sub_totals[row - a] for row in range(a, b)},
-                        deadline)
-  better = {row: one for row, one in settled.items() if one.policy is not None}
-  if better:
-    outcomes = groups[chosen][0]
-    children = dict(policy["children"])
-    for row, one in better.items():
-      children[puzzle.outcome_name(outcomes[row - a])] = _named(puzzle, one.policy)
-    policy = {"guess": policy["guess"], "children": children}
-    evaluation = evaluate(puzzle, policy)
+  settled = _settle(puzzle, trees, {row: sub_totals[row - a] for row in range(a, b)},
+                    deadline, store)
+  policy, evaluation = _corrected(puzzle, policy, evaluation, groups[chosen][0], a, settled)
   certified = {row: one.proven for row, one in settled.items()}
   subproblems = (int(sum(certified.values())), int(b - a))
   bound_total, upper_total = totals(found["bound"], found["upper"])
   # Optimal (given the openings) when no opening can do better than the policy found: the
   # chosen one's sub-problems each at their optimum, and every other one certified.
   proven = all(certified.values()) and all(
-      certify(puzzle, trees, range(a, b), evaluation.total_guesses, num_secrets, deadline)
+      _certified(puzzle, trees, range(a, b), evaluation.total_guesses, num_secrets, deadline,
+                 store, f"opening {index}")
       for index, (a, b) in enumerate(zip(offsets, offsets[1:])) if index != chosen)
   found["phases"]["certify_s"] = time.perf_counter() - started
   return (found, trees, policy, evaluation, bound_total, upper_total, proven, subproblems)
 
 
+def _corrected(puzzle, policy: dict, evaluation, outcomes, first_row: int, settled: dict):
+  """``(policy, evaluation)``: ``policy`` (an opening's) with the sub-problems where the exact
+  search found better (``settled``, by row; ``outcomes[row - first_row]`` their feedbacks)
+  replaced by its policies, and evaluated again."""
+  better = {row: one for row, one in settled.items() if one.policy is not None}
+  if not better:
+    return policy, evaluation
+  children = dict(policy["children"])
+  for row, one in better.items():
+    children[puzzle.outcome_name(outcomes[row - first_row])] = _named(puzzle, one.policy)
+  policy = {"guess": policy["guess"], "children": children}
+  return policy, evaluate(puzzle, policy)
+
+
+def _settle(puzzle, trees, targets: dict, deadline: float, store) -> dict:
+  """:func:`settle_each`, each result saved to the checkpoint ``store`` as it comes; those it
+  holds already for this search (a resumed run killed while certifying) are not redone."""
+  saved = {} if store is None else store.settled(targets)
+  todo = {row: target for row, target in targets.items() if row not in saved}
+  save = None if store is None else (lambda row, one: store.save_settled(row, todo[row], one))
+  fresh = settle_each(puzzle, trees, todo, deadline, on_settled=save) if todo else {}
+  return {row: saved[row] if row in saved else fresh[row] for row in targets}
+
+
+def _certified(puzzle, trees, rows, target: int, cost: int, deadline: float, store,
+               name: str) -> bool:
+  """:func:`certify`, its answer saved to (or, resumed, taken from) the checkpoint ``store``
+  under ``name``."""
+  saved = None if store is None else store.certified(name, target)
+  if saved is not None:
+    return saved
+  proven = certify(puzzle, trees, rows, target, cost, deadline)
+  if store is not None:
+    store.save_certified(name, target, proven)
+  return proven
+
+
+def _open_checkpoint(puzzle: Puzzle, openings, directory, resume: bool):
+  """The :class:`checkpoint_lib.Checkpoint` of a :func:`solve_puzzle` run (``None``
+  without ``directory``), its fingerprint naming the puzzle and the openings."""
+  if directory is None:
+    if resume:
+      raise ValueError("solve_puzzle: resume needs a checkpoint directory")
+    return None
+  search_secrets = getattr(puzzle.exact, "search_secrets", None)
+  identity = {"puzzle": puzzle.name,
+              "secrets": checkpoint_lib.digest("\n".join(map(str, puzzle.secrets))),
+              "guesses": checkpoint_lib.digest("\n".join(map(str, puzzle.guess_names))),
+              "openings": None if openings is None else list(openings),
+              "exact_search": None if search_secrets is None else int(search_secrets)}
+  return checkpoint_lib.Checkpoint(directory, resume=resume, identity=identity)
+
+
 def solve_puzzle(puzzle: Puzzle, first: Optional[str] = None,
                  openings: Optional[Sequence[str]] = None, certify_seconds: float = 600.0,
-                 **kwargs) -> SolveResult:
+                 checkpoint=None, resume: bool = False, **kwargs) -> SolveResult:
   """Solves the whole puzzle, in one of three ways:
 
   * default: one tree from the initial state;
@@ -376,19 +430,32 @@ def solve_puzzle(puzzle: Puzzle, first: Optional[str] = None,
   ``kwargs`` go to :func:`solve`. Returns a :class:`SolveResult` whose figure is the exact
   evaluation of the exported policy.
 
+  With ``checkpoint`` (a directory), the search's state is saved there as it goes (every
+  ``checkpoint_seconds`` of search, default 10, and at its end), then each certificate as it
+  completes; with ``resume``, a run killed at any point goes on from what was saved and ends
+  as the run never stopped would have (same simulations budget: the same trees and result).
+  ``seconds`` and ``max_simulations`` count the search of every run. See
+  :mod:`jaxsearch.solve.checkpoint`.
+
   Raises:
-    ValueError: ``openings`` is empty, or ``first`` (an opening) is not an allowed guess.
+    ValueError: ``openings`` is empty, or ``first`` (an opening) is not an allowed guess;
+      ``resume`` without ``checkpoint``.
+    CheckpointError: ``checkpoint`` holds a run's state and ``resume`` is false
+      (:class:`CheckpointExists`), or the state of another problem or other options
+      (:class:`CheckpointMismatch`, named), or cannot be read.
   """
   if first is not None:
     openings = [first]
-  if openings is None:
-    outcome = _solve_from_start(puzzle, kwargs, certify_seconds)
-    unconditional = True
-  else:
+  if openings is not None:
     openings = list(openings)
     if not openings:
       raise ValueError("solve_puzzle: openings is empty; give at least one first guess, or "
                        "openings=None to search from the initial state")
+  kwargs["checkpoint"] = _open_checkpoint(puzzle, openings, checkpoint, resume)
+  if openings is None:
+    outcome = _solve_from_start(puzzle, kwargs, certify_seconds)
+    unconditional = True
+  else:
     outcome = _solve_openings(puzzle, openings, kwargs, certify_seconds)
     unconditional = _covers_every_opening(puzzle, openings)
   found, trees, policy, evaluation, bound_total, upper_total, proven, subproblems = outcome
@@ -409,7 +476,8 @@ def solve_puzzle(puzzle: Puzzle, first: Optional[str] = None,
                      seconds=found["seconds"], history=found["history"],
                      memory=found.get("memory"), subproblems=subproblems,
                      trees=None if trees is None else jax.tree.map(np.asarray, trees),
-                     phases=found["phases"])
+                     phases=found["phases"],
+                     resumed_from_simulations=int(found.get("resumed_from", 0)))
 
 
 def _covers_every_opening(puzzle: Puzzle, openings: Sequence[str]) -> bool:

@@ -6,6 +6,7 @@ Modules (small and flat):
   replay      a fixed-capacity FIFO replay buffer held as device arrays (jitted add / sample).
   selfplay    ``B`` games in lock-step, one batched search per move, subtree reuse, restarts.
   losses      ``(v − z)² − πᵀ log p + λ‖θ‖²`` (+ action-value regression), optax AdamW.
+  value_scale the game's values <-> the value head's [-1, 1] (identity, linear, MuZero's h).
   checkpoint  orbax checkpoints of the whole training state, with mismatch checks.
   config      TrainConfig and the per-game presets.
   loop        the training loop (deterministic in seed and step).
@@ -20,7 +21,8 @@ Submodules load on first use (``jaxsearch.train.loop``), so importing the packag
 import importlib
 
 _SUBMODULES = ("networks", "replay", "selfplay", "losses", "checkpoint", "config", "loop",
-               "evaluators", "metrics", "evaluate", "agents", "matches", "connect4_sets")
+               "evaluators", "metrics", "evaluate", "agents", "matches", "connect4_sets",
+               "value_scale")
 
 __all__ = list(_SUBMODULES)
 

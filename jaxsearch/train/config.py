@@ -11,6 +11,8 @@ from typing import Optional
 
 import jax
 
+from jaxsearch.train.value_scale import KINDS as VALUE_SCALES
+
 GAMES = ("tictactoe", "connect_four")
 PGX_PREFIX = "pgx:"  # "pgx:ENV_ID" trains on a pgx environment (games.pgx_env)
 POLICIES = ("alphazero", "avts", "gumbel")
@@ -21,7 +23,9 @@ MAY_CHANGE = ("steps", "minutes", "checkpoint_every", "eval_every", "eval_games"
 # Settings added after checkpoints were first written: a checkpoint without one is taken to
 # have used its default (``CONFIG_DEFAULTS``, read from ``TrainConfig`` below; see
 # ``checkpoint.Checkpointer``), so a new setting's default must be the old behaviour.
-ADDED_SETTINGS = ("pibar_target", "gumbel_c_scale", "ones_plane")
+# (``value_scale="auto"`` is the old behaviour for every game whose values lie in [-1, 1]; an
+# older 2048 or backgammon checkpoint resumes with scaled value targets.)
+ADDED_SETTINGS = ("pibar_target", "gumbel_c_scale", "ones_plane", "value_scale")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,6 +53,11 @@ class TrainConfig:
       (see :mod:`selfplay`; 0 = off).
     dirichlet_fraction, dirichlet_alpha: root noise of the self-play search.
     value_target: ``"outcome"``, ``"search"`` or ``"mix"`` (see :mod:`selfplay`).
+    value_scale: how the game's values are put in the value head's ``[-1, 1]``
+      (:func:`jaxsearch.train.value_scale.for_game`): ``"auto"`` (identity for games whose
+      values lie in ``[-1, 1]``; ``linear`` over declared ``value_bounds``, e.g. backgammon;
+      MuZero's ``h`` over ``value_range``, e.g. 2048), ``"identity"``, ``"linear"`` or
+      ``"muzero"``. The search and the replay buffer stay in the game's units.
     reuse: subtree reuse between moves (never with ``policy="gumbel"``: its root must be
       fresh).
     gumbel_c_scale: σ's ``c_scale`` of ``policy="gumbel"`` (0.1 as mctx; the Gumbel MuZero
@@ -96,6 +105,7 @@ class TrainConfig:
   dirichlet_fraction: float = 0.25
   dirichlet_alpha: float = 1.0
   value_target: str = "outcome"
+  value_scale: str = "auto"
   reuse: bool = True
   pibar_target: bool = False
   gumbel_c_scale: float = 0.1
@@ -125,6 +135,8 @@ class TrainConfig:
       raise ValueError(f"game must be one of {GAMES} or 'pgx:ENV_ID', got {self.game!r}")
     if self.policy not in POLICIES:
       raise ValueError(f"policy must be one of {POLICIES}, got {self.policy!r}")
+    if self.value_scale not in VALUE_SCALES:
+      raise ValueError(f"value_scale must be one of {VALUE_SCALES}, got {self.value_scale!r}")
     for name in ("batch_size", "simulations", "moves_per_step", "replay_capacity",
                  "train_batch", "eval_simulations"):
       if int(getattr(self, name)) < 1:

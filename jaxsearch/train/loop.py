@@ -31,6 +31,7 @@ from flax import struct
 from jaxsearch import policies, sharding
 from jaxsearch.train import checkpoint as checkpoint_lib
 from jaxsearch.train import losses, networks, replay, selfplay
+from jaxsearch.train import value_scale as value_scale_lib
 from jaxsearch.train.config import CONFIG_DEFAULTS, MAY_CHANGE, TrainConfig, game_module
 from jaxsearch.train.config import GAMES, preset  # noqa: F401 (re-exported: the training API)
 from jaxsearch.train.evaluators import Evaluator, default_evaluator
@@ -90,7 +91,10 @@ class Trainer:
     self.graphdef, self.initial_params = networks.init(
         config.network, obs_shape, self.game.num_actions, seed=config.seed,
         action_values=self.action_values, **sizes)
-    self.estimator = networks.estimator_from_network(self.graphdef, self.observe)
+    # The heads say [-1, 1]; the search, self-play and the buffer keep the game's units.
+    self.value_scale = value_scale_lib.for_game(self.game, config.value_scale)
+    self.estimator = networks.estimator_from_network(self.graphdef, self.observe,
+                                                     value_scale=self.value_scale)
     self.devices = sharding.resolve_devices(config.devices or None)
     self.search = self.make_search(config.simulations, config.nodes,
                                    config.dirichlet_fraction, devices=self.devices)
@@ -108,7 +112,8 @@ class Trainer:
         config.learning_rate, warmup_steps=config.warmup_steps,
         decay_steps=config.decay_steps, weight_decay=config.weight_decay)
     self.train_step = losses.make_train_step(self.graphdef, self.optimizer, l2=config.l2,
-                                             action_value_weight=config.action_value_weight)
+                                             action_value_weight=config.action_value_weight,
+                                             value_scale=self.value_scale)
     self.play_move = selfplay.make_step(self.selfplay)
     self.iterate = jax.jit(self._iterate, donate_argnums=0)
     if evaluator is None and config.eval_every >= 0:
@@ -321,8 +326,9 @@ class Trainer:
         updates=int(ts.updates), minutes=round(budget.elapsed() / 60, 3),
         out_dir=str(out) if out is not None else None)
     if plot_from is not None:
+      scale = "" if self.value_scale.is_identity else f", values {self.value_scale.describe()}"
       summary["plot"] = str(plot_metrics(plot_from, out / "training.png",
-                                         title=f"{config.game} ({config.policy})"))
+                                         title=f"{config.game} ({config.policy}{scale})"))
     return summary
 
   def evaluate(self, params, step: int, final: bool = False) -> dict:

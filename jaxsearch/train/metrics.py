@@ -64,11 +64,12 @@ def plot_metrics(metrics_path: str | Path, png_path: str | Path, title: str = ""
   skip = {"eval_step", "eval_seconds", "games_vs_perfect", "losses_vs_perfect"}
   evals = [r for r in rows if "eval_step" in r]
   names = sorted({k for r in evals for k, v in r.items()
-                  if k.startswith(("optimal", "net_", "search_")) and k not in skip
+                  if k.startswith(("optimal", "net_", "search_", "random_")) and k not in skip
                   and isinstance(v, (int, float))})
   for name in names:
     pts = [(r["time"] / 60, r[name]) for r in evals if name in r]
-    right.plot(*zip(*pts), marker="o", ms=3, label=name, lw=1)
+    baseline = name.startswith("random_")  # a random player's score (one-player games)
+    right.plot(*zip(*pts), marker="o", ms=3, label=name, lw=1, ls="--" if baseline else "-")
   losses_pts = [(r["time"] / 60, r["losses_vs_perfect"] / max(r["games_vs_perfect"], 1))
                 for r in evals if "losses_vs_perfect" in r]
   if losses_pts:

@@ -26,6 +26,7 @@ from flax import nnx
 from flax import struct
 
 from jaxsearch.game import Estimate, Estimator, State
+from jaxsearch.train.value_scale import ValueScale
 
 
 @struct.dataclass
@@ -197,7 +198,8 @@ def apply(graphdef: nnx.GraphDef, params: nnx.State, obs: jax.Array) -> NetworkO
 
 
 def estimator_from_network(graphdef: nnx.GraphDef, observe: Callable[[State], jax.Array],
-                           *, use_action_values: Optional[bool] = None) -> Estimator:
+                           *, use_action_values: Optional[bool] = None,
+                           value_scale: Optional[ValueScale] = None) -> Estimator:
   """An Estimator ``(params, key, states[B]) -> Estimate`` backed by a network.
 
   Args:
@@ -207,7 +209,11 @@ def estimator_from_network(graphdef: nnx.GraphDef, observe: Callable[[State], ja
       ``tictactoe.observe``.
     use_action_values: pass the action-value head on as ``Estimate.action_values``; default:
       whenever the network has one.
+    value_scale: the heads' ``[-1, 1]`` outputs are decoded with it into the game's units
+      (:mod:`jaxsearch.train.value_scale`), so that the search adds rewards to values of the
+      same units; ``None`` or the identity: passed on as they are.
   """
+  decode = (None if value_scale is None or value_scale.is_identity else value_scale.decode)
 
   def estimate(params, key, states) -> Estimate:
     del key  # the networks are deterministic
@@ -215,6 +221,10 @@ def estimator_from_network(graphdef: nnx.GraphDef, observe: Callable[[State], ja
     action_values = out.action_values if use_action_values in (None, True) else None
     if use_action_values and action_values is None:
       raise ValueError("use_action_values=True but the network has no action-value head")
-    return Estimate(value=out.value, prior_logits=out.logits, action_values=action_values)
+    value = out.value
+    if decode is not None:
+      value = decode(value)
+      action_values = None if action_values is None else decode(action_values)
+    return Estimate(value=value, prior_logits=out.logits, action_values=action_values)
 
   return estimate
