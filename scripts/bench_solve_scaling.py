@@ -82,7 +82,7 @@ def main(argv=None) -> int:
   result = dict(bench="solve_scaling", first=args.first, chunk=args.chunk, nodes=args.nodes,
                 slots=args.slots, batch=[], answers=[])
   full = wordle.puzzle(answers_path, guesses_path)
-  _, states = solve_lib._opening_roots(full, args.first)
+  _, states = solve_lib.opening_roots(full, args.first)
   order = np.random.default_rng(args.seed).permutation(len(states))
   for batch in _ints(args.batches):
     row = measure(full, [states[order[i % len(states)]] for i in range(batch)], args)
@@ -99,7 +99,7 @@ def main(argv=None) -> int:
         with open(path, "w") as handle:
           handle.write("\n".join(all_answers[i] for i in subset) + "\n")
         puzzle = wordle.puzzle(path, guesses_path)
-      _, sub_states = solve_lib._opening_roots(puzzle, args.first)
+      _, sub_states = solve_lib.opening_roots(puzzle, args.first)
       row = dict(answers=len(puzzle.secrets), **measure(puzzle, sub_states, args))
       result["answers"].append(row)
       print(json.dumps(dict(sweep="answers", **row)), file=sys.stderr)

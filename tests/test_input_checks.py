@@ -196,7 +196,7 @@ def test_the_node_minimum_mirrors_the_solver(monkeypatch, pegs, colours, first):
   minimum = common.solve_node_minimum(args)[0]
   puzzle = mastermind.puzzle(pegs, colours, exact_search=False)
   openings = [first] if first else list(puzzle.openings)
-  trees = sum(len(puzzle_lib._opening_roots(puzzle, guess)[0]) for guess in openings)
+  trees = sum(len(puzzle_lib.opening_roots(puzzle, guess)[0]) for guess in openings)
   assert minimum == trees * (4 * puzzle.game.num_outcomes + 1)
 
   def searched(nodes):
@@ -233,7 +233,7 @@ def test_wordle_first_node_minimum(tmp_path):
   assert common.solve_node_minimum(_solve_args(*argv))[0] == 4 + 1  # one tree, --chunk 4
   minimum = common.solve_node_minimum(_solve_args(*argv, "--first", "crane"))[0]
   puzzle = wordle.puzzle(tmp_path / "a.txt", tmp_path / "g.txt", exact_search=False)
-  trees = len(puzzle_lib._opening_roots(puzzle, "crane")[0])
+  trees = len(puzzle_lib.opening_roots(puzzle, "crane")[0])
   assert trees > 1 and minimum == trees * (4 * 243 + 1)
   # A --first that is not an allowed guess: left to the solve command's own message.
   assert common.solve_node_minimum(_solve_args(*argv, "--first", "zzzzz")) is None

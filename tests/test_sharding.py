@@ -212,7 +212,7 @@ def test_solve_is_identical_on_two_devices():
   from jaxsearch.games import mastermind
   from jaxsearch import solve as solve_lib
   puzzle = mastermind.puzzle(2, 3)
-  outcomes, states = solve_lib._opening_roots(puzzle, "12")
+  outcomes, states = solve_lib.opening_roots(puzzle, "12")
   states = states[:len(states) // 2 * 2]
   roots = jax.tree.map(lambda *xs: jnp.stack(xs), *states)
   kwargs = dict(max_simulations=64, chunk=32, max_nodes=2000, seconds=600)

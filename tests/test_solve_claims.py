@@ -47,10 +47,10 @@ def test_openings_claim_the_game_when_they_cover_every_first_guess():
   outright.)"""
   puzzle = mastermind.puzzle(2, 3)
   assert puzzle.openings == ("11", "12")
-  assert not puzzle_lib._covers_every_opening(puzzle, ["11"])
-  assert not puzzle_lib._covers_every_opening(puzzle, ["12", "13"])
-  assert puzzle_lib._covers_every_opening(puzzle, ["12", "13", "11"])
-  assert not puzzle_lib._covers_every_opening(
+  assert not puzzle_lib.covers_every_opening(puzzle, ["11"])
+  assert not puzzle_lib.covers_every_opening(puzzle, ["12", "13"])
+  assert puzzle_lib.covers_every_opening(puzzle, ["12", "13", "11"])
+  assert not puzzle_lib.covers_every_opening(
       dataclasses.replace(puzzle, openings=None), ["11", "12"])
 
 

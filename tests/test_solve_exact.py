@@ -24,6 +24,7 @@ from jaxsearch.games import mastermind as mm
 from jaxsearch.games import wordle
 from jaxsearch import cli
 from jaxsearch import solve as solve_lib
+from jaxsearch.solve import extract, loop
 from test_mastermind import _optimal_total  # the exhaustive optimum, [G, S] table
 
 WORDS = ["cigar", "rebut", "sissy", "humph", "awake", "blush", "focal", "evade", "naval",
@@ -151,7 +152,7 @@ def test_a_run_over_the_memory_budget_is_refused_with_the_estimate(capsys):
 
 def test_estimate_counts_the_allocated_trees():
   puzzle = mm.puzzle(2, 3, exact_search=False)
-  init, _ = solve_lib._program(puzzle, num_simulations=4, max_nodes=100, max_depth=8,
+  init, _ = loop._program(puzzle, num_simulations=4, max_nodes=100, max_depth=8,
                                num_slots=None, bound_slots=0, variance="avts", max_chance=50,
                                devices=None)
   roots = jax.tree.map(lambda x: jnp.asarray(x)[None], puzzle.initial_state)
@@ -220,7 +221,7 @@ def test_solver_programs_take_the_table_as_an_input():
   47 MB, GBs of compile-time memory); the solver builds the game inside the traced function
   from the table passed as an argument."""
   puzzle = mm.puzzle(4, 4, exact_search=False)  # table u8[256, 256]
-  init, step = solve_lib._program(puzzle, num_simulations=2, max_nodes=64, max_depth=8,
+  init, step = loop._program(puzzle, num_simulations=2, max_nodes=64, max_depth=8,
                                   num_slots=8, bound_slots=0, variance="avts", max_chance=32,
                                   devices=None)
   roots = jax.tree.map(lambda x: jnp.asarray(x)[None], puzzle.initial_state)
@@ -247,7 +248,7 @@ def test_regrown_trees_keep_every_node_and_search_on(small_avts):
   larger = js.policies.avts(m.game, m.estimator, num_simulations=12, max_nodes=800,
                             num_slots=8, max_chance=700)
   fresh = jax.jit(larger.init_tree)(None, jax.random.PRNGKey(1), roots)
-  grown = solve_lib._regrow(small, fresh)
+  grown = loop._regrow(small, fresh)
   assert grown.nodes.visits.shape == (3, 800) and grown.chance.prob.shape == (3, 700, 9)
   for old, new in zip(jax.tree.leaves(small), jax.tree.leaves(grown)):
     head = tuple(slice(0, size) for size in old.shape)
@@ -258,7 +259,7 @@ def test_regrown_trees_keep_every_node_and_search_on(small_avts):
   assert np.all(np.asarray(after.nodes.visits)[:, 0] == np.asarray(small.nodes.visits)[:, 0] + 12)
   # A list of one-tree batches reads like rows of one batch.
   rows = [jax.tree.map(lambda x: x[i:i + 1], small) for i in range(3)]
-  assert solve_lib._row_of(rows, 2)[1] == 0 and solve_lib._row_of(small, 2) == (small, 2)
+  assert loop._row_of(rows, 2)[1] == 0 and loop._row_of(small, 2) == (small, 2)
 
 
 def test_exact_search_closes_what_a_small_tree_cannot():
@@ -284,19 +285,19 @@ def test_sub_problems_certified_in_worker_processes_as_in_one(tmp_path):
   (tmp_path / "a.txt").write_text("\n".join(WORDS))
   (tmp_path / "g.txt").write_text("\n".join(WORDS + EXTRA))
   puzzle = wordle.puzzle(tmp_path / "a.txt", tmp_path / "g.txt")
-  outcomes, states = solve_lib._opening_roots(puzzle, "tarse")
+  outcomes, states = solve_lib.opening_roots(puzzle, "tarse")
   roots = jax.tree.map(lambda *xs: jnp.stack(xs), *states)
   found, trees = solve_lib.solve(puzzle, roots, seconds=60, max_simulations=8, chunk=8,
                                  max_nodes=600, num_slots=None, extract=False)
   trees = jax.tree.map(np.asarray, trees)
-  targets = {row: solve_lib._TreeReader(trees, row, puzzle).best(0)[0]
+  targets = {row: extract._TreeReader(trees, row, puzzle).best(0)[0]
              for row in range(len(states))}
   serial = solve_lib.settle_each(puzzle, trees, targets, workers=1)
   parallel = solve_lib.settle_each(puzzle, trees, targets, workers=2)
   assert parallel == serial
   table = np.asarray(puzzle.table).T  # [G, S]
   for row, found in serial.items():
-    secrets = solve_lib._remaining(trees.nodes.state.remaining[row, 0], len(WORDS))
+    secrets = extract._remaining(trees.nodes.state.remaining[row, 0], len(WORDS))
     # Each sub-problem ends at its brute-force optimum, proven: the tree's policy where it
     # is optimal, else the exact search's, which plays out to the total it reports.
     assert found.proven and found.total == _optimal_total(table, puzzle.solved_outcome, secrets)

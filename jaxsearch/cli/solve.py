@@ -192,13 +192,13 @@ def _search(args: argparse.Namespace, puzzle, title: str, num_slots):
   """The solver's result (:func:`jaxsearch.solve.solve_puzzle`), with its progress: a bar
   on a terminal, plain lines elsewhere (:class:`jaxsearch.solve.report.ProgressReporter`)."""
   from jaxsearch import solve as solve_lib
-  from jaxsearch.solve.puzzle import _covers_every_opening
+  from jaxsearch.solve.puzzle import covers_every_opening
   from jaxsearch.solve.report import ProgressReporter
 
   _check_resume(args)
   # With --first the optimistic bound is only over the policies that open so (unless that
   # guess is the game's only first guess up to symmetry): say so beside it.
-  conditional = args.first is not None and not _covers_every_opening(puzzle, [args.first])
+  conditional = args.first is not None and not covers_every_opening(puzzle, [args.first])
   given = args.first.replace("{", "{{").replace("}", "}}") if conditional else ""
   upper_label = f"≥ {{:.1f}} given the first guess {given}" if conditional else "≥ {:.1f}"
   with ProgressReporter(title, args.seconds, max_simulations=args.simulations,

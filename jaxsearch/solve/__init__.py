@@ -40,14 +40,15 @@ By default the trees are grown by the proof-directed rule alone
 from jaxsearch.memory import (  # noqa: F401  (part of this package's interface)
     RUNTIME_BYTES, MemoryBudgetError, MemoryEstimate, available_memory, check_memory)
 from jaxsearch.solve.certify import (  # noqa: F401
-    Settled, _Certifier, certify, settle, settle_each)
+    Settled, certify, settle, settle_each)
 from jaxsearch.solve.checkpoint import (  # noqa: F401
     Checkpoint, CheckpointCorrupt, CheckpointError, CheckpointExists, CheckpointMismatch)
 from jaxsearch.solve.exact import (  # noqa: F401
     GameSolution, RootSolution, exact_value, solve_game)
-from jaxsearch.solve.extract import _remaining, _TreeReader, extract_policy  # noqa: F401
+from jaxsearch.solve.extract import extract_policy  # noqa: F401
 from jaxsearch.solve.loop import (  # noqa: F401
-    DEFAULT_MAX_DEPTH, Problem, _program, _regrow, _row_of, estimate_memory)
+    DEFAULT_MAX_DEPTH, Problem, estimate_memory)
 from jaxsearch.solve.puzzle import (  # noqa: F401
-    Puzzle, SolveResult, _opening_roots, evaluate, meets, solve, solve_puzzle)
+    Puzzle, SolveResult, covers_every_opening, evaluate, meets, opening_roots, solve,
+    solve_puzzle)
 from jaxsearch.solve.report import plot_history, summary  # noqa: F401

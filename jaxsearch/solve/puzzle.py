@@ -218,9 +218,15 @@ def evaluate(puzzle: Puzzle, policy: dict) -> policy_file.Evaluation:
                               guesses=puzzle.valid_guesses)
 
 
-def _opening_roots(puzzle: Puzzle, first: str):
-  """``(outcomes, states)``: the non-solving feedbacks of ``first`` at the start and the state
-  after each (unbatched states, in outcome order)."""
+def opening_roots(puzzle: Puzzle, first: str):
+  """The sub-problems a first guess leaves: ``(outcomes, states)``, the feedback codes of
+  ``first`` at the start other than the solved one (``list[int]``, ascending) and the state
+  after each (unbatched states; stack them for a batch of roots, as :func:`solve_puzzle`
+  does with ``first=``).
+
+  Raises:
+    ValueError: ``first`` is not an allowed guess.
+  """
   if first not in puzzle.guess_names:
     raise ValueError(f"first guess {first!r} is not an allowed guess")
   action = jnp.int32(list(puzzle.guess_names).index(first))
@@ -302,7 +308,7 @@ def _solve_openings(puzzle: Puzzle, openings: Sequence[str], kwargs: dict,
   returns what :func:`_solve_from_start` does."""
   num_secrets = len(puzzle.secrets)
   openings = list(openings)
-  groups = [_opening_roots(puzzle, guess) for guess in openings]
+  groups = [opening_roots(puzzle, guess) for guess in openings]
   for guess, (outcomes, _) in zip(openings, groups):
     if not outcomes:  # it solves every secret (a game of one secret): nothing to search
       return _solved_by_first_guess(puzzle, guess)
@@ -457,7 +463,7 @@ def solve_puzzle(puzzle: Puzzle, first: Optional[str] = None,
     unconditional = True
   else:
     outcome = _solve_openings(puzzle, openings, kwargs, certify_seconds)
-    unconditional = _covers_every_opening(puzzle, openings)
+    unconditional = covers_every_opening(puzzle, openings)
   found, trees, policy, evaluation, bound_total, upper_total, proven, subproblems = outcome
   # Every secret costs at least one guess: a policy whose total is the number of secrets
   # solves each with its first guess, and no policy of the game does better.
@@ -480,7 +486,7 @@ def solve_puzzle(puzzle: Puzzle, first: Optional[str] = None,
                      resumed_from_simulations=int(found.get("resumed_from", 0)))
 
 
-def _covers_every_opening(puzzle: Puzzle, openings: Sequence[str]) -> bool:
+def covers_every_opening(puzzle: Puzzle, openings: Sequence[str]) -> bool:
   """Whether ``openings`` hold a first guess of every class of first guesses up to the game's
   symmetries (``puzzle.openings``), so that the best of them is the game's best."""
   return puzzle.openings is not None and set(puzzle.openings) <= set(openings)

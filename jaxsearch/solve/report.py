@@ -209,7 +209,7 @@ def draw_search(puzzle, result, path, *, openings: Optional[Sequence[str]], dept
   """
   from jaxsearch import viz
   from jaxsearch.solve.loop import _row_of
-  from jaxsearch.solve.puzzle import _opening_roots
+  from jaxsearch.solve.puzzle import opening_roots
   if result.trees is None:
     return None
   first = result.policy["guess"]
@@ -234,8 +234,8 @@ def draw_search(puzzle, result, path, *, openings: Optional[Sequence[str]], dept
   # those of the openings before it.
   openings = list(openings)
   chosen = openings.index(first)
-  row = sum(len(_opening_roots(puzzle, guess)[0]) for guess in openings[:chosen])
-  outcomes = _opening_roots(puzzle, first)[0]
+  row = sum(len(opening_roots(puzzle, guess)[0]) for guess in openings[:chosen])
+  outcomes = opening_roots(puzzle, first)[0]
   feedbacks = np.asarray(puzzle.table)[:, names.index(first)]
   parts = []
   for offset, outcome in enumerate(outcomes):
