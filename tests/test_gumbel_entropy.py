@@ -242,6 +242,7 @@ _ttt_entropy = js.policies.entropy_puct(tictactoe.GAME, js.estimators.uniform(),
 _ttt_entropy_jit = jax.jit(_ttt_entropy)
 
 
+@pytest.mark.slow
 def test_entropy_puct_enumeration_and_reroot():
   roots = _ttt_roots()
   key = jax.random.PRNGKey(1)

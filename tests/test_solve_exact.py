@@ -187,6 +187,7 @@ def test_chunked_expansion_gives_the_same_trees(small_avts):
   assert int(np.asarray(dense.num_nodes).min()) > 12  # several outcomes per expansion
 
 
+@pytest.mark.slow
 def test_fewer_chance_records_stop_growth_and_keep_the_tree_consistent(small_avts):
   few = small_avts(max_chance=4)
   assert few.chance.prob.shape[1] == 4

@@ -239,6 +239,7 @@ def test_drawing_shows_the_exported_policys_first_guess_and_its_sub_trees(solved
   assert f"Tree drawn to {solved.paths['tree.dot']}: {caption.split(': ', 1)[1]}." in solved.out
 
 
+@pytest.mark.slow
 def test_drawing_with_first_says_the_guess_was_given(tmp_path):
   path = tmp_path / "first.dot"
   status, out, _ = _solve("--first", "111", "--quiet", "--draw", str(path), "--draw-depth",

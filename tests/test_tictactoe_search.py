@@ -180,6 +180,7 @@ def test_uct_with_rollouts_makes_no_minimax_mistakes_on_sample():
   _assert_no_mistakes("uct", boards, players, qs, actions, visits)
 
 
+@pytest.mark.slow
 def test_puct_uniform_prior_makes_no_minimax_mistakes_on_sample():
   boards, players, qs = _sample()
   actions, visits = _search_all(_puct(), boards, players, chunk=len(qs))

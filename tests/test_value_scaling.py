@@ -134,6 +134,7 @@ def short_2048(monkeypatch):
   pgx_env._make.cache_clear()
 
 
+@pytest.mark.slow
 def test_2048_training_sees_targets_in_the_heads_range(short_2048):
   """A few training steps on 2048: the buffer holds returns in the game's units (well past 1),
   the loss trains on their encoding (inside [-1, 1]), and the search's estimator decodes the
