@@ -65,10 +65,10 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Protocol
 
+from jaxsearch.atomic_file import write_atomically
 from jaxsearch.policy_tree import Evaluation, PolicyError, Score, evaluate, walk_structure
 from jaxsearch.policy_tree import consistent_candidates_policy  # noqa: F401 (re-exported)
 
@@ -201,19 +201,8 @@ def save(path: os.PathLike | str, header: dict, policy_node: dict, indent: Optio
   body["policy"] = policy_node
   text = dumps(body, indent) + "\n"
   path = Path(path)
-  mode = _new_file_mode(path)
-  fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
-  try:
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-      f.write(text)
-    os.chmod(tmp, mode)  # mkstemp's file is private (0600)
-    os.replace(tmp, path)
-  except BaseException:
-    try:
-      os.unlink(tmp)
-    except OSError:
-      pass
-    raise
+  write_atomically(path, lambda f: f.write(text.encode("utf-8")), suffix=".tmp",
+                   mode=_new_file_mode(path))
 
 
 def _new_file_mode(path: Path) -> int:

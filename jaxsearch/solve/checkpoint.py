@@ -25,8 +25,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
-import tempfile
 import time
 import zipfile
 from pathlib import Path
@@ -34,6 +32,8 @@ from typing import Any, Optional
 
 import jax
 import numpy as np
+
+from jaxsearch.atomic_file import write_atomically
 
 FORMAT = "jaxsearch-solve-checkpoint/1"
 SEARCH, CERTIFICATES = "search.npz", "certificates.json"
@@ -461,26 +461,5 @@ def _policy_from_json(policy) -> Optional[dict]:
 
 
 def _write_atomically(path: Path, write) -> None:
-  """``write(file)`` into a temporary file beside ``path``, flushed to the disk, then renamed
-  over ``path``: a reader (or a run resumed after a kill) sees the old file or the new one,
-  never a part."""
-  fd, temporary = tempfile.mkstemp(prefix=f"{_TEMPORARY}{path.name}.", dir=path.parent)
-  try:
-    with os.fdopen(fd, "wb") as f:
-      write(f)
-      f.flush()
-      os.fsync(f.fileno())
-    os.replace(temporary, path)
-  except BaseException:
-    Path(temporary).unlink(missing_ok=True)
-    raise
-  try:  # the rename itself, durable
-    directory = os.open(path.parent, os.O_RDONLY)
-  except OSError:
-    return
-  try:
-    os.fsync(directory)
-  except OSError:
-    pass
-  finally:
-    os.close(directory)
+  """Atomically, named so that a resumed run can clean up what a kill left."""
+  write_atomically(path, write, prefix=f"{_TEMPORARY}{path.name}.")
