@@ -280,11 +280,8 @@ def _draw_solver_tree(result, args: argparse.Namespace, puzzle, title: str) -> N
   empty board (``--no-openings``), the one tree, the policy's first guess marked
   (:func:`jaxsearch.solve.report.draw_search`)."""
   from jaxsearch.solve.report import draw_search
-  # As _search passes them to the solver: the batch holds these openings' sub-problems.
-  openings = ([args.first] if args.first is not None else
-              puzzle.openings if args.openings else None)
-  drawn = draw_search(puzzle, result, args.draw, openings=openings, depth=args.draw_depth,
-                      title=title, fixed_first=args.first is not None)
+  drawn = draw_search(puzzle, result, args.draw, depth=args.draw_depth, title=title,
+                      fixed_first=args.first is not None)
   if drawn is None:
     print(f"jaxsearch solve: --draw: nothing was searched (the first guess "
           f"{result.policy['guess']} solves every secret), so there is no tree to draw",

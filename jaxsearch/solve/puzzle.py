@@ -134,6 +134,9 @@ class SolveResult:
       policy found (:func:`certify`); ``None`` otherwise.
     resumed_from_simulations: the simulations per tree of the checkpoint this run went on
       from (``resume``); 0 for a run started afresh.
+    opening_rows: with a fixed first guess (or openings), ``(start, stop)``: the rows of
+      ``trees`` that hold the exported first guess's feedback sub-problems, in the order of
+      :func:`opening_roots`; ``None`` from one tree.
   """
 
   policy: dict
@@ -152,6 +155,7 @@ class SolveResult:
   proven_given_first: bool = False
   upper_total_scope: str = "game"
   resumed_from_simulations: int = 0
+  opening_rows: Optional[tuple[int, int]] = None
 
 
 def solve(puzzle: Puzzle, roots=None, *, extract: bool = True, **options):
@@ -342,6 +346,7 @@ def _solve_openings(puzzle: Puzzle, openings: Sequence[str], kwargs: dict,
   # replaces it.
   deadline, store = time.monotonic() + certify_seconds, kwargs.get("checkpoint")
   a, b = offsets[chosen], offsets[chosen + 1]
+  found["opening_rows"] = (int(a), int(b))
   settled = _settle(puzzle, trees, {row: sub_totals[row - a] for row in range(a, b)},
                     deadline, store)
   policy, evaluation = _corrected(puzzle, policy, evaluation, groups[chosen][0], a, settled)
@@ -483,7 +488,8 @@ def solve_puzzle(puzzle: Puzzle, first: Optional[str] = None,
                      memory=found.get("memory"), subproblems=subproblems,
                      trees=None if trees is None else jax.tree.map(np.asarray, trees),
                      phases=found["phases"],
-                     resumed_from_simulations=int(found.get("resumed_from", 0)))
+                     resumed_from_simulations=int(found.get("resumed_from", 0)),
+                     opening_rows=found.get("opening_rows"))
 
 
 def covers_every_opening(puzzle: Puzzle, openings: Sequence[str]) -> bool:

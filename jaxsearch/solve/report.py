@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Callable, Optional, Sequence
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -191,14 +191,14 @@ def _number(value) -> float:
   return math.nan if value is None else float(value)
 
 
-def draw_search(puzzle, result, path, *, openings: Optional[Sequence[str]], depth: int,
-                title: str, fixed_first: bool = False, quiet: bool = False):
+def draw_search(puzzle, result, path, *, depth: int, title: str, fixed_first: bool = False,
+                quiet: bool = False):
   """Draws the search behind ``result``'s exported policy to ``path``
   (:func:`jaxsearch.viz.draw`'s formats and fallback without Graphviz).
 
-  With ``openings`` (the first guesses searched, each as one tree per feedback in one batch,
-  in order), the exported policy's first guess is a box with its feedbacks' sub-problem
-  trees under it; ``depth`` counts that guess, so each tree is drawn ``depth - 1`` guesses
+  Where the search was one batch of feedback sub-problems per first guess (a fixed first
+  guess or openings: ``result.opening_rows``), the exported policy's first guess is a box
+  with its feedbacks' sub-problem trees under it; ``depth`` counts that guess, so each tree is drawn ``depth - 1`` guesses
   deep (its root at least). Without, the one tree from the initial state is drawn ``depth``
   guesses deep, the policy's first guess in blue. ``fixed_first``: the first guess was given
   (``--first``), not chosen.
@@ -217,7 +217,7 @@ def draw_search(puzzle, result, path, *, openings: Optional[Sequence[str]], dept
   cuts = dict(max_children=4, left_to_right=True, action_names=names,
               outcome_names=puzzle.outcome_name)
   whose = "fixed by --first" if fixed_first else "the exported policy's"
-  if openings is None:
+  if result.opening_rows is None:
     tree, index = _row_of(result.trees, 0)
     action = names.index(first)
     root_actions = np.asarray(tree.slots.action[index, 0])
@@ -230,11 +230,7 @@ def draw_search(puzzle, result, path, *, openings: Optional[Sequence[str]], dept
     written = viz.draw(tree, path, index, max_depth=depth, title=caption, quiet=quiet,
                        highlight=action, **cuts)
     return written, caption
-  # The batch holds every opening's sub-problems in order: the chosen one's rows follow
-  # those of the openings before it.
-  openings = list(openings)
-  chosen = openings.index(first)
-  row = sum(len(opening_roots(puzzle, guess)[0]) for guess in openings[:chosen])
+  row = result.opening_rows[0]
   outcomes = opening_roots(puzzle, first)[0]
   feedbacks = np.asarray(puzzle.table)[:, names.index(first)]
   parts = []
