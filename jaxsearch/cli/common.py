@@ -212,7 +212,7 @@ def solve_node_minimum(args: argparse.Namespace) -> Optional[tuple[int, str]]:
   This mirrors the solver without building the puzzle (seconds to a minute): one tree needs
   ``--chunk + 1`` nodes (:class:`jaxsearch.search.SearchConfig`); a batch of trees, one per
   feedback of each first guess (``--first``, else the game's openings up to symmetry), shares
-  ``--nodes`` out and gives each tree at least ``4 * num_outcomes + 1`` nodes
+  ``--nodes`` out and gives each tree at least ``subproblem_min_nodes(num_outcomes)`` nodes
   (``jaxsearch.solve.puzzle._solve_openings``), which silently grew a smaller budget (3 to
   2964 for 4×6). tests/test_input_checks.py checks the mirror against the solver's own
   counts."""
@@ -226,7 +226,8 @@ def solve_node_minimum(args: argparse.Namespace) -> Optional[tuple[int, str]]:
     return one_tree, f"one tree needs --chunk + 1 = {one_tree} nodes"
   if min(trees) == 0:  # a first guess that solves every secret: the solver stops there
     return None
-  grown = 4 * num_outcomes + 1
+  from jaxsearch.solve.puzzle import subproblem_min_nodes
+  grown = subproblem_min_nodes(num_outcomes)
   per_tree = max(grown, one_tree)
   reason = f"4 × {num_outcomes} feedbacks + 1" if per_tree == grown else "--chunk + 1"
   total = sum(trees)
@@ -240,8 +241,6 @@ def _mastermind_trees(args: argparse.Namespace):
   """``(trees per first guess, num_outcomes, which first guesses)`` of ``solve
   mastermind`` (``trees`` ``None``: one tree from the start), or ``None`` where the game or
   ``--first`` will be refused."""
-  import numpy as np
-
   from jaxsearch.games import mastermind
   pegs, colours = args.pegs, args.colours
   # mastermind.make's limits; outside them it raises its own message.
@@ -257,15 +256,9 @@ def _mastermind_trees(args: argparse.Namespace):
   allowed = {str(c) for c in range(1, colours + 1)}
   if any(len(g) != pegs or not set(g) <= allowed for g in guesses):
     return None  # not a code: --first is refused with its own message
-  codes = mastermind.code_digits(pegs, colours)
-  counts = np.stack([(codes == c).sum(axis=1) for c in range(colours)], axis=1)
-  trees = []
-  for guess in guesses:
-    digits = np.array([int(ch) - 1 for ch in guess])
-    black = (codes == digits).sum(axis=1)
-    common = np.minimum(counts, np.bincount(digits, minlength=colours)).sum(axis=1)
-    feedbacks = set(zip(black.tolist(), (common - black).tolist())) - {(pegs, 0)}
-    trees.append(len(feedbacks))
+  solved = len(mastermind.feedback_keys(pegs)) - 1  # all correct: the last feedback
+  trees = [len(set(mastermind.guess_feedbacks(pegs, colours, guess).tolist()) - {solved})
+           for guess in guesses]
   return trees, len(mastermind.feedback_keys(pegs)), what
 
 

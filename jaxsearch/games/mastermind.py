@@ -68,12 +68,10 @@ def code_digits(pegs: int, colours: int) -> np.ndarray:
                     np.int32).reshape(colours ** pegs, pegs)
 
 
-def feedback_table(pegs: int, colours: int) -> jax.Array:
-  """``u8[N, N]`` (``N = C**P``), index of the feedback of guess ``g`` for secret ``s``.
-
-  ``b`` = pegs equal in place, ``w = Σ_c min(count_g(c), count_s(c)) - b``; computed in JAX,
-  vectorised over secrets and over chunks of guesses.
-  """
+def _scoring(pegs: int, colours: int):
+  """``(digits i32[N, P], counts i32[N, C], row)``: every code's pegs and colour counts, and
+  ``row((guess digits [P], guess counts [C])) -> u8[N]``, the feedback index of that guess for
+  every secret (the one scoring rule of :func:`feedback_table` and :func:`guess_feedbacks`)."""
   digits = jnp.asarray(code_digits(pegs, colours))
   counts = jnp.sum(jax.nn.one_hot(digits, colours, dtype=jnp.int32), axis=1)  # [N, C]
   lut = np.zeros((pegs + 1, pegs + 1), np.int32)
@@ -87,7 +85,26 @@ def feedback_table(pegs: int, colours: int) -> jax.Array:
     common = jnp.sum(jnp.minimum(counts, guess_counts), axis=-1)
     return lut[exact, common - exact].astype(jnp.uint8)
 
+  return digits, counts, row
+
+
+def feedback_table(pegs: int, colours: int) -> jax.Array:
+  """``u8[N, N]`` (``N = C**P``), index of the feedback of guess ``g`` for secret ``s``.
+
+  ``b`` = pegs equal in place, ``w = Σ_c min(count_g(c), count_s(c)) - b``; computed in JAX,
+  vectorised over secrets and over chunks of guesses.
+  """
+  digits, counts, row = _scoring(pegs, colours)
   return jax.jit(lambda d, c: jax.lax.map(row, (d, c), batch_size=256))(digits, counts)
+
+
+def guess_feedbacks(pegs: int, colours: int, guess: str) -> np.ndarray:
+  """``u8[N]``: the feedback index of one guess (``"1122"``) for every secret, the guess's
+  row of :func:`feedback_table` without building the whole table (``N**2`` entries)."""
+  _, _, row = _scoring(pegs, colours)
+  guess_digits = jnp.asarray([int(ch) - 1 for ch in guess], jnp.int32)
+  guess_counts = jnp.sum(jax.nn.one_hot(guess_digits, colours, dtype=jnp.int32), axis=0)
+  return np.asarray(row((guess_digits, guess_counts)))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -306,6 +306,12 @@ def _solved_by_first_guess(puzzle: Puzzle, guess: str):
   return found, None, policy, evaluation, total, total, True, (0, 0)
 
 
+def subproblem_min_nodes(num_outcomes: int) -> int:
+  """The fewest nodes a sub-problem's tree is given when a batch's node budget is shared out
+  (room for a few expansions of every outcome); a smaller share is raised to it."""
+  return 4 * num_outcomes + 1
+
+
 def _solve_openings(puzzle: Puzzle, openings: Sequence[str], kwargs: dict,
                     certify_seconds: float):
   """Every opening's feedback sub-problems in one batch of trees (see :func:`solve_puzzle`);
@@ -320,7 +326,7 @@ def _solve_openings(puzzle: Puzzle, openings: Sequence[str], kwargs: dict,
   roots = jax.tree.map(lambda *xs: jnp.stack(xs), *states)
   # ``max_nodes`` is the budget of the whole batch, shared out between the trees.
   kwargs["max_nodes"] = max(kwargs.get("max_nodes", 100_000) // len(states),
-                            4 * puzzle.game.num_outcomes + 1)
+                            subproblem_min_nodes(puzzle.game.num_outcomes))
   offsets = np.cumsum([0] + [len(outcomes) for outcomes, _ in groups])
 
   def totals(bound, upper):
