@@ -1,6 +1,8 @@
-"""Wordle solved from a fixed first word: total, proof, time and memory, as one JSON line.
+"""Wordle solved from a fixed first word, or from the empty board: total, proof, time and
+memory, as one JSON line.
 
-Runs ``jaxsearch solve wordle --first WORD --json --quiet [options]`` in a child process under
+Runs ``jaxsearch solve wordle --first WORD --json --quiet [options]`` (with ``--first none``:
+no ``--first``, the search over first guesses) in a child process under
 ``/usr/bin/time -v`` (peak resident memory of the whole run, compilation included) and prints
 
     {"first": ..., "total_guesses": ..., "proven_optimal": ..., "proven_given_first": ...,
@@ -10,6 +12,7 @@ Runs ``jaxsearch solve wordle --first WORD --json --quiet [options]`` in a child
 
     python scripts/bench_wordle_solve.py --first tarse -- --seconds 60
     python scripts/bench_wordle_solve.py --first salet --lists orig -- --seconds 60
+    python scripts/bench_wordle_solve.py --first none -- --seconds 600
 
 Everything after ``--`` goes to ``jaxsearch solve wordle``. The compilation cache is off
 (``JAXSEARCH_CACHE_DIR=``) unless ``--warm``, so a run's figures include compiling.
@@ -34,7 +37,8 @@ def peak_rss_bytes(time_report: str) -> int | None:
 
 
 def run(first: str, lists: str, extra: list[str], warm: bool) -> dict:
-  command = ["jaxsearch", "solve", "wordle", "--first", first, "--json", "--quiet"] + extra
+  opening = [] if first == "none" else ["--first", first]
+  command = ["jaxsearch", "solve", "wordle"] + opening + ["--json", "--quiet"] + extra
   if lists != "nyt":
     from jaxsearch.games import wordle
     answers, guesses = wordle.default_paths(lists)
@@ -52,7 +56,8 @@ def run(first: str, lists: str, extra: list[str], warm: bool) -> dict:
     raise SystemExit(f"the solve exited with status {done.returncode}")
   found = json.loads(done.stdout.strip().splitlines()[-1])
   peak = peak_rss_bytes(done.stderr)
-  return {"first": first, "lists": lists, "total_guesses": found["total_guesses"],
+  return {"first": first, "first_guess": found["first_guess"], "lists": lists,
+          "total_guesses": found["total_guesses"],
           "proven_optimal": found["proven_optimal"],
           # With --first a proof is of the best total given that guess: proven_optimal (of
           # the game) stays false even when this is true.
@@ -63,12 +68,26 @@ def run(first: str, lists: str, extra: list[str], warm: bool) -> dict:
           "nodes": found["nodes"], "bytes_per_node": found.get("bytes_per_node"),
           "memory_estimate_gb": found.get("memory_estimate_gb"),
           "subproblems_proven": found.get("subproblems_proven"),
-          "simulations": found["simulations"], "command": " ".join(command)}
+          "simulations": found["simulations"], "phases": found.get("phases"),
+          "first_guesses": _first_guesses(found.get("first_guesses")),
+          "command": " ".join(command)}
+
+
+def _first_guesses(report):
+  """The search over first guesses, without its per-guess list: counts and the most
+  visited."""
+  if report is None:
+    return None
+  visited = sorted(report["visited"], key=lambda o: -o["visits"])
+  return {"count": report["count"], "ruled_out": report["ruled_out"], "open": report["open"],
+          "root_visits": report["root_visits"], "visited": len(visited),
+          "most_visited": [[o["guess"], o["visits"]] for o in visited[:5]]}
 
 
 def main(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  parser.add_argument("--first", default="tarse")
+  parser.add_argument("--first", default="tarse",
+                      help="the fixed first guess, or none: search the first guess too")
   parser.add_argument("--lists", default="nyt", choices=["nyt", "orig"])
   parser.add_argument("--warm", action="store_true", help="keep the compilation cache")
   parser.add_argument("solve_args", nargs=argparse.REMAINDER,

@@ -119,3 +119,48 @@ def test_script_on_a_tiny_word_list(tmp_path, capsys):
     assert all(x >= -1e-3 for x in figures["final_total_minus_optimum"]), rule
   assert "ratio_puct_over_thompson" in line
   assert not math.isnan(line["rules"]["thompson_avts"]["idle_simulations"])
+
+
+_FULL_SPEC = importlib.util.spec_from_file_location("bench_rules_wordle_full",
+                                                    _SCRIPTS / "bench_rules_wordle_full.py")
+full = importlib.util.module_from_spec(_FULL_SPEC)
+_FULL_SPEC.loader.exec_module(full)
+
+
+def test_full_scale_ratio_is_exact_or_a_lower_bound():
+  """scripts/bench_rules_wordle_full.py: PUCT over Thompson in iterations, exact where both
+  reached the target, a lower bound where only Thompson did, nothing where it did not."""
+  reached = {"reached": True, "iterations": 1000, "spent": {"iterations": 1000}}
+  assert full.ratio({"thompson_avts": reached,
+                     "puct_value_prior": {**reached, "iterations": 23600}},
+                    "puct_value_prior", "thompson_avts") == {"ratio_puct_over_thompson": 23.6}
+  capped = {"reached": False, "iterations": None, "spent": {"iterations": 12000}}
+  assert full.ratio({"thompson_avts": reached, "puct_value_prior": capped},
+                    "puct_value_prior", "thompson_avts") == {
+                        "ratio_puct_over_thompson_at_least": 12.0}
+  assert full.ratio({"thompson_avts": capped, "puct_value_prior": reached},
+                    "puct_value_prior", "thompson_avts") == {}
+
+
+@pytest.mark.slow
+def test_full_scale_script_on_a_tiny_word_list(tmp_path, capsys):
+  """Every rule from the empty board of a tiny Wordle until the brute-force optimum."""
+  rng = np.random.default_rng(3)
+  answers = sorted(_random_words(rng, 12))
+  guesses = sorted(answers + _random_words(rng, 8, letters="abcdefg", exclude=answers))
+  (tmp_path / "a.txt").write_text("\n".join(answers) + "\n")
+  (tmp_path / "g.txt").write_text("\n".join(guesses) + "\n")
+  w = wordle.make(answers, guesses)
+  optimum = _solver(np.asarray(w.feedback), w.secret_of_guess)(frozenset(range(12)))
+  plot = tmp_path / "rules.png"
+  assert full.main(["--answers", str(tmp_path / "a.txt"), "--guesses", str(tmp_path / "g.txt"),
+                    "--target", str(optimum), "--cap-seconds", "60", "--check-every", "2",
+                    "--chunk", "4", "--nodes", "4000", "--slots", "0",
+                    "--plot", str(plot)]) == 0
+  found = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+  assert set(found["rules"]) == set(full.RULES)
+  for name, rule in found["rules"].items():
+    assert rule["best_total"] >= optimum, name  # no policy beats the brute force
+    assert rule["reached"] == (rule["best_total"] == optimum), name
+  assert found["rules"]["thompson_avts"]["reached"]
+  assert plot.stat().st_size > 1000

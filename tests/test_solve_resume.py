@@ -27,7 +27,7 @@ from jaxsearch import solve as solve_lib
 from jaxsearch.games import mastermind
 from jaxsearch.solve import checkpoint as checkpoint_lib
 from jaxsearch.solve import loop
-from jaxsearch.solve import puzzle as puzzle_lib
+from jaxsearch.solve import finish as finish_lib
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -125,13 +125,13 @@ def test_regrown_trees_and_the_trees_that_left_the_batch_are_restored(small, str
     del saved["settled"][row]
   path.write_text(json.dumps(saved))
   settled_rows = []
-  real = puzzle_lib.settle_each
+  real = finish_lib.settle_each
 
   def counted(puzzle, trees, targets, *args, **kwargs):
     settled_rows.extend(targets)
     return real(puzzle, trees, targets, *args, **kwargs)
 
-  monkeypatch.setattr(puzzle_lib, "settle_each", counted)
+  monkeypatch.setattr(finish_lib, "settle_each", counted)
   again = solve_lib.solve_puzzle(puzzle, max_simulations=TOTAL, checkpoint=tmp_path,
                                  resume=True, **SMALL)
   assert sorted(map(str, settled_rows)) == lost

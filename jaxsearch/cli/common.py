@@ -177,6 +177,8 @@ def check_plot_file(path, option: str, verb: str) -> None:
 # `jaxsearch.cli.solve._fill_budget_defaults` and by the node check below).
 SOLVE_DEFAULT_CHUNK = {"mastermind": 32, "wordle": 4}
 SOLVE_DEFAULT_NODES = {"mastermind": 200_000, "wordle": 120_000}
+# Wordle's search over first guesses (no --first): long enough to find the optimum.
+SOLVE_DEFAULT_SECONDS_FIRST_GUESS = 600.0
 
 
 def check_solve_input(args: argparse.Namespace) -> None:
@@ -189,6 +191,10 @@ def check_solve_input(args: argparse.Namespace) -> None:
   if args.draw:
     check_draw_file(args.draw, "--draw")
   if getattr(args, "checkpoint", None):  # saved to as the search goes: made, parents too
+    if args.game == "wordle" and args.first is None and args.openings:
+      raise CommandError("jaxsearch solve wordle: --checkpoint is not supported by the "
+                         "search over first guesses; fix the first guess (--first WORD) or "
+                         "search one tree (--no-openings)")
     check_writable(args.checkpoint, "--checkpoint", folder=True)
   need = solve_node_minimum(args)
   if need is None:
@@ -263,9 +269,13 @@ def _mastermind_trees(args: argparse.Namespace):
 
 
 def _wordle_trees(args: argparse.Namespace):
-  """``_mastermind_trees`` for ``solve wordle``: one tree unless ``--first``; ``None`` where
-  the lists cannot be read or ``--first`` is not a guess (refused later, in its own words)."""
+  """``_mastermind_trees`` for ``solve wordle``: one tree with ``--no-openings``; ``None``
+  for the search over first guesses (each visited first guess's trees get at least the
+  per-tree minimum), or where the lists cannot be read or ``--first`` is not a guess
+  (refused later, in its own words)."""
   from jaxsearch.games import wordle
+  if args.first is None and args.openings:
+    return None  # the search over first guesses: which it visits is not known in advance
   if args.first is None:
     return None, wordle.NUM_PATTERNS, "one tree"
   try:  # the lists as `jaxsearch.cli.solve._puzzle` reads them

@@ -9,7 +9,8 @@ import json
 import sys
 import time
 
-from jaxsearch.cli.common import (SOLVE_DEFAULT_CHUNK, SOLVE_DEFAULT_NODES, CommandError,
+from jaxsearch.cli.common import (SOLVE_DEFAULT_CHUNK, SOLVE_DEFAULT_NODES,
+                                  SOLVE_DEFAULT_SECONDS_FIRST_GUESS, CommandError,
                                   check_solve_input, non_negative_float, non_negative_int,
                                   positive_float, positive_int, time_limit)
 
@@ -41,15 +42,19 @@ def _add_problem_arguments(solve: argparse.ArgumentParser) -> None:
                           "batch; a proof is then of the best total given that guess "
                           "(proven_given_first), not of the game's optimum")
   solve.add_argument("--no-openings", dest="openings", action="store_false",
-                     help="Mastermind: search from the empty board in one tree instead of one "
-                          "batch of trees per first guess up to symmetry (1111, 1112, 1122, "
-                          "1123, 1234 for 4×6), the default")
+                     help="search from the empty board in one tree. The default without "
+                          "--first: Mastermind searches one batch of trees per first guess "
+                          "up to symmetry (1111, 1112, 1122, 1123, 1234 for 4×6); Wordle "
+                          "searches the first guess too, as a decision above batches of "
+                          "trees of each visited first guess's feedbacks")
 
 
 def _add_budget_arguments(solve: argparse.ArgumentParser) -> None:
   """How much search: time, simulations, nodes, slots, the certificates' exact search."""
-  solve.add_argument("--seconds", type=time_limit, default=60.0,
-                     help="search time budget, checked between chunks (default 60)")
+  solve.add_argument("--seconds", type=time_limit, default=None,
+                     help="search time budget, checked between chunks (default 60; 600 for "
+                          "Wordle's search over first guesses, without --first, which then "
+                          "finds the optimum, 11219, in about 14 minutes on 2 CPU cores)")
   solve.add_argument("--simulations", type=positive_int, default=None,
                      help="simulation budget per tree (default: none)")
   solve.add_argument("--chunk", type=positive_int, default=None,
@@ -165,7 +170,8 @@ def _puzzle(args: argparse.Namespace):
 
 
 def _fill_budget_defaults(args: argparse.Namespace):
-  """Sets the game's defaults of ``--slots``, ``--bound-slots``, ``--nodes`` and ``--chunk``
+  """Sets the game's defaults of ``--seconds``, ``--slots``, ``--bound-slots``, ``--nodes``
+  and ``--chunk``
   in ``args``; returns the slots per node (``None``: all)."""
   # Mastermind: 128 slots, 96 of them for the best bounds, which certifies 4×6 in about a
   # minute; Wordle's nodes are larger (243 feedbacks), so 64 by q̂1 only.
@@ -177,6 +183,9 @@ def _fill_budget_defaults(args: argparse.Namespace):
   args.slots, args.bound_slots = slots, bound_slots
   if args.nodes is None:
     args.nodes = SOLVE_DEFAULT_NODES[args.game]
+  if args.seconds is None:
+    searches_first = args.game == "wordle" and args.first is None and args.openings
+    args.seconds = SOLVE_DEFAULT_SECONDS_FIRST_GUESS if searches_first else 60.0
   if args.chunk is None:
     # The time budget is checked between chunks: a Wordle chunk of one batch of trees is
     # ~150 expansions per simulation, each scoring every guess for up to 243 feedbacks.
@@ -194,6 +203,7 @@ def _search(args: argparse.Namespace, puzzle, title: str, num_slots):
   from jaxsearch import solve as solve_lib
   from jaxsearch.solve.puzzle import covers_every_opening
   from jaxsearch.solve.report import ProgressReporter
+  from jaxsearch.solve.root import RootOptions
 
   _check_resume(args)
   # With --first the optimistic bound is only over the policies that open so (unless that
@@ -205,9 +215,10 @@ def _search(args: argparse.Namespace, puzzle, title: str, num_slots):
                         quiet=args.quiet, upper_label=upper_label) as progress:
     on_chunk = progress.chunk
     openings = (puzzle.openings if args.openings and args.first is None else None)
+    root = RootOptions() if _searches_first_guess(args, puzzle) else None
     try:
       result = solve_lib.solve_puzzle(
-          puzzle, first=args.first, openings=openings, seconds=args.seconds,
+          puzzle, first=args.first, openings=openings, root=root, seconds=args.seconds,
           max_simulations=args.simulations,
           chunk=args.chunk, max_nodes=args.nodes, num_slots=num_slots,
           bound_slots=args.bound_slots, seed=args.seed, certify_seconds=args.certify_seconds,
@@ -222,6 +233,13 @@ def _search(args: argparse.Namespace, puzzle, title: str, num_slots):
       raise CommandError(f"jaxsearch solve: --checkpoint: {error}") from None
     progress.finish(result)  # the result's bounds, not the last chunk's
     return result
+
+
+def _searches_first_guess(args: argparse.Namespace, puzzle) -> bool:
+  """Whether the run searches the first guess as a root decision over batches of
+  sub-problem trees (a game without openings up to symmetry, no ``--first``, no
+  ``--no-openings``)."""
+  return args.first is None and args.openings and puzzle.openings is None
 
 
 def _check_resume(args: argparse.Namespace) -> None:
@@ -272,6 +290,18 @@ def _report(args: argparse.Namespace, result, title: str) -> None:
         f"(mean {ev.expected_guesses:.4f}, worst {ev.worst_case}), evaluated exactly; {verdict}."
         + (f" Policy written to {args.export}." if args.export else "")
         + (f" Plot written to {args.plot}." if args.plot else ""))
+  if result.root is not None:
+    print(_first_guesses_line(result.root))
+
+
+def _first_guesses_line(root) -> str:
+  """What the search over first guesses did, in one line."""
+  visited = sorted(root.openings, key=lambda o: -o.visits)
+  shown = ", ".join(f"{o.guess} ({o.visits})" for o in visited[:6])
+  more = f" and {len(visited) - 6} more" if len(visited) > 6 else ""
+  return (f"First guesses searched (root visits): {shown}{more}. Of the "
+          f"{root.first_guesses} first guesses, {root.ruled_out} are shown unable to beat "
+          f"this policy (exact bounds or certificates), {root.open} are open.")
 
 
 def _draw_solver_tree(result, args: argparse.Namespace, puzzle, title: str) -> None:

@@ -24,7 +24,9 @@ Where they meet, the result is checked *exactly* after the search, never by comp
 * :func:`solve_puzzle` — guessing games ("find the secret", a :class:`Puzzle` built by the
   game's module, e.g. ``games.mastermind.puzzle(4, 6)``), from the initial state in one tree,
   or from a fixed first guess or a list of *openings* (every first guess up to symmetry),
-  each opening's feedback sub-problems one tree of the batch. The best policy is exported in
+  each opening's feedback sub-problems one tree of the batch, or with the first guess
+  searched too (``root=RootOptions()``, :mod:`jaxsearch.solve.root`): a root decision made
+  as AVTS makes one, above a batch of sub-problem trees per first guess it visits. The best policy is exported in
   the format of :mod:`jaxsearch.policy_file` and evaluated exactly over every secret; an
   integer certificate (:func:`certify`, :func:`settle_each`: one process per core, the
   game's exact search settling small sets and correcting the tree's policy where it finds
@@ -52,3 +54,4 @@ from jaxsearch.solve.puzzle import (  # noqa: F401
     Puzzle, SolveResult, covers_every_opening, evaluate, meets, opening_roots, solve,
     solve_puzzle)
 from jaxsearch.solve.report import plot_history, summary  # noqa: F401
+from jaxsearch.solve.root import OpeningRecord, RootOptions, RootReport  # noqa: F401

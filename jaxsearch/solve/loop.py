@@ -162,6 +162,7 @@ class _Loop:
     self.roots, self.nodes_per_tree = roots, options["max_nodes"]
     self.bound = np.full(self.batch, np.nan)
     self.upper = None
+    self.value = np.full(self.batch, np.nan)  # the roots' backed-up values, weighted
     self.simulations, self.chunks, self.history = 0, 0, []
     self.sizes: dict = {}  # the open trees' sizes after a regrowth ({}: the run's own)
     self.before, self.start = 0.0, time.perf_counter()  # earlier runs' search seconds; ours
@@ -193,6 +194,7 @@ class _Loop:
     self.tree = out.tree
     jax.block_until_ready((out.root_bound, out.root_upper))
     waited = time.perf_counter() - started
+    self.value[self.rows] = np.asarray(out.root_value, np.float64) * self.weights[self.rows]
     if out.root_bound is not None:
       self.bound[self.rows] = np.asarray(out.root_bound, np.float64) * self.weights[self.rows]
     if out.root_upper is not None:

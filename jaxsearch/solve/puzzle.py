@@ -10,7 +10,6 @@ figures here are totals of guesses over the root's secrets.
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 from typing import Any, Callable, Optional, Sequence
 
@@ -23,21 +22,12 @@ from jaxsearch.game import Estimator, Game
 from jaxsearch.memory import MemoryEstimate
 from jaxsearch.solve import checkpoint as checkpoint_lib
 from jaxsearch.solve import loop
-from jaxsearch.solve.certify import certify, settle_each
-from jaxsearch.solve.extract import _remaining, _TreeReader, extract_policy
-
-
-def meets(bound_total: float, upper_total: Optional[float]) -> bool:
-  """Whether the achievable bound meets the optimistic one, in total guesses.
-
-  Totals of guesses are integers: the achievable one is a policy's total, and the optimum is
-  at least ``upper_total``, hence at least its ceiling. Both are float32 sums whose rounding
-  errors grow with the number of secrets (21.0000014 against 20.9999993 on Mastermind 2×3),
-  so each is rounded to its integer with a 0.01 tolerance before they are compared.
-  """
-  if upper_total is None:
-    return False
-  return math.floor(bound_total + 1e-2) <= math.ceil(upper_total - 1e-2)
+from jaxsearch.solve.extract import _remaining, extract_policy
+from jaxsearch.solve.finish import (  # noqa: F401  (evaluate: part of this module's interface)
+    _certified, _corrected, _named, _opening_policy, _settle, evaluate)
+from jaxsearch.solve.root import RootOptions, RootReport, _solve_root
+from jaxsearch.solve.subproblems import (  # noqa: F401  (part of this module's interface)
+    meets, opening_roots, subproblem_min_nodes)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -137,6 +127,10 @@ class SolveResult:
     opening_rows: with a fixed first guess (or openings), ``(start, stop)``: the rows of
       ``trees`` that hold the exported first guess's feedback sub-problems, in the order of
       :func:`opening_roots`; ``None`` from one tree.
+    root: with the search over first guesses (``solve_puzzle(root=...)``), what it did
+      (:class:`jaxsearch.solve.root.RootReport`: the first guesses visited, how many of the
+      game's first guesses are shown unable to beat the policy and how many are open);
+      ``None`` otherwise. ``trees`` are then the exported first guess's.
   """
 
   policy: dict
@@ -156,6 +150,7 @@ class SolveResult:
   upper_total_scope: str = "game"
   resumed_from_simulations: int = 0
   opening_rows: Optional[tuple[int, int]] = None
+  root: Optional[RootReport] = None
 
 
 def solve(puzzle: Puzzle, roots=None, *, extract: bool = True, **options):
@@ -216,30 +211,6 @@ def solve(puzzle: Puzzle, roots=None, *, extract: bool = True, **options):
   return found, trees
 
 
-def evaluate(puzzle: Puzzle, policy: dict) -> policy_file.Evaluation:
-  """Exact evaluation of ``policy`` over every secret of ``puzzle``."""
-  return policy_file.evaluate(policy, puzzle.secrets, puzzle.score,
-                              guesses=puzzle.valid_guesses)
-
-
-def opening_roots(puzzle: Puzzle, first: str):
-  """The sub-problems a first guess leaves: ``(outcomes, states)``, the feedback codes of
-  ``first`` at the start other than the solved one (``list[int]``, ascending) and the state
-  after each (unbatched states; stack them for a batch of roots, as :func:`solve_puzzle`
-  does with ``first=``).
-
-  Raises:
-    ValueError: ``first`` is not an allowed guess.
-  """
-  if first not in puzzle.guess_names:
-    raise ValueError(f"first guess {first!r} is not an allowed guess")
-  action = jnp.int32(list(puzzle.guess_names).index(first))
-  state = puzzle.initial_state
-  probs = np.asarray(puzzle.game.outcome_probs(state, action))
-  outcomes = [int(o) for o in np.flatnonzero(probs > 0) if o != puzzle.solved_outcome]
-  return outcomes, [puzzle.game.step(state, action, jnp.int32(o)).state for o in outcomes]
-
-
 def _solve_from_start(puzzle: Puzzle, kwargs: dict, certify_seconds: float):
   """One tree from the initial state: ``(found, trees, policy, evaluation, bound_total,
   upper_total, proven, subproblems)``."""
@@ -263,13 +234,6 @@ def _solve_from_start(puzzle: Puzzle, kwargs: dict, certify_seconds: float):
           settled.proven, None)
 
 
-def _named(puzzle, policy: dict) -> dict:
-  """An exact search's policy (guess indices, feedback codes) in the export format."""
-  return {"guess": puzzle.guess_names[policy["guess"]], "children": {
-      puzzle.outcome_name(code): _named(puzzle, child)
-      for code, child in policy["children"].items()}}
-
-
 def _best_opening(puzzle, openings, groups, offsets, found, trees):
   """``(evaluation, policy, index, sub_totals)`` of the best opening by exact evaluation.
   Openings go in order of their achievable bound; one whose optimistic bound cannot beat the
@@ -283,13 +247,10 @@ def _best_opening(puzzle, openings, groups, offsets, found, trees):
         best[0].total_guesses, num_secrets + found["upper"][
             offsets[index]:offsets[index + 1]].sum()):
       continue
-    readers = [_TreeReader(trees, row, puzzle)
-               for row in range(offsets[index], offsets[index + 1])]
-    candidate = {"guess": guess, "children": {
-        puzzle.outcome_name(o): reader.policy(0) for o, reader in zip(outcomes, readers)}}
-    evaluated = evaluate(puzzle, candidate)
+    evaluated, candidate, sub_totals = _opening_policy(
+        puzzle, guess, outcomes, trees, range(offsets[index], offsets[index + 1]))
     if best is None or evaluated.total_guesses < best[0].total_guesses:
-      best = (evaluated, candidate, index, [reader.best(0)[0] for reader in readers])
+      best = (evaluated, candidate, index, sub_totals)
   return best
 
 
@@ -304,12 +265,6 @@ def _solved_by_first_guess(puzzle: Puzzle, guess: str):
   found = {"simulations": 0, "nodes": 0, "seconds": 0.0, "history": [], "memory": None,
            "phases": {"extract_s": time.perf_counter() - started, "certify_s": 0.0}}
   return found, None, policy, evaluation, total, total, True, (0, 0)
-
-
-def subproblem_min_nodes(num_outcomes: int) -> int:
-  """The fewest nodes a sub-problem's tree is given when a batch's node budget is shared out
-  (room for a few expansions of every outcome); a smaller share is raised to it."""
-  return 4 * num_outcomes + 1
 
 
 def _solve_openings(puzzle: Puzzle, openings: Sequence[str], kwargs: dict,
@@ -369,43 +324,6 @@ def _solve_openings(puzzle: Puzzle, openings: Sequence[str], kwargs: dict,
   return (found, trees, policy, evaluation, bound_total, upper_total, proven, subproblems)
 
 
-def _corrected(puzzle, policy: dict, evaluation, outcomes, first_row: int, settled: dict):
-  """``(policy, evaluation)``: ``policy`` (an opening's) with the sub-problems where the exact
-  search found better (``settled``, by row; ``outcomes[row - first_row]`` their feedbacks)
-  replaced by its policies, and evaluated again."""
-  better = {row: one for row, one in settled.items() if one.policy is not None}
-  if not better:
-    return policy, evaluation
-  children = dict(policy["children"])
-  for row, one in better.items():
-    children[puzzle.outcome_name(outcomes[row - first_row])] = _named(puzzle, one.policy)
-  policy = {"guess": policy["guess"], "children": children}
-  return policy, evaluate(puzzle, policy)
-
-
-def _settle(puzzle, trees, targets: dict, deadline: float, store) -> dict:
-  """:func:`settle_each`, each result saved to the checkpoint ``store`` as it comes; those it
-  holds already for this search (a resumed run killed while certifying) are not redone."""
-  saved = {} if store is None else store.settled(targets)
-  todo = {row: target for row, target in targets.items() if row not in saved}
-  save = None if store is None else (lambda row, one: store.save_settled(row, todo[row], one))
-  fresh = settle_each(puzzle, trees, todo, deadline, on_settled=save) if todo else {}
-  return {row: saved[row] if row in saved else fresh[row] for row in targets}
-
-
-def _certified(puzzle, trees, rows, target: int, cost: int, deadline: float, store,
-               name: str) -> bool:
-  """:func:`certify`, its answer saved to (or, resumed, taken from) the checkpoint ``store``
-  under ``name``."""
-  saved = None if store is None else store.certified(name, target)
-  if saved is not None:
-    return saved
-  proven = certify(puzzle, trees, rows, target, cost, deadline)
-  if store is not None:
-    store.save_certified(name, target, proven)
-  return proven
-
-
 def _open_checkpoint(puzzle: Puzzle, openings, directory, resume: bool):
   """The :class:`checkpoint_lib.Checkpoint` of a :func:`solve_puzzle` run (``None``
   without ``directory``), its fingerprint naming the puzzle and the openings."""
@@ -424,10 +342,17 @@ def _open_checkpoint(puzzle: Puzzle, openings, directory, resume: bool):
 
 def solve_puzzle(puzzle: Puzzle, first: Optional[str] = None,
                  openings: Optional[Sequence[str]] = None, certify_seconds: float = 600.0,
-                 checkpoint=None, resume: bool = False, **kwargs) -> SolveResult:
-  """Solves the whole puzzle, in one of three ways:
+                 checkpoint=None, resume: bool = False, root: Optional[RootOptions] = None,
+                 **kwargs) -> SolveResult:
+  """Solves the whole puzzle, in one of four ways:
 
   * default: one tree from the initial state;
+  * ``root`` (a :class:`jaxsearch.solve.root.RootOptions`): the first guess is searched
+    too, as a decision of its own (AVTS's estimator order, progressive widening, debiasing
+    and Thompson sampling) above one batch of trees per visited first guess, each tree one
+    of its feedbacks' sub-problems (:mod:`jaxsearch.solve.root`); ``result.root`` says which
+    first guesses it visited and how many of the game's first guesses it shows unable to
+    beat the policy found;
   * ``first``: the first guess is fixed and every feedback's sub-problem is a tree of one
     batch;
   * ``openings``: the same for several first guesses at once (all their sub-problems in one
@@ -456,7 +381,7 @@ def solve_puzzle(puzzle: Puzzle, first: Optional[str] = None,
 
   Raises:
     ValueError: ``openings`` is empty, or ``first`` (an opening) is not an allowed guess;
-      ``resume`` without ``checkpoint``.
+      ``resume`` without ``checkpoint``; ``checkpoint`` (or ``devices``) with ``root``.
     CheckpointError: ``checkpoint`` holds a run's state and ``resume`` is false
       (:class:`CheckpointExists`), or the state of another problem or other options
       (:class:`CheckpointMismatch`, named), or cannot be read.
@@ -468,11 +393,20 @@ def solve_puzzle(puzzle: Puzzle, first: Optional[str] = None,
     if not openings:
       raise ValueError("solve_puzzle: openings is empty; give at least one first guess, or "
                        "openings=None to search from the initial state")
-  kwargs["checkpoint"] = _open_checkpoint(puzzle, openings, checkpoint, resume)
-  if openings is None:
+  report = None
+  if openings is None and root is not None:
+    if checkpoint is not None or resume:
+      raise ValueError("solve_puzzle: a checkpoint is not supported by the search over first "
+                       "guesses (root=...); fix the first guess (first=...) or search one "
+                       "tree (root=None)")
+    outcome, report = _solve_root(puzzle, root, kwargs, certify_seconds)
+    unconditional = report.open == 0
+  elif openings is None:
+    kwargs["checkpoint"] = _open_checkpoint(puzzle, openings, checkpoint, resume)
     outcome = _solve_from_start(puzzle, kwargs, certify_seconds)
     unconditional = True
   else:
+    kwargs["checkpoint"] = _open_checkpoint(puzzle, openings, checkpoint, resume)
     outcome = _solve_openings(puzzle, openings, kwargs, certify_seconds)
     unconditional = covers_every_opening(puzzle, openings)
   found, trees, policy, evaluation, bound_total, upper_total, proven, subproblems = outcome
@@ -483,19 +417,23 @@ def solve_puzzle(puzzle: Puzzle, first: Optional[str] = None,
   # The achievable bound is the exported policy's exact total where that is better; "proven"
   # comes from the exact certificate, never from comparing the float totals.
   bound_total = min(bound_total, float(evaluation.total_guesses))
-  if proven:  # the certificate shows that no policy does better: the optimistic bound meets
+  # The certificate shows that no policy within the bound's scope does better: the
+  # optimistic bound meets. (The search over first guesses bounds the game, so only a proof
+  # for the game moves its bound.)
+  if proven and (report is None or unconditional):
     upper_total = float(evaluation.total_guesses)
   return SolveResult(policy=policy, evaluation=evaluation, bound_total=bound_total,
                      upper_total=upper_total, proven_optimal=bool(proven and unconditional),
                      proven_given_first=bool(proven),
-                     upper_total_scope="game" if unconditional else "given_first",
+                     upper_total_scope=("game" if unconditional or report is not None
+                                        else "given_first"),
                      simulations=found["simulations"], nodes=found["nodes"],
                      seconds=found["seconds"], history=found["history"],
                      memory=found.get("memory"), subproblems=subproblems,
                      trees=None if trees is None else jax.tree.map(np.asarray, trees),
                      phases=found["phases"],
                      resumed_from_simulations=int(found.get("resumed_from", 0)),
-                     opening_rows=found.get("opening_rows"))
+                     opening_rows=found.get("opening_rows"), root=report)
 
 
 def covers_every_opening(puzzle: Puzzle, openings: Sequence[str]) -> bool:

@@ -275,7 +275,21 @@ def summary(puzzle, result) -> dict:
           "seconds": round(result.seconds, 2),
           "resumed_from_simulations": result.resumed_from_simulations,
           "phases": {name: round(value, 3) for name, value in result.phases.items()},
+          "first_guesses": None if result.root is None else _first_guesses(result.root),
           "history": _thinned(result.history)}
+
+
+def _first_guesses(root) -> dict:
+  """The ``--json`` view of the search over first guesses (a :class:`RootReport`)."""
+  def figure(value):
+    return None if value is None or not math.isfinite(value) else round(value, 3)
+  return {"count": root.first_guesses, "ruled_out": root.ruled_out, "open": root.open,
+          "root_visits": root.visits,
+          "visited": [{"guess": o.guess, "visits": o.visits, "simulations": o.simulations,
+                       "bound_total": figure(o.bound_total),
+                       "upper_total": figure(o.upper_total),
+                       "estimate_total": figure(o.estimate_total), "retired": o.retired}
+                      for o in root.openings]}
 
 
 def _thinned(history, points: int = 100) -> list:
@@ -285,7 +299,7 @@ def _thinned(history, points: int = 100) -> list:
   kept = list(history[::step])
   if history and kept[-1] is not history[-1]:
     kept.append(history[-1])
-  def figure(value):  # NaN (no bound yet) is not JSON
-    return None if value is None or value != value else round(value, 3)
+  def figure(value):  # NaN or infinity (no bound yet) is not JSON
+    return None if value is None or not math.isfinite(value) else round(value, 3)
   return [[sims, round(secs, 3), figure(bound), figure(upper)]
           for sims, secs, bound, upper in kept]

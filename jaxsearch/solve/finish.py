@@ -1,0 +1,72 @@
+"""After a search: the policy an opening's trees hold, evaluated exactly, then settled and
+certified (the exact search of small sets, in one process per core).
+
+Shared by the solve of fixed openings (:mod:`jaxsearch.solve.puzzle`) and the search over
+first guesses (:mod:`jaxsearch.solve.root`).
+"""
+
+from __future__ import annotations
+
+from jaxsearch import policy_file
+from jaxsearch.solve.certify import certify, settle_each
+from jaxsearch.solve.extract import _TreeReader
+
+
+def evaluate(puzzle, policy: dict) -> policy_file.Evaluation:
+  """Exact evaluation of ``policy`` over every secret of ``puzzle``."""
+  return policy_file.evaluate(policy, puzzle.secrets, puzzle.score,
+                              guesses=puzzle.valid_guesses)
+
+
+def _named(puzzle, policy: dict) -> dict:
+  """An exact search's policy (guess indices, feedback codes) in the export format."""
+  return {"guess": puzzle.guess_names[policy["guess"]], "children": {
+      puzzle.outcome_name(code): _named(puzzle, child)
+      for code, child in policy["children"].items()}}
+
+
+def _opening_policy(puzzle, guess: str, outcomes, trees, rows):
+  """``(evaluation, policy, sub_totals)``: the policy opening with ``guess`` whose feedbacks
+  ``outcomes`` go on with the policies the trees' ``rows`` hold (one row per feedback, in
+  order), its exact evaluation, and each row's exact total."""
+  readers = [_TreeReader(trees, row, puzzle) for row in rows]
+  policy = {"guess": guess, "children": {
+      puzzle.outcome_name(o): reader.policy(0) for o, reader in zip(outcomes, readers)}}
+  return evaluate(puzzle, policy), policy, [reader.best(0)[0] for reader in readers]
+
+
+def _corrected(puzzle, policy: dict, evaluation, outcomes, first_row: int, settled: dict):
+  """``(policy, evaluation)``: ``policy`` (an opening's) with the sub-problems where the exact
+  search found better (``settled``, by row; ``outcomes[row - first_row]`` their feedbacks)
+  replaced by its policies, and evaluated again."""
+  better = {row: one for row, one in settled.items() if one.policy is not None}
+  if not better:
+    return policy, evaluation
+  children = dict(policy["children"])
+  for row, one in better.items():
+    children[puzzle.outcome_name(outcomes[row - first_row])] = _named(puzzle, one.policy)
+  policy = {"guess": policy["guess"], "children": children}
+  return policy, evaluate(puzzle, policy)
+
+
+def _settle(puzzle, trees, targets: dict, deadline: float, store) -> dict:
+  """:func:`settle_each`, each result saved to the checkpoint ``store`` as it comes; those it
+  holds already for this search (a resumed run killed while certifying) are not redone."""
+  saved = {} if store is None else store.settled(targets)
+  todo = {row: target for row, target in targets.items() if row not in saved}
+  save = None if store is None else (lambda row, one: store.save_settled(row, todo[row], one))
+  fresh = settle_each(puzzle, trees, todo, deadline, on_settled=save) if todo else {}
+  return {row: saved[row] if row in saved else fresh[row] for row in targets}
+
+
+def _certified(puzzle, trees, rows, target: int, cost: int, deadline: float, store,
+               name: str) -> bool:
+  """:func:`certify`, its answer saved to (or, resumed, taken from) the checkpoint ``store``
+  under ``name``."""
+  saved = None if store is None else store.certified(name, target)
+  if saved is not None:
+    return saved
+  proven = certify(puzzle, trees, rows, target, cost, deadline)
+  if store is not None:
+    store.save_certified(name, target, proven)
+  return proven
