@@ -132,9 +132,10 @@ def plot(rules: dict, target: int, path: str, title: str) -> None:
     axis.axhline(target, color="grey", linestyle="--", linewidth=1)
     axis.set_xlabel(label)
     axis.set_ylabel("the policy's exact total (guesses)")
-    axis.legend()
+  handles, labels = axes[0].get_legend_handles_labels()
+  figure.legend(handles, labels, loc="lower center", ncol=len(labels), frameon=False)
   figure.suptitle(title)
-  figure.tight_layout()
+  figure.tight_layout(rect=(0, 0.07, 1, 1))
   figure.savefig(path, dpi=110)
 
 

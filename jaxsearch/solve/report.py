@@ -153,8 +153,13 @@ def bounds_figure(result, title: str):
   scope = "" if result.upper_total_scope == "game" else " given the first guess"
   verdict = (" — proven optimal" if result.proven_optimal else
              " — proven given the first guess" if result.proven_given_first else "")
+  # The search over first guesses reports after each visit of a first guess, its
+  # simulations per tree summed over the first guesses visited.
+  searched_first = getattr(result, "root", None) is not None
+  step = "visit of a first guess" if searched_first else "chunk of simulations"
   fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
-  for ax, xs, label in ((axes[0], sims, "simulations per tree"),
+  for ax, xs, label in ((axes[0], sims, "simulations per tree" + (
+                            ", summed over the first guesses" if searched_first else "")),
                         (axes[1], secs, "seconds of search (the first chunk compiles)")):
     # The achievable bound's markers are the larger: where the bounds meet, both show.
     ax.plot(xs, bounds, marker="o", markersize=7, color="C0",
@@ -181,7 +186,7 @@ def bounds_figure(result, title: str):
   handles, labels = axes[0].get_legend_handles_labels()
   columns = len(labels) if sum(map(len, labels)) <= 130 else 2  # long labels: two rows
   fig.legend(handles, labels, loc="lower center", ncol=columns, fontsize=8, frameon=False)
-  fig.suptitle(f"{title}: bounds after each chunk of simulations")
+  fig.suptitle(f"{title}: bounds after each {step}")
   fig.tight_layout(rect=(0, 0.05 * -(-len(labels) // columns) + 0.02, 1, 1))
   return fig
 

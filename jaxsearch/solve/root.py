@@ -26,11 +26,12 @@ one batch of trees.
 
 Memory: at most ``live_openings`` first guesses hold trees at once, each ``max_nodes //
 live_openings`` nodes shared out between its trees (each tree at least
-:func:`subproblem_min_nodes`); the run's estimate is checked before anything is compiled
-(:func:`jaxsearch.memory.check_memory`). When a new first guess needs trees, the live one with the worst q̂3 (never the
-one holding the best policy) is retired: it keeps its figures and is not visited again. Each
-batch is padded to a multiple of ``pad_rows`` trees (the padding has weight 0), so that first
-guesses with similar numbers of feedbacks share one compiled program.
+:func:`subproblem_min_nodes`); the run's estimate is checked before the first trees are
+allocated (:func:`jaxsearch.memory.check_memory`). When a new first guess needs trees, the
+live one with the worst q̂3 (never the one holding the best policy) is retired: it keeps its
+figures and is not visited again. Each batch is padded to a multiple of ``pad_rows`` trees
+(repeats of its smallest sub-problem, weight 0), so that first guesses with similar numbers
+of feedbacks share one compiled program.
 """
 
 from __future__ import annotations
@@ -427,13 +428,8 @@ def _solve_root(puzzle, options: RootOptions, kwargs: dict, certify_seconds: flo
   policy, evaluation = _corrected(puzzle, policy, evaluation, best.outcomes, 0, settled)
   certified = [one.proven for one in settled.values()]
   total = evaluation.total_guesses
-  # Every other first guess must be shown no better: ruled out by its exact one-step bound
-  # (the report), or certified on its trees while they are live.
-  others = {o.action: _certified(puzzle, jax.tree.map(np.asarray, o.loop.final_trees()),
-                                 o.rows, total, len(puzzle.secrets), deadline, None, o.name)
-            for o in search.openings if o is not best and o.loop is not None
-            and not search.lower[o.action] >= total}
-  report = search.report(total, best.action, {best.action: all(certified), **others})
+  report = search.report(total, best.action, {
+      best.action: all(certified), **_others_certified(puzzle, search, best, total, deadline)})
   phases = {"setup_s": 0.0, "search_s": searched, "extract_s": extract_s,
             "certify_s": time.perf_counter() - started,
             "first_chunk_s": sum(o.phases["first_chunk_s"] for o in search.openings),
@@ -447,3 +443,13 @@ def _solve_root(puzzle, options: RootOptions, kwargs: dict, certify_seconds: flo
   outcome = (found, trees, policy, evaluation, search.incumbent, search.game_upper(),
              all(certified), (int(sum(certified)), len(certified)))
   return outcome, report
+
+
+def _others_certified(puzzle, search: RootSearch, best: _Opening, total: int,
+                      deadline: float) -> dict:
+  """``{action: bool}``: which live first guesses other than ``best``, not already ruled out
+  by their exact one-step bound, are certified on their trees to need ``total`` or more."""
+  return {o.action: _certified(puzzle, jax.tree.map(np.asarray, o.loop.final_trees()), o.rows,
+                               total, len(puzzle.secrets), deadline, None, o.name)
+          for o in search.openings if o is not best and o.loop is not None
+          and not search.lower[o.action] >= total}
