@@ -401,14 +401,14 @@ def solve_puzzle(puzzle: Puzzle, first: Optional[str] = None,
                        "tree (root=None)")
     outcome, report = _solve_root(puzzle, root, kwargs, certify_seconds)
     unconditional = report.open == 0
-  elif openings is None:
-    kwargs["checkpoint"] = _open_checkpoint(puzzle, openings, checkpoint, resume)
-    outcome = _solve_from_start(puzzle, kwargs, certify_seconds)
-    unconditional = True
   else:
     kwargs["checkpoint"] = _open_checkpoint(puzzle, openings, checkpoint, resume)
-    outcome = _solve_openings(puzzle, openings, kwargs, certify_seconds)
-    unconditional = covers_every_opening(puzzle, openings)
+    if openings is None:
+      outcome = _solve_from_start(puzzle, kwargs, certify_seconds)
+      unconditional = True
+    else:
+      outcome = _solve_openings(puzzle, openings, kwargs, certify_seconds)
+      unconditional = covers_every_opening(puzzle, openings)
   found, trees, policy, evaluation, bound_total, upper_total, proven, subproblems = outcome
   # Every secret costs at least one guess: a policy whose total is the number of secrets
   # solves each with its first guess, and no policy of the game does better.

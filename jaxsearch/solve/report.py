@@ -286,8 +286,7 @@ def summary(puzzle, result) -> dict:
 
 def _first_guesses(root) -> dict:
   """The ``--json`` view of the search over first guesses (a :class:`RootReport`)."""
-  def figure(value):
-    return None if value is None or not math.isfinite(value) else round(value, 3)
+  figure = _json_figure
   return {"count": root.first_guesses, "ruled_out": root.ruled_out, "open": root.open,
           "root_visits": root.visits,
           "visited": [{"guess": o.guess, "visits": o.visits, "simulations": o.simulations,
@@ -304,7 +303,11 @@ def _thinned(history, points: int = 100) -> list:
   kept = list(history[::step])
   if history and kept[-1] is not history[-1]:
     kept.append(history[-1])
-  def figure(value):  # NaN or infinity (no bound yet) is not JSON
-    return None if value is None or not math.isfinite(value) else round(value, 3)
-  return [[sims, round(secs, 3), figure(bound), figure(upper)]
+  return [[sims, round(secs, 3), _json_figure(bound), _json_figure(upper)]
           for sims, secs, bound, upper in kept]
+
+
+def _json_figure(value):
+  """A bound for the JSON: rounded, or ``None`` where there is none yet (NaN, infinity and
+  ``None`` are not JSON numbers)."""
+  return None if value is None or not math.isfinite(value) else round(value, 3)

@@ -222,13 +222,17 @@ class RootSearch:
     active = [o for o in self.openings if not (o.retired or o.done)]
     if not active:
       return None
-    visits = jnp.asarray([o.visits for o in active], jnp.int32)
-    estimates = jnp.asarray([o.estimate for o in active], jnp.float32)
-    debiased = estimates + debias.correction(self.stats, visits)
+    debiased, visits = self._debiased(active)
     spread = jnp.sqrt(debias.variance(self.stats, visits))
     key = jax.random.fold_in(jax.random.fold_in(self.key, 1), self.visits)
     draws = debiased + spread * jax.random.normal(key, (len(active),))
     return active[int(jnp.argmax(draws))]
+
+  def _debiased(self, openings: list) -> tuple[jax.Array, jax.Array]:
+    """``(q̂3 f32[n], visits i32[n])`` of ``openings``: q̂2 plus the drift still to come."""
+    visits = jnp.asarray([o.visits for o in openings], jnp.int32)
+    estimates = jnp.asarray([o.estimate for o in openings], jnp.float32)
+    return estimates + debias.correction(self.stats, visits), visits
 
   def _make_live(self, opening: _Opening) -> None:
     """Gives ``opening`` a batch of trees, retiring another first guess if need be."""
@@ -236,10 +240,7 @@ class RootSearch:
     if len(live) >= self.options.live_openings:
       best = self.best_live()
       spare = [o for o in live if o is not best]
-      visits = jnp.asarray([o.visits for o in spare], jnp.int32)
-      debiased = (jnp.asarray([o.estimate for o in spare], jnp.float32)
-                  + debias.correction(self.stats, visits))
-      worst = spare[int(jnp.argmin(debiased))]
+      worst = spare[int(jnp.argmin(self._debiased(spare)[0]))]
       worst.loop, worst.retired = None, True
     pad = self.options.pad_rows
     rows = -(-len(opening.states) // pad) * pad
@@ -338,12 +339,17 @@ class RootSearch:
     ones' included."""
     return sum(o.evaluations for o in self.openings)
 
+  def _ruled_out_by_bounds(self, total: int) -> np.ndarray:
+    """``bool[A]``: first guesses shown exactly unable to beat ``total`` — never useful, or
+    an exact one-step bound of ``total`` or more."""
+    return (~np.isfinite(self.q1)) | (self.lower >= total)
+
   def release_unless_provable(self, best: _Opening, total: int) -> None:
     """Drops the trees of the live first guesses other than ``best`` (memory for the
     certificates) unless certifying them could complete a proof for the game: unless every
     first guess that is not live is shown by its exact one-step bound to need ``total`` or
     more."""
-    ruled = (~np.isfinite(self.q1)) | (self.lower >= total)
+    ruled = self._ruled_out_by_bounds(total)
     for opening in self.openings:
       if opening.loop is not None:
         ruled[opening.action] = True
@@ -357,7 +363,7 @@ class RootSearch:
     """The :class:`RootReport` once the exported policy's exact ``total`` is known (its
     first guess ``chosen``); ``certified`` names the visited first guesses (the chosen one
     included) certified unable to do better than ``total``."""
-    ruled = (~np.isfinite(self.q1)) | (self.lower >= total)
+    ruled = self._ruled_out_by_bounds(total)
     for action, shown in certified.items():
       ruled[action] |= shown
     ruled_out = int(ruled.sum())
@@ -396,14 +402,13 @@ def _one_step_bounds(puzzle) -> tuple[np.ndarray, np.ndarray]:
 def _solve_root(puzzle, options: RootOptions, kwargs: dict, certify_seconds: float):
   """The first guess searched too (:class:`RootSearch`); returns what :func:`_solve_openings`
   does, and the :class:`RootReport`."""
-  for refused in ("checkpoint", "devices"):
-    if kwargs.get(refused) is not None:
-      raise ValueError(f"solve_puzzle: {refused} is not supported by the search over first "
-                       f"guesses (root=...); fix the first guess (first=...) or search one "
-                       f"tree (root=None)")
+  if kwargs.get("devices") is not None:  # (a checkpoint is refused by solve_puzzle)
+    raise ValueError("solve_puzzle: devices is not supported by the search over first "
+                     "guesses (root=...); fix the first guess (first=...) or search one "
+                     "tree (root=None)")
   budget = {name: kwargs.pop(name, default) for name, default in (
       ("seconds", 60.0), ("max_simulations", None), ("memory", None), ("on_chunk", None))}
-  for unused in ("checkpoint", "checkpoint_seconds", "devices", "combine"):
+  for unused in ("checkpoint_seconds", "devices", "combine"):
     kwargs.pop(unused, None)
   search = RootSearch(puzzle, options, **{
       "chunk": 128, "max_nodes": 100_000, "num_slots": 64, "bound_slots": 0,
