@@ -1,5 +1,5 @@
 """The named modes of a search, as ``str`` enums (:class:`jaxsearch.search.SearchConfig`,
-:class:`jaxsearch.policies.Search`).
+:class:`jaxsearch.policies.Search`, and the training run's :class:`jaxsearch.train.TrainConfig`).
 
 Each is a ``str`` enum (:class:`enum.StrEnum`): a member equals, prints and serialises as its
 string (``Backup.BELLMAN == "bellman"``), so options may be given either way; a config turns
@@ -62,11 +62,23 @@ class Variance(enum.StrEnum):
 
 
 class RootPolicy(enum.StrEnum):
-  """Where a search's action comes from: the root's ``VISITS`` or π̄ at the root (``PIBAR``,
-  Grill et al.'s ACT)."""
+  """Where a search's action comes from: the root's ``VISITS``, π̄ at the root (``PIBAR``,
+  Grill et al.'s ACT) or Gumbel MuZero's ``SEQUENTIAL_HALVING`` winner (a search with a Gumbel
+  root only)."""
 
   VISITS = "visits"
   PIBAR = "pibar"
+  SEQUENTIAL_HALVING = "sequential_halving"
+
+
+class PolicyTarget(enum.StrEnum):
+  """What a learner regresses its policy to (``PolicyOutput.policy_target``): the ``VISITS``
+  distribution (``action_weights``; no separate target), π̄ at the root (``PIBAR``, Grill et
+  al.'s LEARN) or Gumbel MuZero's ``IMPROVED`` policy π′ (a search with a Gumbel root only)."""
+
+  VISITS = "visits"
+  PIBAR = "pibar"
+  IMPROVED = "improved"
 
 
 class VisitConvention(enum.StrEnum):
@@ -111,6 +123,37 @@ class PathUpdate(enum.StrEnum):
 
   PER_LEVEL = "per_level"
   WHOLE_PATH = "whole_path"
+
+
+class SearchPolicy(enum.StrEnum):
+  """The search a training run plays and learns with (``TrainConfig.policy``): ``ALPHAZERO``
+  (PUCT with root Dirichlet noise), ``AVTS`` (the Bellman backup; the network gets an
+  action-value head) or ``GUMBEL`` (Gumbel MuZero: the Gumbel draw explores, the improved
+  policy is the target)."""
+
+  ALPHAZERO = "alphazero"
+  AVTS = "avts"
+  GUMBEL = "gumbel"
+
+
+class ValueTarget(enum.StrEnum):
+  """What a training position's value is regressed to: the game's ``OUTCOME`` (its return from
+  that ply), the ``SEARCH``'s root value, or their mean (``MIX``)."""
+
+  OUTCOME = "outcome"
+  SEARCH = "search"
+  MIX = "mix"
+
+
+class ValueScaleKind(enum.StrEnum):
+  """How a game's values are put in the value head's ``[-1, 1]``: ``IDENTITY``, ``LINEAR``
+  over the game's range, MuZero's transform ``MUZERO``, or ``AUTO`` (chosen from the game's
+  declared range: :func:`jaxsearch.train.value_scale.for_game`)."""
+
+  AUTO = "auto"
+  IDENTITY = "identity"
+  LINEAR = "linear"
+  MUZERO = "muzero"
 
 
 E = TypeVar("E", bound=enum.Enum)

@@ -297,11 +297,14 @@ def gumbel_root_rule(num_simulations: int, max_num_considered_actions: int = 16,
     num_considered = jnp.minimum(max_num_considered_actions, jnp.sum(legal))
     simulation = jnp.clip(context.simulation, 0, table.shape[1] - 1)
     considered = jnp.asarray(table)[num_considered, simulation]
-    # One reduction for both: -1 where a legal slot carries the considered count, else the
-    # least visited legal slot's count (int32 max when nothing is legal).
-    least = jnp.min(jnp.where(legal, jnp.where(visits == considered, -1, visits),
-                              jnp.iinfo(jnp.int32).max))
-    considered = jnp.where(least < 0, considered, least)
+    if context.reused:
+      # One reduction for both: -1 where a legal slot carries the considered count, else the
+      # least visited legal slot's count (int32 max when nothing is legal). From a fresh root
+      # the schedule always leaves a legal slot at the considered count: each phase's level is
+      # shared by at least as many slots as the phase visits.
+      least = jnp.min(jnp.where(legal, jnp.where(visits == considered, -1, visits),
+                                jnp.iinfo(jnp.int32).max))
+      considered = jnp.where(least < 0, considered, least)
     return root_scores(context.noise, view.prior_logits, sigma, visits, legal, considered)
 
   def noise(key, shape):

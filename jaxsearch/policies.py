@@ -15,48 +15,24 @@ import math
 from typing import Optional
 
 import jax
-import jax.numpy as jnp
 
 from jaxsearch import gumbel as gumbel_lib
 from jaxsearch import search as search_lib
 from jaxsearch import sharding
 from jaxsearch import validation
 from jaxsearch import selection as selection_lib
-from jaxsearch.enums import (Backup, QNormalize, RootPolicy, ValueSource, VisitConvention,
-                             coerce)
-from jaxsearch.game import Estimator, Game, per_item_keys
+from jaxsearch.decision import GumbelRoot, RootDecision
+from jaxsearch.enums import (Backup, PolicyTarget, QNormalize, RootPolicy, ValueSource,
+                             VisitConvention, coerce)
+from jaxsearch.game import Estimator, Game
 from jaxsearch.model import Model, from_game
 from jaxsearch.selection.base import QTransform, SelectionRule, q_minmax
 # What a search returns, made from the roots (re-exported: js.policies.PolicyOutput, ...).
-from jaxsearch.summary import (PolicyOutput, _slots_to_actions, root_pibar,  # noqa: F401
-                               root_summary, root_view)
+from jaxsearch.summary import PolicyOutput, root_pibar, root_summary, root_view
 from jaxsearch.tree import Tree
 
-
-def _apply_root_options(search: "Search", out: PolicyOutput, key) -> PolicyOutput:
-  """π̄ options of a :class:`Search`: ACT (``root_policy="pibar"``: play from π̄) and LEARN
-  (``pibar_target=True``: π̄ as ``policy_target``)."""
-  if search.root_policy is RootPolicy.VISITS and not search.pibar_target:
-    return out
-  pibar = root_pibar(out.tree, search.model.num_actions, search.pibar_c)
-  out = out.replace(pibar=pibar)
-  if search.pibar_target:
-    out = out.replace(policy_target=pibar)
-  if search.root_policy is RootPolicy.PIBAR:
-    has_action = out.action >= 0
-    greedy = jnp.argmax(pibar, axis=-1).astype(jnp.int32)
-    if search.temperature == 0.0:
-      weights = jax.nn.one_hot(greedy, pibar.shape[-1], dtype=jnp.float32)
-      action = greedy
-    else:
-      logits = jnp.where(pibar > 0, jnp.log(jnp.where(pibar > 0, pibar, 1.0)) /
-                         search.temperature, -jnp.inf)
-      weights = jax.nn.softmax(logits, axis=-1)
-      action = jax.vmap(jax.random.categorical)(
-          per_item_keys(jax.random.fold_in(key, 1), pibar.shape[0]), logits).astype(jnp.int32)
-    out = out.replace(action=jnp.where(has_action, action, -1),
-                      action_weights=jnp.where(has_action[:, None], weights, 0.0))
-  return out
+__all__ = ["Search", "PolicyOutput", "SEARCH_OPTIONS", "custom", "avts", "puct", "alphazero",
+           "uct", "pibar", "entropy_puct", "gumbel", "root_pibar", "root_summary", "root_view"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,33 +53,53 @@ class Search:
   A ``config`` that leaves ``max_nodes`` or ``max_depth`` to the game gets them from ``model``
   (:meth:`~jaxsearch.search.SearchConfig.for_model`).
 
+  What it returns is decided at the roots by one :class:`~jaxsearch.decision.RootDecision`
+  (``search.decision``), built from the options below: what to play and what to learn, from
+  the visit counts, π̄ at the root, or a Gumbel root.
+
   Options (``root_policy``, ``pibar_target``, ``pibar_c``: Grill et al. 2020's π̄ variants;
   SEARCH is the selection rule :func:`jaxsearch.selection.pibar_sample`, see :func:`pibar`):
     temperature: ``τ`` of the action drawn from the visit counts (0: the most visited).
-    root_policy: :class:`~jaxsearch.enums.RootPolicy`, ``"visits"`` (default) or ``"pibar"``
-      — ACT: ``action`` and ``action_weights`` come from π̄ at the root (argmax at
-      ``temperature=0``, else sampled from π̄^(1/τ)) instead of the visit counts.
+    root_policy: :class:`~jaxsearch.enums.RootPolicy`, ``"visits"`` (the default without a
+      Gumbel root), ``"pibar"`` — ACT: ``action`` and ``action_weights`` come from π̄ at the
+      root (argmax at ``temperature=0``, else sampled from π̄^(1/τ)) — or
+      ``"sequential_halving"`` (the default with a Gumbel root, :func:`gumbel`).
     pibar_target: LEARN: ``PolicyOutput.policy_target`` (and ``.pibar``) = π̄ at the root.
     pibar_c: π̄'s constant in λ_N (``None``: the MuZero schedule).
     devices: split the batch over devices (:mod:`jaxsearch.sharding`): ``None`` (default
       device), an int ``n`` (the first ``n`` devices) or a list of devices; ``B`` must be
       divisible by their number. Same key, same trees and outputs on any number of devices.
+    gumbel: :class:`~jaxsearch.decision.GumbelRoot` for a search whose root rule is Gumbel
+      MuZero's (:func:`gumbel` sets it): the search draws the root's Gumbel noise itself, so
+      that the final action uses the same draw, and ``policy_target`` is the improved policy
+      π′ unless ``pibar_target``.
   """
 
   model: Model
   config: search_lib.SearchConfig
   temperature: float = 0.0
-  root_policy: RootPolicy = RootPolicy.VISITS
+  root_policy: Optional[RootPolicy] = None
   pibar_target: bool = False
   pibar_c: Optional[float] = 1.25
   devices: Optional[tuple] = None
+  gumbel: Optional[GumbelRoot] = None
+  plan: search_lib.SearchPlan = dataclasses.field(init=False, repr=False, compare=False)
+  decision: RootDecision = dataclasses.field(init=False, repr=False, compare=False)
 
   def __post_init__(self):
     object.__setattr__(self, "devices", sharding.resolve_devices(self.devices))
-    if self.temperature < 0:
-      raise ValueError(f"temperature must be >= 0, got {self.temperature}")
-    object.__setattr__(self, "root_policy", coerce(RootPolicy, self.root_policy, "root_policy"))
-    object.__setattr__(self, "config", self.config.for_model(self.model))
+    default_play = RootPolicy.VISITS if self.gumbel is None else RootPolicy.SEQUENTIAL_HALVING
+    default_target = PolicyTarget.VISITS if self.gumbel is None else PolicyTarget.IMPROVED
+    decision = RootDecision(play=default_play if self.root_policy is None else self.root_policy,
+                            target=PolicyTarget.PIBAR if self.pibar_target else default_target,
+                            temperature=self.temperature, pibar_c=self.pibar_c,
+                            gumbel=self.gumbel)
+    if self.root_policy is not None:  # None stays None: the default follows ``gumbel``
+      object.__setattr__(self, "root_policy", decision.play)
+    object.__setattr__(self, "decision", decision)
+    # Resolved once for the model: the engine and the decision read this plan.
+    object.__setattr__(self, "plan", search_lib.plan_for(self.config, self.model))
+    object.__setattr__(self, "config", self.plan.config)
 
   def init_tree(self, params, key, root) -> Tree:
     """Fresh trees for ``root`` (``[B]`` states) of exactly the shapes this search uses.
@@ -113,18 +109,22 @@ class Search:
     """
     if self.devices is not None:
       return _sharded(self, "init_tree", (2,))(params, key, root)
-    return search_lib.init_tree(self.model, self.config, params, key, root)
+    return search_lib.init_tree(self.model, self.plan, params, key, root)
 
   def __call__(self, params, key, root, tree: Optional[Tree] = None) -> PolicyOutput:
     validation.check_key(key)  # before the split below; the rest: search_lib.init_tree
     if self.devices is not None:  # each device searches its rows of the batch
       return _sharded(self, "__call__", (2, 3))(params, key, root, tree)
     search_key, action_key = jax.random.split(key)
-    tree = search_lib.run(self.model, self.config, params, search_key, root, tree)
-    out = root_summary(tree, self.model.num_actions, self.temperature, action_key,
-                       self.config, self.model.has_bound, self.model.has_upper,
-                       value_bounds=self.model.value_bounds)
-    return _apply_root_options(self, out, action_key)
+    root_noise = None
+    if self.decision.reads_root_noise:  # drawn here, so the decision sees the same draw
+      noise_key, search_key = jax.random.split(search_key)
+      batch_size = jax.tree.leaves(root)[0].shape[0]
+      root_noise = search_lib.draw_root_noise(self.config, noise_key, batch_size,
+                                              self.plan.num_slots)
+    tree = search_lib.run(self.model, self.plan, params, search_key, root, tree,
+                          root_noise=root_noise)
+    return self.decision(tree, self.plan, action_key, root_noise)
 
 
 @functools.lru_cache(maxsize=64)
@@ -280,48 +280,10 @@ def entropy_puct(game: Optional[Game] = None, estimator: Optional[Estimator] = N
                 subtree_entropy=entropy, entropy_policy=playout, **kwargs)
 
 
-@dataclasses.dataclass(frozen=True)
-class GumbelSearch(Search):
-  """A :class:`Search` whose root follows Gumbel MuZero (see :func:`gumbel`): it draws the
-  root's Gumbel noise itself, so that the final action can use the same draw. The action is
-  the Sequential Halving winner whatever ``temperature`` (the Gumbel draw is the exploration);
-  ``temperature`` only matters with ``root_policy="pibar"``."""
-
-  c_visit: float = 50.0
-  c_scale: float = 0.1
-  normalize: QNormalize | str = QNormalize.LEGAL
-
-  def __call__(self, params, key, root, tree: Optional[Tree] = None) -> PolicyOutput:
-    validation.check_key(key)
-    if self.devices is not None:  # each device searches its rows of the batch
-      return _sharded(self, "__call__", (2, 3))(params, key, root, tree)
-    search_key, action_key = jax.random.split(key)
-    noise_key, run_key = jax.random.split(search_key)
-    batch_size = jax.tree.leaves(root)[0].shape[0]
-    num_slots = self.config.slots_for(self.model.num_actions)
-    noise = search_lib.draw_root_noise(self.config, noise_key, batch_size, num_slots)
-    tree = search_lib.run(self.model, self.config, params, run_key, root, tree,
-                          root_noise=noise)
-    out = root_summary(tree, self.model.num_actions, 0.0, action_key, self.config,
-                       self.model.has_bound, self.model.has_upper,
-                       value_bounds=self.model.value_bounds)
-    decide = functools.partial(gumbel_lib.root_decision, c_visit=self.c_visit,
-                               c_scale=self.c_scale, normalize=self.normalize)
-    root = jax.tree.map(lambda x: x[:, 0], tree.slots)
-    slot, improved = jax.vmap(decide)(noise, root.prior_logits, root.value, root.visits,
-                                      root.legal, tree.nodes.raw_value[:, 0])
-    has_action = out.action >= 0
-    action = jnp.take_along_axis(root.action, slot[:, None], axis=1)[:, 0]
-    weights = _slots_to_actions(tree, improved, self.model.num_actions)
-    out = out.replace(action=jnp.where(has_action, action, -1).astype(jnp.int32),
-                      action_weights=weights, policy_target=weights)
-    return _apply_root_options(self, out, action_key)
-
-
 def gumbel(game: Optional[Game] = None, estimator: Optional[Estimator] = None, *,
            num_simulations: int, max_num_considered_actions: int = 16,
            gumbel_scale: float = 1.0, c_visit: float = 50.0, c_scale: float = 0.1,
-           normalize: QNormalize | str = QNormalize.LEGAL, value_source: ValueSource | str = ValueSource.RECOVER, **kwargs) -> GumbelSearch:
+           normalize: QNormalize | str = QNormalize.LEGAL, value_source: ValueSource | str = ValueSource.RECOVER, **kwargs) -> Search:
   """Gumbel MuZero (Danihelka et al. 2022; ALGORITHMS.md §5).
 
   Root: Gumbel-top-k of ``g + logits`` (``k = min(max_num_considered_actions, #legal)``)
@@ -352,6 +314,4 @@ def gumbel(game: Optional[Game] = None, estimator: Optional[Estimator] = None, *
   interior = gumbel_lib.gumbel_interior_rule(c_visit, c_scale, normalize, value_source)
   search = custom(game, estimator, selection=interior, num_simulations=num_simulations,
                   root_selection=root_rule, **kwargs)
-  return GumbelSearch(**{field.name: getattr(search, field.name)
-                         for field in dataclasses.fields(search)},
-                      c_visit=c_visit, c_scale=c_scale, normalize=normalize)
+  return dataclasses.replace(search, gumbel=GumbelRoot(c_visit, c_scale, normalize))

@@ -49,13 +49,15 @@ definition of it.
 **Games plug in.** This module knows no game: what a header's ``game`` means — its required
 keys, their checks, and the secrets, guesses and scorer it describes — comes from a
 :class:`FileGame` registered under that name (:func:`register_game`, or a lazy
-:func:`register_games` lookup; ``games.register_policy_files()`` registers Mastermind and
-Wordle, as ``jaxsearch evaluate`` does).
+:func:`register_games` lookup). Which games have policy files is said in one place, the
+application's registry: ``jaxsearch.app.registry.register_policy_files()`` registers them
+(Mastermind and Wordle, each read by its module's ``POLICY_FILES``), as ``jaxsearch evaluate``
+does.
 
 **Evaluation** and completing trees: :mod:`jaxsearch.policy_tree` (:func:`evaluate`,
 :func:`consistent_candidates_policy`; their names are importable from here too).
 
-    games.register_policy_files()  # or policy_file.register_game(name, file_game)
+    registry.register_policy_files()  # jaxsearch.app's; or policy_file.register_game(name, g)
     header, policy = policy_file.load("mm46.json")
     result = policy_file.evaluate_file("mm46.json")
     result.total_guesses, result.expected_guesses, result.worst_case, result.histogram

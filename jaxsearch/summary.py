@@ -64,7 +64,7 @@ class PolicyOutput:
   pibar: Optional[jax.Array] = None
 
 
-def _slots_to_actions(tree: Tree, slot_values, num_actions: int, fill=0.0) -> jax.Array:
+def slots_to_actions(tree: Tree, slot_values, num_actions: int, fill=0.0) -> jax.Array:
   """``[B, A]`` per-action values from ``[B, K]`` root-slot values (legal slots only)."""
   batch_ids = jnp.arange(tree.batch_size)[:, None]
   legal = tree.slots.legal[:, 0]
@@ -93,7 +93,7 @@ def root_pibar(tree: Tree, num_actions: int, c: Optional[float] = 1.25,
   (:func:`jaxsearch.selection.pibar_policy`; the prior where the root has no visits)."""
   pibar = jax.vmap(lambda view: selection_lib.pibar_policy(view, c, q_transform))(
       root_view(tree))
-  return _slots_to_actions(tree, pibar, num_actions)
+  return slots_to_actions(tree, pibar, num_actions)
 
 
 def _to_actions(tree: Tree, num_actions: int, slot_values, how: str) -> jax.Array:

@@ -144,14 +144,19 @@ def check_model(model, params, key, root_input, batch: int) -> None:
     _check_array(probs, (batch, num_outcomes), "outcome_probs (f32[O] per state and action)")
 
 
-def check_inputs(model, config, params, key, root_input, tree: Optional[Tree] = None) -> None:
-  """Every trace-time check of one search call (see the module docstring). Raises
-  ``TypeError``/``ValueError`` naming the argument; returns nothing."""
-  selection = config.selection
+def check_selection(selection) -> None:
+  """A ``TypeError`` unless ``selection`` is a :class:`~jaxsearch.selection.SelectionRule` (a
+  rule factory passed uncalled is named as such)."""
   if not isinstance(selection, SelectionRule):
     hint = (" (a factory: call it, e.g. js.selection.puct())" if callable(selection) else "")
     raise TypeError(f"selection must be a jaxsearch.selection.SelectionRule{hint}, got "
                     f"{selection!r}")
+
+
+def check_inputs(model, config, params, key, root_input, tree: Optional[Tree] = None) -> None:
+  """Every trace-time check of one search call (see the module docstring). Raises
+  ``TypeError``/``ValueError`` naming the argument; returns nothing."""
+  check_selection(config.selection)
   check_key(key)
   batch = batch_size(root_input, "root")
   if tree is not None and not isinstance(tree, Tree):

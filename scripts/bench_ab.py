@@ -4,7 +4,7 @@ Each side runs in its own process with its own checkout first on ``sys.path``; t
 alternate, ``--rounds`` times, and each process reports the median and the fastest of
 ``--repeats`` timed runs after compiling. Prints one JSON line: both medians, their ratio
 (new / base), the ratio of the fastest runs and each side's kernel counts
-(:func:`jaxsearch.bench.kernel_counts`).
+(:func:`jaxsearch.app.bench.kernel_counts`).
 
     python scripts/bench_ab.py --base /path/to/old/checkout            # PUCT, B 1024, S 128
     python scripts/bench_ab.py --base ../old --policy gumbel --batch 64 --simulations 32
@@ -27,7 +27,7 @@ _CHILD = r"""
 import json, statistics, sys, time
 import jax
 import jaxsearch as js
-from jaxsearch.bench import kernel_counts
+from jaxsearch.app.bench import kernel_counts
 from jaxsearch.games import hashed
 
 batch, simulations, policy, repeats = (int(sys.argv[1]), int(sys.argv[2]), sys.argv[3],
@@ -35,7 +35,7 @@ batch, simulations, policy, repeats = (int(sys.argv[1]), int(sys.argv[2]), sys.a
 max_depth = None if sys.argv[5] == "none" else int(sys.argv[5])
 if sys.argv[6] == "connect_four":
   from jaxsearch.games import connect_four
-  from jaxsearch.bench import _random_positions
+  from jaxsearch.app.bench import _random_positions
   game, estimator = connect_four.GAME, js.estimators.uniform()
   roots = _random_positions(game, batch, plies=6)
 else:

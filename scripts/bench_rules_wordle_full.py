@@ -45,14 +45,12 @@ import os
 import sys
 import time
 
-import jax
-import numpy as np
-
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(_HERE, ".."))
 
 from jaxsearch import selection as sel  # noqa: E402
 from jaxsearch.games import wordle  # noqa: E402
+from jaxsearch.solve import SolveOptions  # noqa: E402
 from jaxsearch.solve.finish import _opening_policy  # noqa: E402
 from jaxsearch.solve.root import RootOptions, RootSearch  # noqa: E402
 
@@ -76,19 +74,18 @@ def iterations(search: RootSearch) -> int:
 
 def run_rule(puzzle, name: str, args) -> dict:
   """One rule from the empty board until the target or its cap; its curve and figures."""
-  search = RootSearch(puzzle, RootOptions(), chunk=args.chunk, max_nodes=args.nodes,
-                      num_slots=args.slots or None, bound_slots=0, max_depth=None, max_chance=None,
-                      variance="avts", seed=args.seed,
-                      **rule_options(name, puzzle.game.value_range))
+  options = SolveOptions.from_keywords(
+      chunk=args.chunk, max_nodes=args.nodes, num_slots=args.slots or None, bound_slots=0,
+      seed=args.seed, **rule_options(name, puzzle.game.value_range))
+  search = RootSearch(puzzle, RootOptions(), options)
   curve, searched, best = [], 0.0, None
   while searched < args.cap_seconds:
     started = time.perf_counter()
-    search.run(min(args.check_every, args.cap_seconds - searched), None, None)
+    search.run(min(args.check_every, args.cap_seconds - searched))
     searched += time.perf_counter() - started
     opening = search.best_live()
-    trees = jax.tree.map(np.asarray, opening.loop.final_trees())
-    evaluation, _, _ = _opening_policy(puzzle, opening.name, opening.outcomes, trees,
-                                       opening.rows)
+    evaluation, _, _ = _opening_policy(puzzle, opening.name, opening.outcomes,
+                                       opening.loop.final_trees(), opening.rows)
     total = int(evaluation.total_guesses)
     best = total if best is None else min(best, total)
     curve.append({"iterations": iterations(search), "evaluations": search.evaluations(),

@@ -346,7 +346,7 @@ def run_mastermind(args, parser):
     avts_options["num_slots"] = args.num_slots
   outcomes = m.game.num_outcomes
   searches = rules(m.game, m.estimator, args.budget + outcomes + 1, avts_options)
-  searches = {k: v for k, v in searches.items() if v.config.bellman}
+  searches = {k: v for k, v in searches.items() if v.config.backup is js.Backup.BELLMAN}
   names = args.only.split(",") if args.only else [k for k in searches if k not in EXTRA_RULES]
   unknown = set(names) - set(searches)
   if unknown:
@@ -431,7 +431,7 @@ def main(argv=None):
 
   results, bound_results, report = {}, {}, {}
   for name, search in searches.items():
-    per_step = args.branching if search.config.bellman else 1
+    per_step = args.branching if search.config.backup is js.Backup.BELLMAN else 1
     steps = args.budget // per_step + 1
     start = time.perf_counter()
     record = root_record if search.config.bellman else None

@@ -2,13 +2,13 @@
 
     python scripts/bench_search.py [--quick] [--repeats N] [--only connect_four|hashed]
 
-The benchmark itself lives in the package (:mod:`jaxsearch.bench`), so that it runs from an
+The benchmark itself lives in the package (:mod:`jaxsearch.app.bench`), so that it runs from an
 installed wheel too.
 """
 
 import sys
 
-from jaxsearch import bench
+from jaxsearch.app import bench
 
 if __name__ == "__main__":
   sys.exit(bench.main())

@@ -47,19 +47,19 @@ def measure(puzzle, states, args) -> dict:
   """Runs one configuration over ``states`` (a list of unbatched root states)."""
   roots = jax.tree.map(lambda *xs: jnp.stack(xs), *states)
   batch = len(states)
-  found, tree = solve_lib.solve(
+  found = solve_lib.solve(
       puzzle, roots, seconds=1e9, max_simulations=args.chunk * (args.chunks + 1),
       chunk=args.chunk, max_nodes=args.nodes, num_slots=args.slots, proof_every=0,
       seed=args.seed)
-  history = found["history"]
+  history = found.history
   times = [later[1] - earlier[1] for earlier, later in zip(history, history[1:])]
   chunk_s = statistics.median(times)
-  tree_bytes = sum(x.nbytes for x in jax.tree.leaves(tree))
-  nodes = np.asarray(tree.num_nodes)
+  tree_bytes = sum(x.nbytes for x in jax.tree.leaves(found.trees))
+  nodes = np.concatenate([np.asarray(tree.num_nodes) for tree in found.trees])
   return dict(trees=batch, first_chunk_s=round(history[0][1], 2), chunk_s=round(chunk_s, 3),
               tree_simulations_per_s=round(batch * args.chunk / chunk_s, 1),
               nodes=int(nodes.sum()), nodes_per_tree_simulation=round(
-                  (int(nodes.sum()) - batch) / (batch * found["simulations"]), 1),
+                  (int(nodes.sum()) - batch) / (batch * found.simulations), 1),
               bytes_per_node=round(tree_bytes / (batch * args.nodes)))
 
 

@@ -21,8 +21,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import jax  # noqa: E402
 
+from jaxsearch.app import training  # noqa: E402
 from jaxsearch.cli.train import parse_overrides  # noqa: E402
-from jaxsearch.train import loop, networks, replay  # noqa: E402
+from jaxsearch.train import networks, replay  # noqa: E402
+from jaxsearch.train.config import TrainConfig  # noqa: E402
 
 
 def _time(fn, repeats: int) -> float:
@@ -38,13 +40,13 @@ def _time(fn, repeats: int) -> float:
 
 def main(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  parser.add_argument("--game", choices=loop.GAMES, default="tictactoe")
+  parser.add_argument("--game", choices=training.games(), default="tictactoe")
   parser.add_argument("--steps", type=int, default=50, help="timed repetitions of each part")
   parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
   args = parser.parse_args(argv)
-  config = loop.preset(args.game, eval_every=-1, **parse_overrides(args.set, loop.TrainConfig))
+  config = training.preset(args.game, eval_every=-1, **parse_overrides(args.set, TrainConfig))
   t0 = time.perf_counter()
-  trainer = loop.Trainer(config, evaluator=False)
+  trainer = training.trainer(config, evaluator=False)
   ts = trainer.init_state()
   ts, _ = trainer.iterate(ts)
   jax.block_until_ready(ts)

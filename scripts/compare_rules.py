@@ -176,7 +176,7 @@ def tictactoe_positions(count, seed):
 
 def connect4_positions(count, seed, data_dir=None):
   try:
-    from jaxsearch.train.evaluate import load_connect4_set
+    from jaxsearch.app.evaluate import load_connect4_set
     positions = load_connect4_set("Test_L3_R1", data_dir)
     states, scores = positions.states, np.asarray(positions.scores)
   except ImportError:  # the training package is optional here

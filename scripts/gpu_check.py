@@ -75,7 +75,7 @@ def part_env(args) -> None:
   import jax
 
   sys.path.insert(0, str(ROOT))
-  from jaxsearch import bench
+  from jaxsearch.app import bench
   device = jax.devices()[0]
   _emit({"jax": jax.__version__, "jaxlib": _version("jaxlib"), "backend": jax.default_backend(),
          "devices": [str(d) for d in jax.devices()], "device_kind": device.device_kind,
@@ -104,7 +104,7 @@ def part_bench(args) -> None:
   """Every (game, B, S) of the grid, batch by batch: the workloads of one batch size are
   compiled together on the host's cores, then timed one after another."""
   sys.path.insert(0, str(ROOT))
-  from jaxsearch import bench
+  from jaxsearch.app import bench
   with_mctx = bench.has_mctx()
   if not with_mctx:
     _emit({"note": "mctx is missing: ours alone are measured (see the script's docstring)"})
@@ -141,7 +141,7 @@ def part_variants(args) -> None:
   mctx at the default settings, at every batch of the grid and S = 32: what a loop trip
   costs on this device."""
   sys.path.insert(0, str(ROOT))
-  from jaxsearch import bench
+  from jaxsearch.app import bench
   with_mctx = bench.has_mctx()
   batches, sims = ((SMOKE_BATCHES, SMOKE_SIMULATIONS[0]) if args.smoke
                    else (BATCHES, SIMULATIONS[0]))

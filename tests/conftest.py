@@ -63,5 +63,5 @@ def pytest_make_collect_report(collector):
 @pytest.fixture(scope="session")
 def connect4_data() -> Path:
   """The Connect Four test positions the package ships (``jaxsearch/data/connect4``)."""
-  from jaxsearch.train.connect4_sets import DEFAULT_CONNECT4_DIR
+  from jaxsearch.app.connect4_sets import DEFAULT_CONNECT4_DIR
   return Path(DEFAULT_CONNECT4_DIR)

@@ -15,6 +15,7 @@ convergence check.
 import dataclasses
 import functools
 import math
+import types
 
 import jax
 import jax.numpy as jnp
@@ -829,13 +830,17 @@ def _level(slot_solved_after, config):
   edge = backup_bellman._EdgeRow(
       jnp.int32(0), f32([1.0]), f32([0.2]), f32([0.0]), f32([0.0]), f32([0.0]), f32([0.1]),
       jnp.array([slot_solved_after]))
-  return jax.jit(functools.partial(backup_bellman._bellman_update, config=config))(node, edge)
+  return jax.jit(functools.partial(backup_bellman._bellman_update, plan=config))(node, edge)
 
 
 def _level_config():
-  return search_lib.SearchConfig(num_simulations=1, max_nodes=2, max_depth=1,
-                                 selection=js.selection.thompson(), backup="bellman",
-                                 avts=search_lib.AvtsOptions(widening=True, num_buckets=4))
+  """The plan of a one-simulation Bellman search over two actions."""
+  config = search_lib.SearchConfig(num_simulations=1, max_nodes=2, max_depth=1,
+                                   selection=js.selection.thompson(), backup="bellman",
+                                   avts=search_lib.AvtsOptions(widening=True, num_buckets=4))
+  model = types.SimpleNamespace(num_actions=2, num_outcomes=1, has_bound=True, has_upper=True,
+                                value_bounds=None)
+  return search_lib.plan_for(config, model)
 
 
 def test_bellman_level_records_the_change_of_q2_and_q3():

@@ -2,7 +2,7 @@
 
 import jax
 
-from jaxsearch import bench
+from jaxsearch.app import bench
 
 _HLO = """HloModule toy
 

@@ -105,7 +105,7 @@ def test_bench_table_says_what_a_ratio_means():
 
   from rich.console import Console
 
-  from jaxsearch import bench
+  from jaxsearch.app import bench
   record = {"workload": "hashed_A16", "batch": 64, "simulations": 32,
             "sims_per_s_ours": 408000, "sims_per_s_mctx_muzero": 92000,
             "speedup_vs_mctx_muzero": 4.42, "sims_per_s_ours_gumbel": 934000,

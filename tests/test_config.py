@@ -38,7 +38,7 @@ def test_strings_become_members_once_with_a_clear_error_listing_the_choices():
   config = _config(backup="bellman", outcome_rule="gap",
                    avts=js.AvtsOptions(variance="centred"))
   assert config.backup is js.Backup.BELLMAN and config.outcome_rule is js.OutcomeRule.GAP
-  assert config.avts.variance is js.Variance.CENTRED and config.bellman
+  assert config.avts.variance is js.Variance.CENTRED and config.backup is js.Backup.BELLMAN
   entropy = js.EntropyOptions(kind="one_level", policy="pibar")
   assert entropy.kind is js.SubtreeEntropy.ONE_LEVEL and entropy.policy is js.EntropyPolicy.PIBAR
   with pytest.raises(ValueError, match="backup must be one of 'mean', 'bellman', got 'avts'"):
@@ -209,3 +209,21 @@ def test_rows_for_a_field_the_part_does_not_keep_are_refused():
   assert part.prior_probs is None
   with pytest.raises(ValueError, match="SlotStats.prior_probs, which the tree does not keep"):
     tree_lib.write(part, tree_lib.rows(tree_lib.SlotStats, prior_probs=jnp.ones((2,))), 0)
+
+
+def test_training_modes_are_the_librarys_enums():
+  """A training run's policy, value target and value scale are enum members whatever they
+  were given as (a preset's string, a checkpoint's JSON), and a wrong one names the choices."""
+  from jaxsearch.train.config import TrainConfig
+  config = TrainConfig(game="tictactoe", policy="gumbel", value_target="mix",
+                       value_scale="muzero")
+  assert config.policy is js.enums.SearchPolicy.GUMBEL
+  assert config.value_target is js.enums.ValueTarget.MIX
+  assert config.value_scale is js.enums.ValueScaleKind.MUZERO
+  assert config.policy == "gumbel"  # a str enum: equal to its string, written as it in JSON
+  with pytest.raises(ValueError, match="policy must be one of 'alphazero', 'avts', 'gumbel'"):
+    TrainConfig(game="tictactoe", policy="muzero")
+  with pytest.raises(ValueError, match="value_target must be one of 'outcome', 'search', 'mix'"):
+    TrainConfig(game="tictactoe", value_target="return")
+  with pytest.raises(ValueError, match="value_scale must be one of 'auto'"):
+    TrainConfig(game="tictactoe", value_scale="log")

@@ -9,11 +9,11 @@ import stat
 
 import pytest
 
-from jaxsearch import games
 from jaxsearch import cli
 from jaxsearch import policy_file as pf
+from jaxsearch.app import registry
 
-games.register_policy_files()
+registry.register_policy_files()
 
 DEPTH = 3000
 

@@ -202,12 +202,13 @@ def test_the_node_minimum_mirrors_the_solver(monkeypatch, pegs, colours, first):
   def searched(nodes):
     seen = {}
 
-    def stub(puzzle, roots, **kwargs):
-      seen.update(trees=len(roots.remaining), per_tree=kwargs["max_nodes"])
+    def stub(puzzle, roots, *, options, **kwargs):
+      seen.update(trees=len(roots.remaining), per_tree=options.capacity.max_nodes)
       raise _Reached
     monkeypatch.setattr(puzzle_lib, "solve", stub)
+    options = puzzle_lib.SolveOptions.from_keywords(max_nodes=nodes, chunk=4)
     with pytest.raises(_Reached):
-      puzzle_lib._solve_openings(puzzle, openings, {"max_nodes": nodes, "chunk": 4}, 0.0)
+      puzzle_lib._solve_openings(puzzle, openings, options, None, None)
     return seen["trees"] * seen["per_tree"]
   assert searched(minimum) == minimum  # shared out as given
   assert searched(minimum - 1) > minimum - 1  # grown
@@ -215,14 +216,14 @@ def test_the_node_minimum_mirrors_the_solver(monkeypatch, pegs, colours, first):
 
 def test_the_chunk_defaults_mirror_solve():
   """``solve_node_minimum`` uses ``--chunk``'s defaults before ``solve`` fills them in."""
-  for game, chunk in common.SOLVE_DEFAULT_CHUNK.items():
-    args = argparse.Namespace(game=game, slots=None, bound_slots=None, nodes=None, chunk=None,
+  from jaxsearch.games.solve_defaults import SOLVABLE
+  for name, game in SOLVABLE.items():
+    args = argparse.Namespace(game=name, slots=None, bound_slots=None, nodes=None, chunk=None,
                               seconds=None, first=None, openings=True)
     cli.solve._fill_budget_defaults(args)
-    assert args.chunk == chunk
+    assert args.chunk == game.defaults.chunk
     # Wordle's search over first guesses gets the time it needs to find the optimum.
-    assert args.seconds == (common.SOLVE_DEFAULT_SECONDS_FIRST_GUESS if game == "wordle"
-                            else 60.0)
+    assert args.seconds == (600.0 if name == "wordle" else 60.0)
 
 
 def test_wordle_first_node_minimum(tmp_path):
@@ -246,18 +247,27 @@ def test_wordle_first_node_minimum(tmp_path):
   assert common.solve_node_minimum(_solve_args(*argv, "--first", "zzzzz")) is None
 
 
+def _set_default_nodes(monkeypatch, nodes: int) -> None:
+  """``solve mastermind``'s default ``--nodes`` is ``nodes`` for the test."""
+  import dataclasses
+  from jaxsearch.games.solve_defaults import SOLVABLE
+  game = SOLVABLE["mastermind"]
+  monkeypatch.setitem(SOLVABLE, "mastermind", dataclasses.replace(
+      game, defaults=dataclasses.replace(game.defaults, nodes=nodes)))
+
+
 def test_a_default_node_budget_below_the_minimum_is_raised_and_said(tmp_path, monkeypatch,
                                                                     capsys):
   """The default ``--nodes`` is not the user's: below what the run needs it is raised to the
   minimum, with a line on stderr (not grown silently by the solver); an explicit one too small
   is refused (above)."""
-  monkeypatch.setitem(common.SOLVE_DEFAULT_NODES, "mastermind", 100)
+  _set_default_nodes(monkeypatch, 100)
   args = _solve_args("mastermind", "--pegs", "2", "--colours", "3", "--chunk", "4")
   common.check_solve_input(args)
   assert args.nodes == 6 * 21
   assert "default node budget 100" in capsys.readouterr().err
   args = _solve_args("mastermind", "--pegs", "2", "--colours", "3", "--chunk", "4")
-  monkeypatch.setitem(common.SOLVE_DEFAULT_NODES, "mastermind", 10_000)
+  _set_default_nodes(monkeypatch, 10_000)
   common.check_solve_input(args)
   assert args.nodes is None and capsys.readouterr().err == ""  # the default suffices
 

@@ -21,7 +21,7 @@ pgx = pytest.importorskip("pgx")
 import jaxsearch as js  # noqa: E402
 from jaxsearch import cli  # noqa: E402
 from jaxsearch.train import agents  # noqa: E402
-from jaxsearch.train import evaluate as ev  # noqa: E402
+from jaxsearch.app import evaluate as ev  # noqa: E402
 
 from jaxsearch.games import pgx_env  # noqa: E402
 
@@ -164,7 +164,8 @@ def test_bad_ids_and_missing_pgx(monkeypatch):
 
 def test_the_library_imports_without_pgx():
   code = ("import sys; sys.modules['pgx'] = None\n"
-          "import jaxsearch, jaxsearch.viz, jaxsearch.train.loop, jaxsearch.cli\n"
+          "import jaxsearch, jaxsearch.viz, jaxsearch.train.loop, jaxsearch.app.training\n"
+          "import jaxsearch.cli\n"
           "from jaxsearch.games import pgx_env\n"
           "try:\n  pgx_env.make('othello')\nexcept ImportError as e:\n  print('ERR', e)\n"
           "sys.exit(jaxsearch.cli.main(['play', 'pgx:othello']))\n")
@@ -259,12 +260,12 @@ def test_backgammon_turns_and_a_match():
 
 @pytest.mark.slow
 def test_train_on_a_pgx_game(tmp_path):
-  from jaxsearch.train import loop
-  config = loop.preset("pgx:tic_tac_toe", batch_size=8, simulations=4, min_replay=16,
-                       train_batch=16, eval_games=4, eval_simulations=4,
-                       eval_uct_simulations=8, network="mlp", hidden=(16,), eval_every=6)
+  from jaxsearch.app import training
+  config = training.preset("pgx:tic_tac_toe", batch_size=8, simulations=4, min_replay=16,
+                           train_batch=16, eval_games=4, eval_simulations=4,
+                           eval_uct_simulations=8, network="mlp", hidden=(16,), eval_every=6)
   # Games of at most 9 plies: by step 12 some have ended and filled the buffer.
-  summary = loop.Trainer(config, out_dir=tmp_path).run(steps=12, progress=False)
+  summary = training.trainer(config, out_dir=tmp_path).run(steps=12, progress=False)
   assert summary["steps"] == 12 and summary["games"] > 0 and summary["updates"] > 0
   for name in ("search_vs_random", "net_vs_random", "search_vs_uct"):
     assert 0.0 <= summary[name] <= 1.0

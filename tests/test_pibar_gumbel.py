@@ -499,3 +499,32 @@ def test_root_rule_falls_back_to_the_least_visited_legal_slots():
       jax.tree.map(lambda x: jnp.stack([x, x]), context))
   assert [set(np.flatnonzero(np.isfinite(row))) for row in np.asarray(batched)] == [{0, 2},
                                                                                     {1, 3}]
+
+
+@pytest.mark.parametrize("max_considered", [1, 2, 3, 4, 7, 16])
+def test_from_a_fresh_root_the_schedule_always_has_a_slot_to_visit(max_considered):
+  """What lets a search from fresh roots skip the fallback (``RootContext.reused=False``): for
+  any number of legal slots and any budget, whichever carrier of the considered count each
+  simulation picks, some legal slot carries the next one."""
+  rng = np.random.default_rng(max_considered)
+  for num_legal in range(1, 20):
+    for num_simulations in (1, 5, 16, 32, 50, 128):
+      table = gumbel.sequential_halving_table(max_considered, num_simulations)
+      considered_row = table[min(max_considered, num_legal)]
+      visits = np.zeros(num_legal, int)
+      for considered in considered_row:
+        carriers = np.flatnonzero(visits == considered)
+        assert carriers.size, (num_legal, num_simulations, list(visits), considered)
+        visits[rng.choice(carriers)] += 1
+
+
+def test_the_root_rule_without_reuse_scores_what_the_fallback_would():
+  """On a fresh search's visit counts the rule scores the same with and without the fallback."""
+  rule = gumbel.gumbel_root_rule(num_simulations=8, max_num_considered_actions=4)
+  legal = np.array([True, True, True, True, False])
+  for visits, simulation in (([0, 0, 0, 0, 0], 0), ([1, 1, 0, 1, 0], 3), ([2, 1, 2, 1, 0], 6)):
+    view = _view(Q, visits, legal, LOGITS)
+    scores = [np.asarray(rule.score(view, RootContext(
+        noise=jnp.arange(5.0), simulation=jnp.int32(simulation), raw_value=jnp.float32(0.0),
+        reused=reused))) for reused in (True, False)]
+    np.testing.assert_array_equal(*scores)

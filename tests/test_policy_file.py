@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from jaxsearch import games
+from jaxsearch.app import registry
 from jaxsearch.games import mastermind, wordle
 from jaxsearch import policy_file as pf
 
-games.register_policy_files()  # as `jaxsearch evaluate` does: the games' files are readable
+registry.register_policy_files()  # as `jaxsearch evaluate` does: the games' files are readable
 
 SHARED_WORDLE = Path(__file__).resolve().parents[2] / "shared" / "data" / "wordle"
 

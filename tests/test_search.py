@@ -412,14 +412,14 @@ def test_descent_ignores_what_earlier_descents_left_in_the_step_buffer():
   from jaxsearch.search.descent import _select, empty_steps, root_prior
   search, jitted = _puct()
   tree = jitted(None, jax.random.PRNGKey(3), _roots()).tree
-  config = search.config
-  root = root_prior(tree, tree.slots.prior_logits[:, 0], config=config)
+  plan = search.plan
+  root = root_prior(tree, tree.slots.prior_logits[:, 0], plan=plan)
 
   @jax.jit
   def descend(steps):
-    return _select(tree, root, None, steps, config=config)[0]
+    return _select(tree, root, None, steps, plan=plan)[0]
 
-  empty = empty_steps(tree.batch_size, config.max_depth)
+  empty = empty_steps(tree.batch_size, plan.max_depth)
   stale = jax.random.randint(jax.random.PRNGKey(1), empty.shape, 0, 7, jnp.int32)
   clean, dirty = descend(empty), descend(stale)
   _trees_equal(clean.replace(steps=None), dirty.replace(steps=None))

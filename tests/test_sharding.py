@@ -216,8 +216,8 @@ def test_solve_is_identical_on_two_devices():
   states = states[:len(states) // 2 * 2]
   roots = jax.tree.map(lambda *xs: jnp.stack(xs), *states)
   kwargs = dict(max_simulations=64, chunk=32, max_nodes=2000, seconds=600)
-  found_one, trees_one = solve_lib.solve(puzzle, roots, **kwargs)
-  found_two, trees_two = solve_lib.solve(puzzle, roots, devices=2, **kwargs)
-  _assert_identical(trees_one, trees_two)
-  assert found_one["policies"] == found_two["policies"]
-  np.testing.assert_array_equal(found_one["bound"], found_two["bound"])
+  found_one = solve_lib.solve(puzzle, roots, **kwargs)
+  found_two = solve_lib.solve(puzzle, roots, devices=2, **kwargs)
+  _assert_identical(found_one.trees, found_two.trees)
+  assert found_one.policies == found_two.policies
+  np.testing.assert_array_equal(found_one.bound, found_two.bound)

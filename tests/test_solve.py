@@ -263,12 +263,13 @@ def test_nonfinite_action_bounds_count_and_fall_back_to_the_node_bound():
     bad = jnp.where(jnp.arange(bounds.shape[-1]) % 2 == 0, jnp.nan, jnp.inf)
     return estimate.replace(action_bounds=jnp.where(jnp.isfinite(bounds), bad, bounds))
 
-  found, trees = solve_lib.solve(dataclasses.replace(puzzle, estimator=broken, bind=None,
-                                                     tables=None), seconds=60,
-                                 max_simulations=64, chunk=32, max_nodes=2000, num_slots=2)
-  assert int(np.asarray(trees.nonfinite_estimates)[0]) > 0
-  assert np.all(np.isfinite(np.asarray(trees.bounds.upper)))
-  assert float(found["upper"][0]) < OPTIMA[(2, 4)] - 0.5 and not found["proven"]
+  found = solve_lib.solve(dataclasses.replace(puzzle, estimator=broken, bind=None,
+                                              tables=None), seconds=60,
+                          max_simulations=64, chunk=32, max_nodes=2000, num_slots=2)
+  tree, = found.trees
+  assert int(np.asarray(tree.nonfinite_estimates)[0]) > 0
+  assert np.all(np.isfinite(np.asarray(tree.bounds.upper)))
+  assert float(found.upper[0]) < OPTIMA[(2, 4)] - 0.5 and not found.proven
 
 
 @pytest.mark.slow
@@ -335,14 +336,14 @@ def test_solver_rows_do_not_depend_on_the_batch():
   roots = jax.tree.map(lambda *xs: jnp.stack(xs), *states[:8])
   options = dict(seconds=600, max_simulations=16, chunk=8, max_nodes=128, num_slots=8,
                  bound_slots=4, extract=False, combine=lambda bound, upper: (0.0, None))
-  wide, wide_trees = solve_lib.solve(puzzle, roots, **options)
-  narrow, narrow_trees = solve_lib.solve(puzzle, jax.tree.map(lambda x: x[:3], roots),
-                                         **options)
-  assert wide["simulations"] == narrow["simulations"] == 16
-  np.testing.assert_array_equal(narrow["bound"], wide["bound"][:3])
-  np.testing.assert_array_equal(narrow["upper"], wide["upper"][:3])
-  for (path, x), y in zip(jax.tree_util.tree_leaves_with_path(narrow_trees),
-                          jax.tree.leaves(wide_trees), strict=True):
-    np.testing.assert_array_equal(np.asarray(x), np.asarray(y)[:3],
+  wide = solve_lib.solve(puzzle, roots, **options)
+  narrow = solve_lib.solve(puzzle, jax.tree.map(lambda x: x[:3], roots), **options)
+  assert wide.simulations == narrow.simulations == 16
+  np.testing.assert_array_equal(narrow.bound, wide.bound[:3])
+  np.testing.assert_array_equal(narrow.upper, wide.upper[:3])
+  assert len(narrow.trees) == 3 and len(wide.trees) == 8
+  for (path, x), y in zip(jax.tree_util.tree_leaves_with_path(narrow.trees),
+                          jax.tree.leaves(wide.trees[:3]), strict=True):
+    np.testing.assert_array_equal(np.asarray(x), np.asarray(y),
                                   err_msg=jax.tree_util.keystr(path))
-  assert np.all(np.asarray(narrow_trees.num_nodes) > 1)
+  assert all(int(tree.num_nodes[0]) > 1 for tree in narrow.trees)

@@ -52,11 +52,11 @@ def test_a_chunk_takes_over_the_previous_trees_buffers():
   run holds one set of trees, not two (Mastermind 4×6 peak memory 3.87 GB → 2.27 GB)."""
   import jax
   puzzle = mastermind.puzzle(2, 3)
-  options = loop._options(puzzle.game, 2, 200, None, 0, None, None, "avts", None)
-  init, step = loop._program(puzzle, **options)
+  options = solve_lib.SolveOptions.from_keywords(chunk=2, max_nodes=200, num_slots=None)
+  init, step = loop._program(puzzle, options.search_config(puzzle.game))
   roots = jax.tree.map(lambda x: x[None], puzzle.initial_state)
   key = jax.random.PRNGKey(0)
-  tables = puzzle.tables if getattr(puzzle, "bind", None) is not None else None
+  tables = puzzle.tables if puzzle.bind is not None else None
   trees = init(tables, key, roots)
   out = step(tables, key, roots, trees)
   jax.block_until_ready(out.tree)

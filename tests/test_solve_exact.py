@@ -24,7 +24,7 @@ from jaxsearch.games import mastermind as mm
 from jaxsearch.games import wordle
 from jaxsearch import cli
 from jaxsearch import solve as solve_lib
-from jaxsearch.solve import extract, loop
+from jaxsearch.solve import extract, loop, tree_reader
 from test_mastermind import _optimal_total  # the exhaustive optimum, [G, S] table
 
 WORDS = ["cigar", "rebut", "sissy", "humph", "awake", "blush", "focal", "evade", "naval",
@@ -103,15 +103,14 @@ def test_symmetric_guesses_left_out_never_matter():
 @pytest.fixture(scope="module")
 def solved_3x3():
   puzzle = mm.puzzle(3, 3, exact_search=False)
-  found, trees = solve_lib.solve(puzzle, seconds=120, chunk=32, max_nodes=4000,
-                                 num_slots=None)
-  return puzzle, found, jax.tree.map(np.asarray, trees)
+  found = solve_lib.solve(puzzle, seconds=120, chunk=32, max_nodes=4000, num_slots=None)
+  return puzzle, found, found.trees
 
 
 def test_certificate_accepts_the_optimum_and_refuses_more(solved_3x3):
   puzzle, found, trees = solved_3x3
   optimum = 73
-  assert abs(float(found["upper"][0]) - optimum) < 1e-3  # the float bounds met
+  assert abs(float(found.upper[0]) - optimum) < 1e-3  # the float bounds met
   assert solve_lib.certify(puzzle, trees, [0], optimum)
   assert not solve_lib.certify(puzzle, trees, [0], optimum + 1)  # false: 73 is reachable
 
@@ -122,9 +121,10 @@ def test_a_float_tolerance_would_have_proven_a_false_claim(solved_3x3):
   comparison with its 0.01 tolerance calls 74 proven; the exact certificate does not."""
   puzzle, _, trees = solved_3x3
   n = 27
-  tampered = trees.replace(bounds=trees.bounds.replace(upper=trees.bounds.upper.copy()))
-  tampered.bounds.upper[0, 0] = -np.float32(73.995) / n
-  assert solve_lib.meets(74.0, float(-tampered.bounds.upper[0, 0] * n))
+  tree, = trees
+  tampered = [tree.replace(bounds=tree.bounds.replace(upper=tree.bounds.upper.copy()))]
+  tampered[0].bounds.upper[0, 0] = -np.float32(73.995) / n
+  assert solve_lib.meets(74.0, float(-tampered[0].bounds.upper[0, 0] * n))
   assert not solve_lib.certify(puzzle, tampered, [0], 74)
   # Without the game's exact bounds nothing is certified, however the floats read.
   assert not solve_lib.certify(dataclasses.replace(puzzle, exact=None), trees, [0], 73)
@@ -152,9 +152,9 @@ def test_a_run_over_the_memory_budget_is_refused_with_the_estimate(capsys):
 
 def test_estimate_counts_the_allocated_trees():
   puzzle = mm.puzzle(2, 3, exact_search=False)
-  init, _ = loop._program(puzzle, num_simulations=4, max_nodes=100, max_depth=8,
-                               num_slots=None, bound_slots=0, variance="avts", max_chance=50,
-                               devices=None)
+  options = solve_lib.SolveOptions.from_keywords(chunk=4, max_nodes=100, max_depth=8,
+                                                 num_slots=None, max_chance=50)
+  init, _ = loop._program(puzzle, options.search_config(puzzle.game))
   roots = jax.tree.map(lambda x: jnp.asarray(x)[None], puzzle.initial_state)
   key = jax.random.PRNGKey(0)
   estimate = solve_lib.estimate_memory(puzzle, init, puzzle.tables, key, roots)
@@ -222,9 +222,9 @@ def test_solver_programs_take_the_table_as_an_input():
   47 MB, GBs of compile-time memory); the solver builds the game inside the traced function
   from the table passed as an argument."""
   puzzle = mm.puzzle(4, 4, exact_search=False)  # table u8[256, 256]
-  init, step = loop._program(puzzle, num_simulations=2, max_nodes=64, max_depth=8,
-                                  num_slots=8, bound_slots=0, variance="avts", max_chance=32,
-                                  devices=None)
+  options = solve_lib.SolveOptions.from_keywords(chunk=2, max_nodes=64, max_depth=8,
+                                                 num_slots=8, max_chance=32)
+  init, step = loop._program(puzzle, options.search_config(puzzle.game))
   roots = jax.tree.map(lambda x: jnp.asarray(x)[None], puzzle.initial_state)
   key = jax.random.PRNGKey(0)
   trees = jax.eval_shape(init, puzzle.tables, key, roots)
@@ -258,9 +258,6 @@ def test_regrown_trees_keep_every_node_and_search_on(small_avts):
   after = jax.jit(larger)(None, jax.random.PRNGKey(2), roots, grown).tree
   assert np.all(np.asarray(after.num_nodes) > np.asarray(small.num_nodes))
   assert np.all(np.asarray(after.nodes.visits)[:, 0] == np.asarray(small.nodes.visits)[:, 0] + 12)
-  # A list of one-tree batches reads like rows of one batch.
-  rows = [jax.tree.map(lambda x: x[i:i + 1], small) for i in range(3)]
-  assert loop._row_of(rows, 2)[1] == 0 and loop._row_of(small, 2) == (small, 2)
 
 
 def test_exact_search_closes_what_a_small_tree_cannot():
@@ -271,9 +268,8 @@ def test_exact_search_closes_what_a_small_tree_cannot():
   with_search = dataclasses.replace(
       tree_only, exact=dataclasses.replace(tree_only.exact, search_secrets=64))
   assert tree_only.exact.search_secrets == 0
-  found, trees = solve_lib.solve(tree_only, seconds=60, max_simulations=4, chunk=4,
-                                 max_nodes=1000, num_slots=None)
-  trees = jax.tree.map(np.asarray, trees)
+  trees = solve_lib.solve(tree_only, seconds=60, max_simulations=4, chunk=4, max_nodes=1000,
+                          num_slots=None).trees
   assert not solve_lib.certify(tree_only, trees, [0], 206)
   assert solve_lib.certify(with_search, trees, [0], 206)
   assert not solve_lib.certify(with_search, trees, [0], 207)
@@ -288,17 +284,16 @@ def test_sub_problems_certified_in_worker_processes_as_in_one(tmp_path):
   puzzle = wordle.puzzle(tmp_path / "a.txt", tmp_path / "g.txt")
   outcomes, states = solve_lib.opening_roots(puzzle, "tarse")
   roots = jax.tree.map(lambda *xs: jnp.stack(xs), *states)
-  found, trees = solve_lib.solve(puzzle, roots, seconds=60, max_simulations=8, chunk=8,
-                                 max_nodes=600, num_slots=None, extract=False)
-  trees = jax.tree.map(np.asarray, trees)
-  targets = {row: extract._TreeReader(trees, row, puzzle).best(0)[0]
+  trees = solve_lib.solve(puzzle, roots, seconds=60, max_simulations=8, chunk=8,
+                          max_nodes=600, num_slots=None, extract=False).trees
+  targets = {row: extract.PolicyExtractor(puzzle, trees[row]).best(0)[0]
              for row in range(len(states))}
   serial = solve_lib.settle_each(puzzle, trees, targets, workers=1)
   parallel = solve_lib.settle_each(puzzle, trees, targets, workers=2)
   assert parallel == serial
   table = np.asarray(puzzle.table).T  # [G, S]
   for row, found in serial.items():
-    secrets = extract._remaining(trees.nodes.state.remaining[row, 0], len(WORDS))
+    secrets = tree_reader.TreeReader(trees[row]).secrets_at(0, len(WORDS))
     # Each sub-problem ends at its brute-force optimum, proven: the tree's policy where it
     # is optimal, else the exact search's, which plays out to the total it reports.
     assert found.proven and found.total == _optimal_total(table, puzzle.solved_outcome, secrets)

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import jaxsearch as js
+from jaxsearch.app import training
 from jaxsearch.games import tictactoe
 from jaxsearch.train import checkpoint as checkpoint_lib
 from jaxsearch.train import losses, loop, networks, replay, selfplay
@@ -43,7 +44,7 @@ def compile_cache(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def trainer(compile_cache):
-  return loop.Trainer(loop.preset("tictactoe", **TINY), evaluator=False)
+  return training.trainer(training.preset("tictactoe", **TINY), evaluator=False)
 
 
 @pytest.fixture(scope="module")
@@ -236,7 +237,8 @@ def test_training_on_two_devices_matches_one(trainer, trained):
   """``devices=2``: self-play splits the games over 2 (simulated CPU) devices and each update
   is data parallel. Until the first update the whole state is bit-identical to one device's;
   after it, the parameters agree up to float summation order (XLA's all-reduce)."""
-  sharded = loop.Trainer(loop.preset("tictactoe", **dict(TINY, devices=2)), evaluator=False)
+  sharded = training.trainer(training.preset("tictactoe", **dict(TINY, devices=2)),
+                             evaluator=False)
   ts = sharded.init_state()
   updated = False
   for expected, expected_metrics in trained:
@@ -253,7 +255,7 @@ def test_training_on_two_devices_matches_one(trainer, trained):
     updated = int(metrics["updates"]) > 0
   assert updated, "the comparison never reached an update"
   with pytest.raises(ValueError, match="divisible by devices"):
-    loop.preset("tictactoe", **dict(TINY, devices=3))
+    training.preset("tictactoe", **dict(TINY, devices=3))
 
 
 def test_checkpoint_roundtrip_and_mismatch_errors(tmp_path, trainer, trained):
@@ -272,7 +274,8 @@ def test_checkpoint_roundtrip_and_mismatch_errors(tmp_path, trainer, trained):
   with pytest.raises(checkpoint_lib.CheckpointMismatch, match="game.*hidden|hidden.*game"):
     other.restore(jax.eval_shape(trainer.init_state))
   # Same configuration keys but arrays of other shapes: the error names the array.
-  bigger = loop.Trainer(loop.preset("tictactoe", **dict(TINY, hidden=(24,))), evaluator=False)
+  bigger = training.trainer(training.preset("tictactoe", **dict(TINY, hidden=(24,))),
+                            evaluator=False)
   same = checkpoint_lib.Checkpointer(tmp_path, config)
   with pytest.raises(checkpoint_lib.CheckpointMismatch, match=r"kernel.*\(18, 16\).*\(18, 24\)"):
     same.restore(jax.eval_shape(bigger.init_state))
@@ -300,6 +303,24 @@ def test_checkpoint_roundtrip_and_mismatch_errors(tmp_path, trainer, trained):
       f.write_bytes(b"\0" * 3)
   with pytest.raises(checkpoint_lib.CheckpointError, match="corrupt|unreadable"):
     same.restore(jax.eval_shape(trainer.init_state))
+
+
+def test_load_trained_finds_the_game_in_the_registry(tmp_path, trainer, trained):
+  """A run's folder read back (``play --checkpoint``): the library's ``load_trained`` is given
+  the registry's lookup, builds the trainer of the recorded game and restores its network."""
+  ts = jax.tree.map(jnp.asarray, trained[-1][0])
+  ckpt = checkpoint_lib.Checkpointer(tmp_path, trainer.config.to_dict(), loop.MAY_CHANGE,
+                                     defaults=loop.CONFIG_DEFAULTS)
+  ckpt.save(12, ts)
+  ckpt.close()
+  (tmp_path / "config.json").write_text(json.dumps(trainer.config.to_dict()))
+  loaded, params = training.load_trained(tmp_path)
+  assert loaded.module is tictactoe and loaded.config == trainer.config
+  assert loaded.evaluator is None  # read back to play, not to evaluate
+  for a, b in zip(jax.tree.leaves(params), jax.tree.leaves(ts.params)):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+  with pytest.raises(FileNotFoundError, match="config.json"):
+    training.load_trained(tmp_path / "elsewhere")
 
 
 def _cli(out, *extra, env=None):
@@ -420,9 +441,9 @@ def test_connect_four_preset_self_plays_with_gumbel():
   """The PUCT preset's visit-count targets never learnt one-move wins and blocks (see the
   next test and docs/training.md): Connect Four trains with Gumbel and mixed value targets
   (and a ones plane in the network's input: zero padding then differs from empty cells)."""
-  config = loop.preset("connect_four")
+  config = training.preset("connect_four")
   assert config.policy == "gumbel" and config.value_target == "mix" and config.ones_plane
-  assert loop.preset("connect_four", policy="alphazero").policy == "alphazero"
+  assert training.preset("connect_four", policy="alphazero").policy == "alphazero"
 
 
 @pytest.mark.slow
@@ -433,7 +454,7 @@ def test_connect_four_selfplay_target_finds_a_win_the_prior_misses():
   wins and blocks, and the search missed them (0.92 against a random player). Gumbel's root
   visits every legal move and its improved policy follows Q."""
   from jaxsearch.games import connect_four as c4
-  config = loop.preset("connect_four")
+  config = training.preset("connect_four")
   state = c4.state_from_moves("112233")  # X to move; column 4 wins at once
   win = 3
 
@@ -475,8 +496,8 @@ def test_tictactoe_from_scratch_reaches_the_target(tmp_path):
 @pytest.mark.parametrize("policy", ["avts", "gumbel"])
 def test_other_policies_train(policy):
   """AVTS (action-value head, q̂3 targets) and Gumbel (improved-policy targets) run."""
-  trainer = loop.Trainer(loop.preset("tictactoe", **dict(TINY, policy=policy)),
-                         evaluator=False)
+  trainer = training.trainer(training.preset("tictactoe", **dict(TINY, policy=policy)),
+                             evaluator=False)
   ts = trainer.init_state()
   for _ in range(10):
     ts, metrics = trainer.iterate(ts)
@@ -560,10 +581,10 @@ def test_sigkill_and_resume_of_the_other_presets(tmp_path, compile_cache, game, 
   """Exact resume after SIGKILL for the Connect Four preset (its Gumbel search keeps no
   subtree; the mixed value target reads the search's values) and for AVTS self-play (trees
   with bounds and debias statistics carried between moves, action-value targets)."""
-  config = loop.preset(game, **overrides)
+  config = training.preset(game, **overrides)
   if game == "connect_four":
     assert (config.policy, config.network, config.value_target) == ("gumbel", "resnet", "mix")
-  trainer = loop.Trainer(config, evaluator=False)
+  trainer = training.trainer(config, evaluator=False)
   sets = [f"--set={k}={json.dumps(list(v) if isinstance(v, tuple) else v)}"
           for k, v in overrides.items()]
 

@@ -1,4 +1,4 @@
-"""Evaluation against exact oracles (jaxsearch.train.evaluate).
+"""Evaluation against exact oracles (jaxsearch.app.evaluate).
 
 Agents and matches are checked against answers computed independently: the minimax table read
 with numpy, hand-derived games, and the exact expected error of a random move on the Connect
@@ -17,9 +17,9 @@ import pytest
 
 from jaxsearch.games import connect_four as c4
 from jaxsearch.games import tictactoe as t3
+from jaxsearch.app import connect4_sets
+from jaxsearch.app import evaluate as ev
 from jaxsearch.train import agents as agents_lib
-from jaxsearch.train import connect4_sets
-from jaxsearch.train import evaluate as ev
 
 KEY = jax.random.PRNGKey(0)
 TTT_BATCH = 1024  # positions per act call on tic-tac-toe (5 calls, one compile per agent)

@@ -115,9 +115,10 @@ def test_training_preset_trees(game, policy, measured):
   this was written, the ceiling 5 % above it."""
   import types
 
+  from jaxsearch.app import registry, training
   from jaxsearch.train import loop
-  config = loop.preset(game, **({"policy": policy} if policy else {}))
-  module = loop.game_module(game)
+  config = training.preset(game, **({"policy": policy} if policy else {}))
+  module = registry.game_module(game)
   # The trainer's own make_search with a rollout estimator standing in for the network: the
   # estimator does not change the layout, and building a Trainer compiles the network's
   # initialisers (~10 s).

@@ -48,10 +48,9 @@ def _trace(search, key=None, root=None, tree=None):
 # ---- trace time ------------------------------------------------------------------------
 
 def test_selection_factory_instead_of_rule():
-  search = js.policies.custom(FAMILY.game, CLEAN, selection=js.selection.puct,
-                              num_simulations=4)
+  """Refused when the search is configured, before anything is traced."""
   with pytest.raises(TypeError, match=r"selection must be .*call it"):
-    _trace(search)
+    js.policies.custom(FAMILY.game, CLEAN, selection=js.selection.puct, num_simulations=4)
 
 
 def test_batch_of_keys_instead_of_one():

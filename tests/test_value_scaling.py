@@ -12,8 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from jaxsearch.app import training
 from jaxsearch.games import connect_four, tictactoe
-from jaxsearch.train import losses, loop, networks, replay
+from jaxsearch.train import losses, networks, replay
 from jaxsearch.train import value_scale as vs
 
 pgx_env = pytest.importorskip("jaxsearch.games.pgx_env")
@@ -79,8 +80,8 @@ def test_games_in_unit_range_get_the_identity():
     assert scale.is_identity, game.name
     x = jnp.float32([-1.0, 0.25, 1.0])
     assert scale.encode(x) is x and scale.decode(x) is x
-  assert loop.Trainer(loop.preset("tictactoe", hidden=(8,), batch_size=2, simulations=2,
-                                  eval_every=-1), evaluator=False).value_scale.is_identity
+  config = training.preset("tictactoe", hidden=(8,), batch_size=2, simulations=2, eval_every=-1)
+  assert training.trainer(config, evaluator=False).value_scale.is_identity
 
 
 def test_games_outside_unit_range_are_scaled():
@@ -97,7 +98,7 @@ def test_games_outside_unit_range_are_scaled():
   with pytest.raises(ValueError, match="value_scale"):
     vs.for_game(game_2048, "log")
   with pytest.raises(ValueError, match="value_scale"):
-    loop.preset("pgx:2048", value_scale="log")
+    training.preset("pgx:2048", value_scale="log")
 
 
 def test_loss_encodes_value_and_action_value_targets():
@@ -139,7 +140,7 @@ def test_2048_training_sees_targets_in_the_heads_range(short_2048):
   """A few training steps on 2048: the buffer holds returns in the game's units (well past 1),
   the loss trains on their encoding (inside [-1, 1]), and the search's estimator decodes the
   head into the game's units."""
-  trainer = loop.Trainer(loop.preset("pgx:2048", **TINY_2048), evaluator=False)
+  trainer = training.trainer(training.preset("pgx:2048", **TINY_2048), evaluator=False)
   assert trainer.game.max_length == HORIZON
   scale = trainer.value_scale
   assert scale == vs.muzero(0.0, 10000.0)

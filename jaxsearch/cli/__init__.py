@@ -13,9 +13,10 @@
     jaxsearch evaluate F
 
 One module per verb (:mod:`jaxsearch.cli.play`, ``train``, ``solve``, ``evaluate``), each with
-its ``add_parser`` and ``run``; ``bench`` forwards to :mod:`jaxsearch.bench`. JAX is imported
-inside the verbs only (and ``jaxsearch`` loads its submodules lazily), so ``--help`` answers in
-about 0.1 s. Compiled programs are kept between runs in JAX's persistent cache
+its ``add_parser`` and ``run``; ``bench`` forwards to :mod:`jaxsearch.app.bench`. The command
+line is the application layer with :mod:`jaxsearch.app`: the verbs find a game by its name in
+:mod:`jaxsearch.app.registry`. JAX is imported inside the verbs only (and ``jaxsearch`` loads
+its submodules lazily), so ``--help`` answers in about 0.1 s. Compiled programs are kept between runs in JAX's persistent cache
 (:func:`compile_cache_dir`; ``JAXSEARCH_CACHE_DIR=`` turns it off).
 """
 
@@ -31,7 +32,7 @@ from jaxsearch.cli.common import CommandError
 
 
 def _bench(argv: Sequence[str]) -> int:
-  from jaxsearch import bench
+  from jaxsearch.app import bench
   return int(bench.main(list(argv)) or 0)
 
 
@@ -44,11 +45,11 @@ def _parser() -> argparse.ArgumentParser:
   solve.add_parser(commands)
   evaluate.add_parser(commands)
   # The benchmark's own options are forwarded untouched (see main), so they cannot drift
-  # from jaxsearch.bench; `jaxsearch bench --help` prints the benchmark's help.
+  # from jaxsearch.app.bench; `jaxsearch bench --help` prints the benchmark's help.
   commands.add_parser(
       "bench", add_help=False,
       help="throughput benchmark vs mctx (--quick, --repeats N, --only ...)",
-      description="Runs jaxsearch.bench; see `jaxsearch bench --help`.")
+      description="Runs jaxsearch.app.bench; see `jaxsearch bench --help`.")
   return parser
 
 

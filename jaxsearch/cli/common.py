@@ -4,6 +4,7 @@ the checks that refuse bad input before any work starts (docs/bad_input.md)."""
 from __future__ import annotations
 
 import argparse
+import importlib
 import math
 import os
 import sys
@@ -156,7 +157,7 @@ def check_plot_file(path, option: str, verb: str) -> None:
   command; ``verb`` names the command, e.g. ``"jaxsearch solve"``) and, where ``path`` is
   given, a format matplotlib writes (the suffix; none: PNG) and a writable file."""
   try:  # a core dependency, but an environment may lack it (or a broken install)
-    import matplotlib  # noqa: F401  (first: a submodule imported already would not tell)
+    importlib.import_module("matplotlib")  # first: a submodule imported already would not tell
     from matplotlib.backend_bases import FigureCanvasBase
   except ImportError as error:
     raise CommandError(f"{verb}: {option} needs matplotlib, which cannot be imported "
@@ -173,12 +174,20 @@ def check_plot_file(path, option: str, verb: str) -> None:
 
 # ---- jaxsearch solve: everything that can be checked before the puzzle is built ------------
 
-# `jaxsearch solve`'s --chunk and --nodes defaults per game (read by
-# `jaxsearch.cli.solve._fill_budget_defaults` and by the node check below).
-SOLVE_DEFAULT_CHUNK = {"mastermind": 32, "wordle": 4}
-SOLVE_DEFAULT_NODES = {"mastermind": 200_000, "wordle": 120_000}
-# Wordle's search over first guesses (no --first): long enough to find the optimum.
-SOLVE_DEFAULT_SECONDS_FIRST_GUESS = 600.0
+
+def solvable(args: argparse.Namespace):
+  """The game ``jaxsearch solve`` solves (:class:`jaxsearch.games.solve_defaults.SolvableGame`:
+  its defaults, its puzzle, its trees), by its name on the command line."""
+  from jaxsearch.games.solve_defaults import SOLVABLE
+  return SOLVABLE[args.game]
+
+
+def searches_first_guess(args: argparse.Namespace) -> bool:
+  """Whether ``jaxsearch solve args`` searches the first guess as a root decision over
+  batches of sub-problem trees: a game without openings up to symmetry, no ``--first``, no
+  ``--no-openings``."""
+  return (args.first is None and args.openings
+          and not solvable(args).openings_up_to_symmetry)
 
 
 def check_solve_input(args: argparse.Namespace) -> None:
@@ -191,8 +200,8 @@ def check_solve_input(args: argparse.Namespace) -> None:
   if args.draw:
     check_draw_file(args.draw, "--draw")
   if getattr(args, "checkpoint", None):  # saved to as the search goes: made, parents too
-    if args.game == "wordle" and args.first is None and args.openings:
-      raise CommandError("jaxsearch solve wordle: --checkpoint is not supported by the "
+    if searches_first_guess(args):
+      raise CommandError(f"jaxsearch solve {args.game}: --checkpoint is not supported by the "
                          "search over first guesses; fix the first guess (--first WORD) or "
                          "search one tree (--no-openings)")
     check_writable(args.checkpoint, "--checkpoint", folder=True)
@@ -202,7 +211,7 @@ def check_solve_input(args: argparse.Namespace) -> None:
   if args.nodes is not None and args.nodes < need[0]:
     raise CommandError(f"jaxsearch solve: --nodes {args.nodes} is too small: {need[1]}; "
                        f"pass --nodes {need[0]} or more")
-  default = SOLVE_DEFAULT_NODES[args.game]
+  default = solvable(args).defaults.nodes
   if args.nodes is None and default < need[0]:
     # The default budget is not the user's choice: raise it, and say so.
     print(f"jaxsearch solve: the default node budget {default} is below what this run "
@@ -216,79 +225,31 @@ def solve_node_minimum(args: argparse.Namespace) -> Optional[tuple[int, str]]:
   lists or ``--first``; or an opening solves every secret, and nothing is searched).
 
   This mirrors the solver without building the puzzle (seconds to a minute): one tree needs
-  ``--chunk + 1`` nodes (:class:`jaxsearch.search.SearchConfig`); a batch of trees, one per
+  ``--chunk + 1`` nodes (:class:`jaxsearch.solve.SolveOptions`); a batch of trees, one per
   feedback of each first guess (``--first``, else the game's openings up to symmetry), shares
   ``--nodes`` out and gives each tree at least ``subproblem_min_nodes(num_outcomes)`` nodes
-  (``jaxsearch.solve.puzzle._solve_openings``), which silently grew a smaller budget (3 to
-  2964 for 4×6). tests/test_input_checks.py checks the mirror against the solver's own
-  counts."""
-  chunk = args.chunk or SOLVE_DEFAULT_CHUNK[args.game]
+  (:meth:`jaxsearch.solve.SolveOptions.for_trees`), which silently grew a smaller budget (3
+  to 2964 for 4×6). The game counts its trees
+  (:attr:`jaxsearch.games.solve_defaults.SolvableGame.count_trees`);
+  tests/test_input_checks.py checks the mirror against the solver's own counts."""
+  game = solvable(args)
+  chunk = args.chunk or game.defaults.chunk
   one_tree = chunk + 1
-  counted = (_mastermind_trees if args.game == "mastermind" else _wordle_trees)(args)
+  counted = game.count_trees(args)
   if counted is None:
     return None
-  trees, num_outcomes, what = counted
-  if trees is None:  # one search from the start
+  if counted.trees is None:  # one search from the start
     return one_tree, f"one tree needs --chunk + 1 = {one_tree} nodes"
-  if min(trees) == 0:  # a first guess that solves every secret: the solver stops there
+  if min(counted.trees) == 0:  # a first guess that solves every secret: the solver stops there
     return None
   from jaxsearch.solve.puzzle import subproblem_min_nodes
-  grown = subproblem_min_nodes(num_outcomes)
+  grown = subproblem_min_nodes(counted.num_outcomes)
   per_tree = max(grown, one_tree)
-  reason = f"4 × {num_outcomes} feedbacks + 1" if per_tree == grown else "--chunk + 1"
-  total = sum(trees)
-  hint = " (or --no-openings: one tree)" if args.game == "mastermind" and not args.first else ""
-  return total * per_tree, (f"{total} trees ({what}: one per feedback but the solved one) "
-                            f"each need {reason} = {per_tree} nodes, {total * per_tree} in "
-                            f"all{hint}")
-
-
-def _mastermind_trees(args: argparse.Namespace):
-  """``(trees per first guess, num_outcomes, which first guesses)`` of ``solve
-  mastermind`` (``trees`` ``None``: one tree from the start), or ``None`` where the game or
-  ``--first`` will be refused."""
-  from jaxsearch.games import mastermind
-  pegs, colours = args.pegs, args.colours
-  # mastermind.make's limits; outside them it raises its own message.
-  if not (1 <= pegs <= 21 and 1 <= colours <= 9 and colours ** pegs <= 32768):
-    return None
-  if args.first is not None:
-    guesses, what = [args.first], f"--first {args.first}"
-  elif args.openings:
-    guesses = list(mastermind.openings(pegs, colours))
-    what = f"the {len(guesses)} openings up to symmetry, {', '.join(guesses)}"
-  else:
-    return None, len(mastermind.feedback_keys(pegs)), "one tree"
-  allowed = {str(c) for c in range(1, colours + 1)}
-  if any(len(g) != pegs or not set(g) <= allowed for g in guesses):
-    return None  # not a code: --first is refused with its own message
-  solved = len(mastermind.feedback_keys(pegs)) - 1  # all correct: the last feedback
-  trees = [len(set(mastermind.guess_feedbacks(pegs, colours, guess).tolist()) - {solved})
-           for guess in guesses]
-  return trees, len(mastermind.feedback_keys(pegs)), what
-
-
-def _wordle_trees(args: argparse.Namespace):
-  """``_mastermind_trees`` for ``solve wordle``: one tree with ``--no-openings``; ``None``
-  for the search over first guesses (each visited first guess's trees get at least the
-  per-tree minimum), or where the lists cannot be read or ``--first`` is not a guess
-  (refused later, in its own words)."""
-  from jaxsearch.games import wordle
-  if args.first is None and args.openings:
-    return None  # the search over first guesses: which it visits is not known in advance
-  if args.first is None:
-    return None, wordle.NUM_PATTERNS, "one tree"
-  try:  # the lists as `jaxsearch.cli.solve._puzzle` reads them
-    default_answers, default_guesses = (None, None)
-    if args.answers is None or args.guesses is None:
-      default_answers, default_guesses = wordle.default_paths()
-    answers = wordle.load_words(args.answers or default_answers)
-    guesses = wordle.load_words(args.guesses or default_guesses)
-  except (OSError, ValueError):
-    return None
-  if not answers or args.first not in guesses or not set(answers) <= set(guesses):
-    return None
-  import numpy as np
-  patterns = set(np.asarray(wordle.feedback_table([args.first], answers))[0].tolist())
-  return ([len(patterns - {wordle.SOLVED})], wordle.NUM_PATTERNS,
-          f"--first {args.first}")
+  reason = (f"4 × {counted.num_outcomes} feedbacks + 1" if per_tree == grown
+            else "--chunk + 1")
+  total = sum(counted.trees)
+  hint = (" (or --no-openings: one tree)"
+          if game.openings_up_to_symmetry and not args.first else "")
+  return total * per_tree, (f"{total} trees ({counted.what}: one per feedback but the solved "
+                            f"one) each need {reason} = {per_tree} nodes, {total * per_tree} "
+                            f"in all{hint}")

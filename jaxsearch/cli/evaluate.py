@@ -23,9 +23,9 @@ def add_parser(commands) -> None:
 
 def run(args: argparse.Namespace) -> int:
   """``jaxsearch evaluate``; returns the exit status (1 for an invalid policy)."""
-  from jaxsearch import games
   from jaxsearch import policy_file
-  games.register_policy_files()  # the games whose files this reads, imported when needed
+  from jaxsearch.app import registry
+  registry.register_policy_files()  # the games whose files this reads, imported when needed
   try:  # policy_file.evaluate_file, keeping the header
     header, policy = policy_file.load(args.file)
     secrets, guesses, score = policy_file.game_from_file_header(

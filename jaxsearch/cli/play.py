@@ -6,35 +6,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
-import importlib
 from typing import Callable, Optional, Sequence
 
-from jaxsearch.cli.common import PGX_PREFIX, CommandError, check_draw_file, game_name
-
-
-@dataclasses.dataclass(frozen=True)
-class _GameSpec:
-  """What ``play`` needs to know about a game before importing it (no JAX here).
-
-  Attributes:
-    module: the module under ``games`` exposing ``GAME`` and ``render``.
-    default_simulations: search simulations per move unless ``--simulations`` says otherwise.
-    unit: what a person picks ("cell", "column"); action ``a`` is shown as ``a + 1``.
-    taken: why a legal-range choice is illegal, formatted with ``{label}``.
-  """
-
-  module: str
-  default_simulations: int
-  unit: str
-  taken: str
-
-
-GAMES = {
-    "tictactoe": _GameSpec("tictactoe", 2000, "cell", "cell {label} is already taken"),
-    "connect_four": _GameSpec("connect_four", 1000, "column", "column {label} is full"),
-}
-
-_PGX_SPEC = _GameSpec("pgx_env", 200, "move", "move {label} is not legal here")
+from jaxsearch.app import registry
+from jaxsearch.app.registry import PlaySpec
+from jaxsearch.cli.common import CommandError, check_draw_file, game_name
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,17 +34,16 @@ class _Searcher:
   simulations: int
 
 
-def _spec(game: str) -> _GameSpec:
-  return _PGX_SPEC if game.startswith(PGX_PREFIX) else GAMES[game]
+def _spec(game: str) -> PlaySpec:
+  """How ``play`` presents ``game`` (the registry's, known before the game is imported)."""
+  return registry.entry(game, "play").play
 
 
 def _game_module(game: str):
   """The game's module (``GAME``, ``render``); for ``pgx:ENV_ID`` the equivalent namespace of
-  :func:`jaxsearch.games.pgx_env.module_for` (ImportError without pgx, ValueError for an unknown id)."""
-  if game.startswith(PGX_PREFIX):
-    from jaxsearch.games import pgx_env
-    return pgx_env.module_for(game)
-  return importlib.import_module(f"jaxsearch.games.{GAMES[game].module}")
+  :func:`jaxsearch.games.pgx_env.module_for` (ImportError without pgx, ValueError for an
+  unknown id): :meth:`jaxsearch.app.registry.GameEntry.load`."""
+  return registry.entry(game, "play").load()
 
 
 def add_parser(commands) -> None:
@@ -76,8 +51,9 @@ def add_parser(commands) -> None:
   play = commands.add_parser(
       "play", help="play a game against the search in the terminal",
       description="Play against the search (batch of 1, temperature 0, subtree reuse).")
-  play.add_argument("game", type=game_name(sorted(GAMES)),
-                    help=f"{', '.join(sorted(GAMES))}, or pgx:ENV_ID (any pgx environment, "
+  playable = sorted(registry.names("play"))
+  play.add_argument("game", type=game_name(playable),
+                    help=f"{', '.join(playable)}, or pgx:ENV_ID (any pgx environment, "
                          f"e.g. pgx:othello, pgx:2048; needs pgx)")
   play.add_argument("--simulations", type=int, default=None,
                     help="simulations per search move (default: 2000 tictactoe, "
@@ -122,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
   return _play_game(args, spec, module, searcher)
 
 
-def _play_game(args: argparse.Namespace, spec: _GameSpec, module, searcher: _Searcher) -> int:
+def _play_game(args: argparse.Namespace, spec: PlaySpec, module, searcher: _Searcher) -> int:
   """Plays one game in the terminal; returns the exit status."""
   import jax
   import jax.numpy as jnp
@@ -269,7 +245,7 @@ def _announce_result(module, state, result, human_made_last_move: bool) -> None:
     print("You win!" if (reward > 0) == human_made_last_move else "The search wins.")
 
 
-def _ask_move(legal: Sequence[bool], spec: _GameSpec) -> Optional[int]:
+def _ask_move(legal: Sequence[bool], spec: PlaySpec) -> Optional[int]:
   """Prompts until the person enters a legal action; ``None`` on ``q`` or end of input.
 
   Args:
@@ -332,11 +308,11 @@ def _trained_search(checkpoint: str, game: str, simulations: Optional[int]) -> _
   import jax
 
   import jaxsearch as js
+  from jaxsearch.app import training
   from jaxsearch.train import checkpoint as checkpoint_lib
-  from jaxsearch.train import loop
 
   try:
-    trainer, params = loop.load_trained(checkpoint)
+    trainer, params = training.load_trained(checkpoint)
   except (FileNotFoundError, checkpoint_lib.CheckpointError) as error:
     raise CommandError(f"jaxsearch play: cannot load --checkpoint {checkpoint}: "
                        f"{error}") from None

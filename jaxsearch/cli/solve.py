@@ -1,5 +1,9 @@
 """``jaxsearch solve``: Mastermind or Wordle by anytime AVTS with certified bounds; the policy
-found is exported and evaluated exactly over every secret."""
+found is exported and evaluated exactly over every secret.
+
+The games it solves, their defaults and puzzles come from
+:mod:`jaxsearch.games.solve_defaults` (this module names no game); the command line becomes
+one :class:`jaxsearch.solve.SolveOptions`, checked before the puzzle is built."""
 
 from __future__ import annotations
 
@@ -9,10 +13,10 @@ import json
 import sys
 import time
 
-from jaxsearch.cli.common import (SOLVE_DEFAULT_CHUNK, SOLVE_DEFAULT_NODES,
-                                  SOLVE_DEFAULT_SECONDS_FIRST_GUESS, CommandError,
-                                  check_solve_input, non_negative_float, non_negative_int,
-                                  positive_float, positive_int, time_limit)
+from jaxsearch.cli.common import (CommandError, check_solve_input, non_negative_float,
+                                  non_negative_int, positive_float, positive_int,
+                                  searches_first_guess, solvable, time_limit)
+from jaxsearch.games.solve_defaults import SOLVABLE
 
 
 def add_parser(commands) -> None:
@@ -30,7 +34,7 @@ def add_parser(commands) -> None:
 
 def _add_problem_arguments(solve: argparse.ArgumentParser) -> None:
   """Which puzzle: the game, its size or word lists, the first guess."""
-  solve.add_argument("game", choices=["mastermind", "wordle"])
+  solve.add_argument("game", choices=list(SOLVABLE))
   solve.add_argument("--pegs", type=int, default=4, help="Mastermind pegs (default 4)")
   solve.add_argument("--colours", type=int, default=6, help="Mastermind colours (default 6)")
   solve.add_argument("--answers", default=None,
@@ -49,29 +53,42 @@ def _add_problem_arguments(solve: argparse.ArgumentParser) -> None:
                           "trees of each visited first guess's feedbacks")
 
 
+def _per_game(default, searching_first: bool = False) -> str:
+  """Each game's default of an option, for its help: ``"32 for mastermind, 4 for wordle"``,
+  or one value where they agree (``default``:
+  :class:`jaxsearch.games.solve_defaults.SolveDefaults` -> the value; ``searching_first``:
+  only the games whose first guess is searched too, by name)."""
+  values = {name: default(game.defaults) for name, game in SOLVABLE.items()
+            if not (searching_first and game.openings_up_to_symmetry)}
+  if len(set(values.values())) == 1 and not searching_first:
+    return f"{next(iter(values.values()))}"
+  return ", ".join(f"{value} for {name}" for name, value in values.items())
+
+
 def _add_budget_arguments(solve: argparse.ArgumentParser) -> None:
   """How much search: time, simulations, nodes, slots, the certificates' exact search."""
   solve.add_argument("--seconds", type=time_limit, default=None,
-                     help="search time budget, checked between chunks (default 60; 600 for "
-                          "Wordle's search over first guesses, without --first, which then "
-                          "finds the optimum, 11219, in about 14 minutes on 2 CPU cores)")
+                     help="search time budget, checked between chunks (default "
+                          f"{_per_game(lambda d: f'{d.seconds:g}')}; "
+                          f"{_per_game(lambda d: f'{d.first_guess_seconds:g}', True)} "
+                          "where the first guess is searched too, without --first: Wordle "
+                          "then finds the optimum, 11219, in about 14 minutes on 2 CPU cores)")
   solve.add_argument("--simulations", type=positive_int, default=None,
                      help="simulation budget per tree (default: none)")
   solve.add_argument("--chunk", type=positive_int, default=None,
                      help="simulations per jitted call (the progress and the time budget are "
-                          "checked between calls; default 32 for Mastermind, 4 for Wordle)")
+                          f"checked between calls; default {_per_game(lambda d: d.chunk)})")
   solve.add_argument("--nodes", type=positive_int, default=None,
                      help="node budget, shared out between the trees of a batch (default "
-                          "200000 for Mastermind, 120000 for Wordle: about 3.7 GB for a "
-                          "5-minute run)")
+                          f"{_per_game(lambda d: d.nodes)}: about 3.7 GB for a 5-minute run)")
   solve.add_argument("--slots", type=non_negative_int, default=None,
                      help="guesses kept per node, the top ones by the estimator (0 = all; "
-                          "default 128 for Mastermind, 64 for Wordle)")
+                          f"default {_per_game(lambda d: d.slots)})")
   solve.add_argument("--bound-slots", type=non_negative_int, default=None,
                      help="of those, how many hold the guesses with the best admissible "
                           "bounds instead: a cut guess's bound floors its node's, so a proof "
-                          "needs them (default: three quarters of --slots for Mastermind, 0 "
-                          "for Wordle)")
+                          "needs them (default: a share of --slots, "
+                          f"{_per_game(lambda d: d.bound_share)})")
   solve.add_argument("--exact-search", type=non_negative_int, default=None, metavar="N",
                      help="the certificates settle guesses at nodes of at most N secrets by "
                           "exact depth-first search where the tree cannot (default 512; 0: "
@@ -125,9 +142,11 @@ def run(args: argparse.Namespace) -> int:
   from jaxsearch import solve as solve_lib
 
   started = time.perf_counter()
-  puzzle, title = _puzzle(args)
   num_slots = _fill_budget_defaults(args)
-  result = _search(args, puzzle, title, num_slots)
+  _check_resume(args)
+  options = _solve_options(args, num_slots)  # every option checked before the puzzle is built
+  puzzle, title = _puzzle(args)
+  result = _search(args, puzzle, title, options)
   summary = solve_lib.summary(puzzle, result)
   summary["seconds"] = round(time.perf_counter() - started, 2)
   if args.export:
@@ -143,24 +162,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _puzzle(args: argparse.Namespace):
-  """``(puzzle, title)`` of the command line's game, with ``--exact-search`` applied and
-  ``--first`` checked."""
-  if args.game == "mastermind":
-    from jaxsearch.games import mastermind
-    puzzle = mastermind.puzzle(args.pegs, args.colours)
-    title = f"Mastermind {args.pegs}×{args.colours}"
-  else:
-    from jaxsearch.games import wordle
-    answers, guesses = args.answers, args.guesses
-    if answers is None or guesses is None:
-      default_answers, default_guesses = wordle.default_paths()
-      answers = answers or default_answers
-      guesses = guesses or default_guesses
-    try:
-      puzzle = wordle.puzzle(answers, guesses)
-    except (FileNotFoundError, ValueError) as error:
-      raise CommandError(f"jaxsearch solve wordle: {error}") from None
-    title = f"Wordle {len(puzzle.secrets)}/{len(puzzle.guess_names)}"
+  """``(puzzle, title)`` of the command line's game (built by the game,
+  :attr:`jaxsearch.games.solve_defaults.SolvableGame.puzzle`), with ``--exact-search``
+  applied and ``--first`` checked."""
+  game = solvable(args)
+  try:
+    puzzle, title = game.puzzle(args)
+  except game.input_errors as error:  # e.g. a word list missing or malformed
+    raise CommandError(f"jaxsearch solve {game.name}: {error}") from None
   if args.exact_search is not None:
     puzzle = dataclasses.replace(
         puzzle, exact=dataclasses.replace(puzzle.exact, search_secrets=args.exact_search))
@@ -170,26 +179,21 @@ def _puzzle(args: argparse.Namespace):
 
 
 def _fill_budget_defaults(args: argparse.Namespace):
-  """Sets the game's defaults of ``--seconds``, ``--slots``, ``--bound-slots``, ``--nodes``
-  and ``--chunk``
-  in ``args``; returns the slots per node (``None``: all)."""
-  # Mastermind: 128 slots, 96 of them for the best bounds, which certifies 4×6 in about a
-  # minute; Wordle's nodes are larger (243 feedbacks), so 64 by q̂1 only.
-  slots, bound_slots = (args.slots, args.bound_slots)
-  if slots is None:
-    slots = 128 if args.game == "mastermind" else 64
-  if bound_slots is None:
-    bound_slots = 3 * slots // 4 if args.game == "mastermind" else 0
-  args.slots, args.bound_slots = slots, bound_slots
+  """Sets the game's defaults (:class:`jaxsearch.games.solve_defaults.SolveDefaults`) of
+  ``--seconds``, ``--slots``, ``--bound-slots``, ``--nodes`` and ``--chunk`` in ``args``;
+  returns the slots per node (``None``: all)."""
+  defaults = solvable(args).defaults
+  if args.slots is None:
+    args.slots = defaults.slots
+  if args.bound_slots is None:
+    args.bound_slots = defaults.bound_slots(args.slots)
   if args.nodes is None:
-    args.nodes = SOLVE_DEFAULT_NODES[args.game]
+    args.nodes = defaults.nodes
   if args.seconds is None:
-    searches_first = args.game == "wordle" and args.first is None and args.openings
-    args.seconds = SOLVE_DEFAULT_SECONDS_FIRST_GUESS if searches_first else 60.0
+    args.seconds = (defaults.first_guess_seconds if searches_first_guess(args)
+                    else defaults.seconds)
   if args.chunk is None:
-    # The time budget is checked between chunks: a Wordle chunk of one batch of trees is
-    # ~150 expansions per simulation, each scoring every guess for up to 243 feedbacks.
-    args.chunk = SOLVE_DEFAULT_CHUNK[args.game]
+    args.chunk = defaults.chunk
   num_slots = None if args.slots == 0 else args.slots
   if args.bound_slots < 0 or (num_slots is not None and args.bound_slots >= num_slots):
     raise CommandError(f"jaxsearch solve: --bound-slots must be in [0, --slots), got "
@@ -197,7 +201,19 @@ def _fill_budget_defaults(args: argparse.Namespace):
   return num_slots
 
 
-def _search(args: argparse.Namespace, puzzle, title: str, num_slots):
+def _solve_options(args: argparse.Namespace, num_slots):
+  """The command line's :class:`jaxsearch.solve.SolveOptions` (its defaults filled in)."""
+  from jaxsearch.solve import SolveOptions
+  return SolveOptions.from_keywords(
+      "jaxsearch solve", seconds=args.seconds, max_simulations=args.simulations,
+      chunk=args.chunk, max_nodes=args.nodes, num_slots=num_slots,
+      bound_slots=args.bound_slots, seed=args.seed, certify_seconds=args.certify_seconds,
+      memory=None if args.memory is None else args.memory * (1 << 30),
+      checkpoint=args.checkpoint, resume=args.resume,
+      checkpoint_seconds=args.checkpoint_seconds)
+
+
+def _search(args: argparse.Namespace, puzzle, title: str, options):
   """The solver's result (:func:`jaxsearch.solve.solve_puzzle`), with its progress: a bar
   on a terminal, plain lines elsewhere (:class:`jaxsearch.solve.report.ProgressReporter`)."""
   from jaxsearch import solve as solve_lib
@@ -205,7 +221,6 @@ def _search(args: argparse.Namespace, puzzle, title: str, num_slots):
   from jaxsearch.solve.report import ProgressReporter
   from jaxsearch.solve.root import RootOptions
 
-  _check_resume(args)
   # With --first the optimistic bound is only over the policies that open so (unless that
   # guess is the game's only first guess up to symmetry): say so beside it.
   conditional = args.first is not None and not covers_every_opening(puzzle, [args.first])
@@ -213,18 +228,11 @@ def _search(args: argparse.Namespace, puzzle, title: str, num_slots):
   upper_label = f"≥ {{:.1f}} given the first guess {given}" if conditional else "≥ {:.1f}"
   with ProgressReporter(title, args.seconds, max_simulations=args.simulations,
                         quiet=args.quiet, upper_label=upper_label) as progress:
-    on_chunk = progress.chunk
     openings = (puzzle.openings if args.openings and args.first is None else None)
-    root = RootOptions() if _searches_first_guess(args, puzzle) else None
+    root = RootOptions() if searches_first_guess(args) else None
     try:
-      result = solve_lib.solve_puzzle(
-          puzzle, first=args.first, openings=openings, root=root, seconds=args.seconds,
-          max_simulations=args.simulations,
-          chunk=args.chunk, max_nodes=args.nodes, num_slots=num_slots,
-          bound_slots=args.bound_slots, seed=args.seed, certify_seconds=args.certify_seconds,
-          memory=None if args.memory is None else args.memory * (1 << 30),
-          on_chunk=on_chunk, checkpoint=args.checkpoint, resume=args.resume,
-          checkpoint_seconds=args.checkpoint_seconds)
+      result = solve_lib.solve_puzzle(puzzle, first=args.first, openings=openings, root=root,
+                                      options=options, on_chunk=progress.chunk)
     except solve_lib.MemoryBudgetError as error:
       progress.stop()
       raise CommandError(f"jaxsearch solve: refused: {error}") from None
@@ -233,13 +241,6 @@ def _search(args: argparse.Namespace, puzzle, title: str, num_slots):
       raise CommandError(f"jaxsearch solve: --checkpoint: {error}") from None
     progress.finish(result)  # the result's bounds, not the last chunk's
     return result
-
-
-def _searches_first_guess(args: argparse.Namespace, puzzle) -> bool:
-  """Whether the run searches the first guess as a root decision over batches of
-  sub-problem trees (a game without openings up to symmetry, no ``--first``, no
-  ``--no-openings``)."""
-  return args.first is None and args.openings and puzzle.openings is None
 
 
 def _check_resume(args: argparse.Namespace) -> None:

@@ -10,6 +10,8 @@ import time
 from pathlib import Path
 from typing import Sequence
 
+from jaxsearch.app import registry
+from jaxsearch.enums import SearchPolicy
 from jaxsearch.cli.common import (CommandError, check_plot_file, check_writable, game_name,
                                   positive_float, positive_int)
 
@@ -21,8 +23,9 @@ def add_parser(commands) -> None:
       description="Trains a Flax network by self-play with the batched search (one search "
                   "per move for a batch of games), evaluates it against exact oracles, and "
                   "checkpoints it (orbax) so that --resume continues exactly.")
-  train.add_argument("game", type=game_name(("tictactoe", "connect_four")),
-                     help="tictactoe, connect_four, or pgx:ENV_ID (any pgx environment, e.g. "
+  trainable = registry.names("training")
+  train.add_argument("game", type=game_name(trainable),
+                     help=f"{', '.join(trainable)}, or pgx:ENV_ID (any pgx environment, e.g. "
                           "pgx:othello; needs pgx)")
   train.add_argument("--minutes", type=positive_float, default=None,
                      help="wall-clock budget, imports and compilation included; stops at a "
@@ -31,7 +34,7 @@ def add_parser(commands) -> None:
                           "time limit)")
   train.add_argument("--steps", type=positive_int, default=None,
                      help="stop after this many steps in total (deterministic)")
-  train.add_argument("--policy", choices=["alphazero", "avts", "gumbel"], default=None,
+  train.add_argument("--policy", choices=[p.value for p in SearchPolicy], default=None,
                      help="self-play search (default: the game's preset, alphazero = PUCT + "
                           "root noise for tictactoe, gumbel for connect_four)")
   train.add_argument("--out", default=None,
@@ -81,19 +84,19 @@ def run(args: argparse.Namespace) -> int:
     check_plot_file(None, "--plot", "jaxsearch train")
   from rich.console import Console
 
+  from jaxsearch.app import training
   from jaxsearch.train import checkpoint as checkpoint_lib
-  from jaxsearch.train import loop
 
-  config = _config(args, loop)
+  config = _config(args, training)
   minutes = args.minutes
   if minutes is None and args.steps is None:
-    minutes = 4.5 if args.game == "tictactoe" else 30.0
+    minutes = training.default_minutes(args.game)
   if not args.resume and (out / "checkpoints").is_dir() and any((out / "checkpoints").iterdir()):
     raise CommandError(f"jaxsearch train: {out} already holds checkpoints; pass --resume to "
                        f"continue that run, or choose another --out")
   console = Console(stderr=True)
   try:
-    trainer = loop.Trainer(config, out_dir=out)
+    trainer = training.trainer(config, out_dir=out)
     summary = trainer.run(steps=args.steps or 0, minutes=minutes or 0.0, resume=args.resume,
                           progress=not args.quiet, plot=args.plot, console=console,
                           started=started)
@@ -115,17 +118,20 @@ def run(args: argparse.Namespace) -> int:
   return 0
 
 
-def _config(args: argparse.Namespace, loop):
-  """The run's ``TrainConfig``: the game's preset with the command line's overrides."""
+def _config(args: argparse.Namespace, training):
+  """The run's ``TrainConfig``: the game's preset (:mod:`jaxsearch.app.training`) with the
+  command line's overrides."""
+  from jaxsearch import sharding
+  from jaxsearch.train.config import TrainConfig
   try:
-    overrides = parse_overrides(args.set or [], loop.TrainConfig)
+    overrides = parse_overrides(args.set or [], TrainConfig)
     overrides["seed"] = args.seed
     if args.policy:
       overrides["policy"] = args.policy
     if args.devices is not None:
       overrides["devices"] = args.devices
-    config = loop.preset(args.game, **overrides)
-    loop.sharding.resolve_devices(config.devices or None)  # a clear error before building
+    config = training.preset(args.game, **overrides)
+    sharding.resolve_devices(config.devices or None)  # a clear error before building
   except (TypeError, ValueError, ImportError) as error:
     raise CommandError(f"jaxsearch train: {error}") from None
   return config

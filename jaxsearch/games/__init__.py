@@ -12,32 +12,16 @@ colours)`` and ``wordle.make(answers, guesses)`` (guessing games with exact chan
 feedbacks).
 
 Importing this package is cheap on purpose: game modules are imported explicitly
-(``from jaxsearch.games import connect_four``). Search, selection and solving import
-no game: games plug in through :class:`jaxsearch.game.Game`.
+(``from jaxsearch.games import connect_four``). The library proper imports no game: games
+plug in through :class:`jaxsearch.game.Game` (and, for policy files,
+:class:`jaxsearch.policy_file.FileGame`). The games import the library only, never the
+application layer; which name means which game is the application's registry
+(:mod:`jaxsearch.app.registry`).
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import Any, Sequence
-
-# Games whose policies ``jaxsearch.policy_file`` reads: the game's name in a file's header ->
-# the module whose ``POLICY_FILES`` reads them (imported when first needed).
-POLICY_FILE_GAMES = {"mastermind": "jaxsearch.games.mastermind", "wordle": "jaxsearch.games.wordle"}
-
-
-def policy_file_game(name: str):
-  """The ``jaxsearch.policy_file.FileGame`` of policy files of game ``name`` (imports its
-  module: JAX)."""
-  return importlib.import_module(POLICY_FILE_GAMES[name]).POLICY_FILES
-
-
-def register_policy_files() -> None:
-  """Makes :mod:`jaxsearch.policy_file` read the policy files of every game of
-  :data:`POLICY_FILE_GAMES` (their modules are imported when a file needs them)."""
-  from jaxsearch import policy_file
-
-  policy_file.register_games(POLICY_FILE_GAMES, policy_file_game)
 
 
 def stack_states(states: Sequence[Any]) -> Any:

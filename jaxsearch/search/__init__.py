@@ -9,8 +9,9 @@ between whole trees. Within a simulation:
 * **expand + evaluate** (:mod:`.expansion`): one batched ``Model.step`` (game step and one
   estimator call); :mod:`.nodes` turns the estimates into slot rows.
 * **backup**: the config's :class:`~.backup.BackupRule` (``config.backup_rule``, resolved once
-  when the config is built) runs expansion, evaluation and backup, and answers every other
-  phase's backup-specific questions. With the running mean (:mod:`.backup_mean`),
+  when the config is built and carried by the search's :class:`~.plan.SearchPlan`) runs
+  expansion, evaluation and backup (``expand_and_backup``), and answers every other phase's
+  backup-specific questions. With the running mean (:mod:`.backup_mean`),
   :func:`_expand_one` writes the new edge and node (per tree, vmapped), :func:`_backup`
   computes the returns and running means leaf to root, one ``[B]`` row per level, and
   :mod:`.subtree_entropy` updates the entropy statistics if kept; with the Bellman backup
@@ -23,7 +24,8 @@ simulation (measured, see the notes in :class:`Path`). The running-mean backup's
 the arrays it writes and reads none of them but through the path (measured in place).
 
 The engine knows nothing of selection rules, games or networks: it receives a
-:class:`~jaxsearch.model.Model` and a :class:`SearchConfig`. The module layout is described in
+:class:`~jaxsearch.model.Model` and a :class:`SearchConfig`, resolved once for the model into
+a :class:`SearchPlan` (:func:`plan_for`) that every phase reads. The module layout is described in
 ``docs/architecture.md``.
 """
 
@@ -38,9 +40,10 @@ from jaxsearch.search.descent import Path
 from jaxsearch.search.estimates import node_stats, slot_estimates
 from jaxsearch.search.loop import draw_root_noise, init_tree, run
 from jaxsearch.search.nodes import NodeRows
+from jaxsearch.search.plan import SearchPlan, plan_for
 
 __all__ = ["SearchConfig", "RootNoise", "AvtsOptions", "EntropyOptions", "LoopOptions",
-           "config_from_keywords", "BackupRule", "MeanBackup", "BellmanBackup",
+           "config_from_keywords", "SearchPlan", "plan_for", "BackupRule", "MeanBackup", "BellmanBackup",
            "Path", "NodeRows", "init_tree", "run", "draw_root_noise", "node_stats",
            "slot_estimates", "OutcomeRule", "Backup", "SubtreeEntropy", "EntropyPolicy",
            "Variance", "RootPolicy"]

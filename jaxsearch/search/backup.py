@@ -13,19 +13,30 @@ root summary reports. Each backup is one hashable frozen dataclass that owns all
 
 :class:`~jaxsearch.search.config.SearchConfig` resolves its ``backup`` once, when it is built
 (``config.backup_rule``); the engine calls the rule's methods instead of branching on a mode.
-The config is a static argument of jitted functions, so a rule must be hashable (a frozen
-dataclass of hashable fields) and every method is called at trace time with static shapes.
+The search's :class:`~jaxsearch.search.plan.SearchPlan` (the config resolved for the model)
+is a static argument of jitted functions and holds the rule, so a rule must be hashable (a
+frozen dataclass of hashable fields); every method is called at trace time with static shapes,
+and the engine's methods read the plan (``plan``), never a mode.
 Adding a backup is one new module defining a class with these members, and one entry in
 :func:`resolve`.
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Optional, Protocol
+from typing import Any, ClassVar, NamedTuple, Optional, Protocol
 
 import jax
 
 from jaxsearch.enums import Backup
+
+
+class SimulationKeys(NamedTuple):
+  """The random keys of one simulation after its descent: ``outcome`` picks the chance outcome
+  a new edge takes (a backup that expands every outcome reads none), ``estimator`` goes to the
+  model's step."""
+
+  outcome: jax.Array
+  estimator: jax.Array
 
 
 class BackupRule(Protocol):
@@ -84,29 +95,30 @@ class BackupRule(Protocol):
   # ---- descent (descent._node_view, descent._outcomes) ----------------------------------
 
   def view_stats(self, tree, at, batch_ids, node_ids, legal, child_values, child_visits,
-                 action_values, *, config):
+                 action_values, *, plan):
     """``(legal, debiased_values, value_variance, upper_bounds)``, each ``[B, K]``, of the
     :class:`~jaxsearch.selection.NodeView` of nodes ``node_ids[B]``; ``at(field)`` reads a
     ``[B, N, ...]`` tree field at those nodes."""
 
   def outcome_weights(self, tree, batch_ids, safe_chance, probs, *,
-                      config) -> tuple[jax.Array, Optional[jax.Array]]:
+                      plan) -> tuple[jax.Array, Optional[jax.Array]]:
     """``(probs f32[B, O], gaps f32[B, O] or None)``: what the outcome rule weighs at the
     chance records ``safe_chance[B]`` (``probs``: their outcome probabilities)."""
 
   # ---- one simulation after the descent (loop.run) --------------------------------------
 
-  def simulate(self, model, config, params, outcome_key, estimator_key, tree, path,
-               parent_states, actions):
-    """Expands the paths' last edges, evaluates the new states and backs up: the trees after
-    one simulation (``[B, ...]``)."""
+  def expand_and_backup(self, model, plan, params, keys: SimulationKeys, tree, path):
+    """The rest of a simulation after the descent: expands the paths' last edges (under the
+    ``expansion`` scope), evaluates the new states (``estimator``) and backs up (``backup``);
+    returns the trees (``[B, ...]``)."""
 
   # ---- root summary (jaxsearch.summary.root_summary) ------------------------------------
 
   def root_slots(self, tree, config) -> tuple[jax.Array, jax.Array, Optional[jax.Array]]:
     """``(shown bool[B, K], q f32[B, K], exact bool[B, K] or None)`` of the root slots:
     which report their own ``q`` (the others report the root value), and which hold exact
-    values that compete for the greedy action without being the most visited."""
+    values that compete for the greedy action without being the most visited. ``config``:
+    the search's config or plan (its ``avts`` is read)."""
 
 
 def resolve(backup: Backup, avts) -> BackupRule:

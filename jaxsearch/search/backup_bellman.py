@@ -15,9 +15,11 @@ from jaxsearch import tree as tree_lib
 from jaxsearch.model import Model
 from jaxsearch.enums import Backup, OutcomeRule, Variance
 from jaxsearch.search.config import AvtsOptions, SearchConfig
+from jaxsearch.search.plan import SearchPlan
 from jaxsearch.search.descent import Path
 from jaxsearch.search.estimates import node_stats, slot_estimates
-from jaxsearch.search.expansion import _expand_all_one, _expand_outcomes, _outcome_probs
+from jaxsearch.search.expansion import (_expand_all_one, _expand_outcomes, _outcome_probs,
+                                        last_edge)
 from jaxsearch.tree import BoundStats, NodeStats, SlotBounds, SlotStats, Tree
 
 
@@ -75,12 +77,12 @@ def _expected(edge: _EdgeRow, child_values) -> jax.Array:
 
 
 def _record_change(node: _NodeRow, slot, q2_new, slot_solved, *,
-                   config: SearchConfig) -> debias_lib.DebiasStats:
+                   plan: SearchPlan) -> debias_lib.DebiasStats:
   """The debias statistics after the slot's q̂2 moved to ``q2_new`` (its visit bucket)."""
   stats = node.stats
   visits_before = node.visits[slot]
   change = q2_new - node.tree_values[slot]
-  options = config.avts
+  options = plan.avts
   if options.variance is Variance.CENTRED:
     debiased_change = None  # Welford's centred squares of the changes
   elif options.debias and options.variance is Variance.AVTS:
@@ -93,9 +95,10 @@ def _record_change(node: _NodeRow, slot, q2_new, slot_solved, *,
   return debias_lib.record(stats, visits_before + 1, change, debiased_change)
 
 
-def _without_variance(config: SearchConfig) -> SearchConfig:
-  """``config`` with ``variance="off"`` (V(s) needs q̂3, not its variance)."""
-  return dataclasses.replace(config, avts=dataclasses.replace(config.avts, variance=Variance.OFF))
+def _without_variance(plan: SearchPlan) -> SearchConfig:
+  """The plan's config with ``variance="off"`` (V(s) needs q̂3, not its variance)."""
+  return dataclasses.replace(plan.config,
+                             avts=dataclasses.replace(plan.avts, variance=Variance.OFF))
 
 
 def _widen(num_active, slot, num_candidates):
@@ -106,24 +109,24 @@ def _widen(num_active, slot, num_candidates):
   return jnp.maximum(num_active, jnp.minimum(slot + 1, num_candidates))
 
 
-def _bellman_update(node: _NodeRow, edge: _EdgeRow, *, config: SearchConfig) -> _Level:
+def _bellman_update(node: _NodeRow, edge: _EdgeRow, *, plan: SearchPlan) -> _Level:
   """One node's Bellman update after its slot ``edge.slot`` was simulated (one tree)."""
   slot = edge.slot
   possible = edge.probs > 0
   q2_new = _expected(edge, edge.child_values)
   slot_solved = jnp.all(jnp.where(possible, edge.child_solved, True))
-  stats = _record_change(node, slot, q2_new, slot_solved, config=config)
+  stats = _record_change(node, slot, q2_new, slot_solved, plan=plan)
   tree_values = node.tree_values.at[slot].set(q2_new)
   visits = node.visits.at[slot].add(1)
   solved = node.solved.at[slot].set(slot_solved)
   legal = node.legal
   num_candidates = jnp.sum(legal).astype(jnp.int32)
   num_active = node.num_active
-  if config.avts.widening:
+  if plan.avts.widening:
     num_active = _widen(num_active, slot, num_candidates)
   active = legal & (jnp.arange(legal.shape[0]) < num_active)
   debiased, _ = slot_estimates(stats, tree_values, visits, solved, num_active,
-                               config=_without_variance(config))
+                               config=_without_variance(plan))
   value = jnp.max(jnp.where(active, debiased, -jnp.inf))
   value = jnp.where(jnp.any(active), value, 0.0)
   node_solved = (jnp.sum(active) >= num_candidates) & jnp.all(jnp.where(active, solved, True))
@@ -185,7 +188,7 @@ def _edge_row(tree: Tree, path: Path, edge_chances, depth, row, child: _Carried)
       kid(child.solved, bounds.solved) & (kids >= 0))
 
 
-def _bellman_levels(tree: Tree, path: Path, edge_chances, config: SearchConfig) -> _Level:
+def _bellman_levels(tree: Tree, path: Path, edge_chances, plan: SearchPlan) -> _Level:
   """``[B, D]`` Bellman updates along every path, leaf to root.
 
   Batched by hand like the descent: the loop carries the child's new value, bound and
@@ -194,7 +197,7 @@ def _bellman_levels(tree: Tree, path: Path, edge_chances, config: SearchConfig) 
   """
   batch_size, depth_limit = path.slots.shape
   rows = jnp.arange(batch_size)
-  level_fn = jax.vmap(functools.partial(_bellman_update, config=config))
+  level_fn = jax.vmap(functools.partial(_bellman_update, plan=plan))
   zeros = jnp.zeros((batch_size,), jnp.int32)
   empty = jax.tree.map(
       lambda x: jnp.zeros((batch_size, depth_limit) + x.shape[1:], x.dtype),
@@ -251,37 +254,34 @@ def _bellman_write_one(tree: Tree, path: Path, edge_chances, levels: _Level) -> 
   )
 
 
-def _bellman_simulation(model: Model, config: SearchConfig, params, outcome_key, key,
-                        tree: Tree, path: Path, parent_states, actions) -> Tree:
-  """Expand (all outcomes, one estimator call for ``B·O`` states) and Bellman-backup.
-
-  ``outcome_key`` is unused: every possible outcome is expanded at once (the signature is the
-  running-mean backup's, :func:`jaxsearch.search.backup_mean._mean_simulation`).
-  """
-  del outcome_key
+def _bellman_simulation(model: Model, plan: SearchPlan, params, estimator_key, tree: Tree,
+                        path: Path) -> Tree:
+  """Expand (all outcomes, one estimator call for ``B·O`` states) and Bellman-backup. Every
+  possible outcome is expanded at once: no key picks one."""
   batch_size = tree.batch_size
-  num_outcomes = model.num_outcomes
+  num_outcomes = plan.num_outcomes
   batch_ids = jnp.arange(batch_size)
   last = jnp.maximum(path.length - 1, 0)
-  if num_outcomes == 1:
-    probs = jnp.ones((batch_size, 1), jnp.float32)
-  else:
-    probs = _outcome_probs(model, params, parent_states, actions, batch_size)
-  possible = probs > 0
-  # All possible outcomes get a node now; where they (or their chance record) do not fit, the
-  # tree stops growing.
-  fits = ((tree.num_nodes + jnp.sum(possible, axis=-1) <= tree.max_nodes)
-          & (tree.num_chance < tree.max_chance))
-  full = path.expand & ~fits
-  first_outcome = jnp.argmax(possible, axis=-1).astype(jnp.int32)
-  outcomes = jnp.where(path.expand, first_outcome, path.outcomes[batch_ids, last])
-  path = path.replace(length=jnp.where(full, last, path.length), expand=path.expand & fits,
-                      new_chance=path.new_chance & fits,
-                      outcomes=path.outcomes.at[batch_ids, last].set(outcomes))
   with jax.named_scope("expansion"):
-    expansion, rows = _expand_outcomes(model, config, params, key, parent_states, actions,
-                                       possible & path.expand[:, None],
-                                       config.avts.expand_chunk)
+    parent_states, actions = last_edge(tree, path, plan)
+    if num_outcomes == 1:
+      probs = jnp.ones((batch_size, 1), jnp.float32)
+    else:
+      probs = _outcome_probs(model, params, parent_states, actions, batch_size)
+    possible = probs > 0
+    # All possible outcomes get a node now; where they (or their chance record) do not fit,
+    # the tree stops growing.
+    fits = ((tree.num_nodes + jnp.sum(possible, axis=-1) <= tree.max_nodes)
+            & (tree.num_chance < tree.max_chance))
+    full = path.expand & ~fits
+    first_outcome = jnp.argmax(possible, axis=-1).astype(jnp.int32)
+    outcomes = jnp.where(path.expand, first_outcome, path.outcomes[batch_ids, last])
+    path = path.replace(length=jnp.where(full, last, path.length), expand=path.expand & fits,
+                        new_chance=path.new_chance & fits,
+                        outcomes=path.outcomes.at[batch_ids, last].set(outcomes))
+    expansion, rows = _expand_outcomes(model, plan, params, estimator_key, parent_states,
+                                       actions, possible & path.expand[:, None],
+                                       plan.avts.expand_chunk)
 
     def per_tree(x):
       return x.reshape((batch_size, num_outcomes) + x.shape[1:])
@@ -289,7 +289,7 @@ def _bellman_simulation(model: Model, config: SearchConfig, params, outcome_key,
     tree, edge_chances = jax.vmap(_expand_all_one)(
         tree, path, jax.tree.map(per_tree, expansion), jax.tree.map(per_tree, rows), probs)
   with jax.named_scope("backup"):
-    levels = _bellman_levels(tree, path, edge_chances, config)
+    levels = _bellman_levels(tree, path, edge_chances, plan)
     return jax.vmap(_bellman_write_one)(tree, path, edge_chances, levels)
 
 
@@ -300,7 +300,7 @@ class BellmanBackup:
   q̂2 recomputed leaf to root, debias statistics, bounds and solved flags, widening.
 
   Attributes:
-    options: :class:`~jaxsearch.search.config.AvtsOptions` (``SearchConfig.avts``).
+    options: :class:`~jaxsearch.search.plan.AvtsOptions` (``SearchConfig.avts``).
   """
 
   options: AvtsOptions = AvtsOptions()
@@ -351,33 +351,31 @@ class BellmanBackup:
     return frozenset()
 
   def view_stats(self, tree, at, batch_ids, node_ids, legal, child_values, child_visits,
-                 action_values, *, config):
+                 action_values, *, plan):
     del action_values
-    if self.options.widening and not config.selection.sees_inactive:
+    if self.options.widening and not plan.selection.sees_inactive:
       legal = legal & (jnp.arange(tree.num_slots) < at(tree.nodes.num_active)[:, None])
     solved = at(tree.slot_bounds.solved)
     legal = legal & ~solved
-    debiased, variance = jax.vmap(functools.partial(slot_estimates, config=config))(
+    debiased, variance = jax.vmap(functools.partial(slot_estimates, config=plan))(
         node_stats(tree, batch_ids, node_ids), child_values, child_visits, solved,
         at(tree.nodes.num_active))
     return legal, debiased, variance, at(tree.slot_bounds.upper)
 
-  def outcome_weights(self, tree, batch_ids, safe_chance, probs, *, config):
+  def outcome_weights(self, tree, batch_ids, safe_chance, probs, *, plan):
     # Never descend into a solved child.
     children = tree.chance.child[batch_ids, safe_chance]
     safe_children = jnp.maximum(children, 0)
     open_child = ~tree.bounds.solved[batch_ids[:, None], safe_children]
     probs = jnp.where(open_child & (children >= 0), probs, 0.0)
     gaps = None
-    if config.outcome_rule is OutcomeRule.GAP:
+    if plan.outcome_rule is OutcomeRule.GAP:
       gaps = (tree.bounds.upper[batch_ids[:, None], safe_children] -
               tree.bounds.bound[batch_ids[:, None], safe_children])
     return probs, gaps
 
-  def simulate(self, model, config, params, outcome_key, estimator_key, tree, path,
-               parent_states, actions):
-    return _bellman_simulation(model, config, params, outcome_key, estimator_key, tree, path,
-                               parent_states, actions)
+  def expand_and_backup(self, model, plan, params, keys, tree, path):
+    return _bellman_simulation(model, plan, params, keys.estimator, tree, path)
 
   def root_slots(self, tree, config):
     """Active root slots report q̂3; active solved ones compete for the greedy action."""

@@ -12,11 +12,11 @@ from jaxsearch import tree as tree_lib
 from jaxsearch.enums import Backup, OutcomeRule, PathUpdate
 from jaxsearch.game import per_item_keys
 from jaxsearch.model import Model
-from jaxsearch.search.config import SearchConfig
-from jaxsearch.search.descent import (CHANCE, CHILD, NODE_VALUE, NODE_VISITS, OUTCOME, SLOT,
-                                       SLOT_VALUE, SLOT_VISITS, Path, _choose_outcome)
+from jaxsearch.search.plan import SearchPlan
+from jaxsearch.search.descent import Path, _choose_outcome, unpack_steps
 from jaxsearch.search import rows as rows_lib
-from jaxsearch.search.expansion import _expand_one, _outcome_probs
+from jaxsearch.search.backup import SimulationKeys
+from jaxsearch.search.expansion import _expand_one, _outcome_probs, last_edge
 from jaxsearch.search.nodes import _node_rows
 from jaxsearch.search.subtree_entropy import _entropy_update
 from jaxsearch.tree import Tree
@@ -65,26 +65,25 @@ def _backup(tree: Tree, path: Path, leaf_value, last_outcome) -> Tree:
     depth, g, node_visits, node_values, slot_visits, slot_values, outcome_visits = carry
     active = depth > 0
     depth = jnp.where(active, depth - 1, depth)
-    step = rows_lib.take(path.steps, depth)  # [B, 8]: one gather for the whole edge
+    step = path.step_at(depth)  # [B]: one gather for the whole edge
     at_last = depth == last
-    record = jnp.where(at_last & (new_record >= 0), new_record,
-                       jnp.maximum(step[:, CHANCE], 0))
-    outcome = jnp.where(at_last, last_outcome, jnp.maximum(step[:, OUTCOME], 0))
+    record = jnp.where(at_last & (new_record >= 0), new_record, jnp.maximum(step.chance, 0))
+    outcome = jnp.where(at_last, last_outcome, jnp.maximum(step.outcome, 0))
     g = jnp.where(active, rows_lib.take(chance.reward, record, outcome) +
                   rows_lib.take(chance.discount, record, outcome) * g, g)
     node = jnp.where(active, path.node_at(depth), tree.max_nodes)
-    slot = jnp.maximum(step[:, SLOT], 0)
+    slot = jnp.maximum(step.slot, 0)
     # One flat index per array shape, shared by the visits and the value written there.
     at_node = rows_lib.flat_index(node_visits.shape, node)
     at_slot = rows_lib.flat_index(slot_visits.shape, node, slot)
     return (depth, g,
             rows_lib.put_flat(node_visits, at_node, 1, depth=1, add=True),
             rows_lib.put_flat(node_values, at_node,
-                              _running_mean(step[:, NODE_VALUE], step[:, NODE_VISITS], g),
+                              _running_mean(step.node_value, step.node_visits, g),
                               depth=1),
             rows_lib.put_flat(slot_visits, at_slot, 1, depth=2, add=True),
             rows_lib.put_flat(slot_values, at_slot,
-                              _running_mean(step[:, SLOT_VALUE], step[:, SLOT_VISITS], g),
+                              _running_mean(step.slot_value, step.slot_visits, g),
                               depth=2),
             rows_lib.put(outcome_visits, (jnp.where(active, record, tree.max_chance), outcome),
                          1, add=True))
@@ -99,10 +98,10 @@ def _backup(tree: Tree, path: Path, leaf_value, last_outcome) -> Tree:
                       chance=chance.replace(visits=outcome_visits))
 
 
-def _running_mean(value_bits, count, g):
-  """The running mean after one more return ``g``, from the packed value bits and count."""
+def _running_mean(value, count, g):
+  """The running mean after one more return ``g``, from the mean and count before it."""
   count = count.astype(jnp.float32)
-  return (jax.lax.bitcast_convert_type(value_bits, jnp.float32) * count + g) / (count + 1.0)
+  return (value * count + g) / (count + 1.0)
 
 
 def _backup_whole_path(tree: Tree, path: Path, leaf_value, last_outcome) -> Tree:
@@ -115,16 +114,16 @@ def _backup_whole_path(tree: Tree, path: Path, leaf_value, last_outcome) -> Tree
   its condition, more than these writes of the whole buffer; on a CPU the loop is faster.
   """
   nodes, slots, chance = tree.nodes, tree.slots, tree.chance
-  steps, length = path.steps, path.length  # [B, D, 8], [B]
-  max_depth = steps.shape[1]
+  steps, length = unpack_steps(path.steps), path.length  # [B, D] each, [B]
+  max_depth = path.steps.shape[1]
   batch_ids = jnp.arange(tree.batch_size)[:, None]
   depths = jnp.arange(max_depth)[None, :]
   on_path = depths < length[:, None]  # [B, D]
   leaf, leaf_mean, new_record = _path_ends(tree, path, leaf_value)
   at_last = depths == (length - 1)[:, None]
   record = jnp.where(at_last & (new_record >= 0)[:, None], new_record[:, None],
-                     jnp.maximum(steps[..., CHANCE], 0))
-  outcome = jnp.where(at_last, last_outcome[:, None], jnp.maximum(steps[..., OUTCOME], 0))
+                     jnp.maximum(steps.chance, 0))
+  outcome = jnp.where(at_last, last_outcome[:, None], jnp.maximum(steps.outcome, 0))
   reward = chance.reward[batch_ids, record, outcome]  # [B, D]
   discount = chance.discount[batch_ids, record, outcome]
   returns, g = [None] * max_depth, leaf_value
@@ -132,9 +131,9 @@ def _backup_whole_path(tree: Tree, path: Path, leaf_value, last_outcome) -> Tree
     g = jnp.where(on_path[:, depth], reward[:, depth] + discount[:, depth] * g, g)
     returns[depth] = g
   returns = jnp.stack(returns, axis=1)
-  node = jnp.concatenate([jnp.zeros_like(steps[:, :1, CHILD]), steps[:, :-1, CHILD]], axis=1)
+  node = jnp.concatenate([jnp.zeros_like(steps.child[:, :1]), steps.child[:, :-1]], axis=1)
   node = jnp.where(on_path, node, tree.max_nodes)  # past the end: dropped
-  slot = jnp.maximum(steps[..., SLOT], 0)
+  slot = jnp.maximum(steps.slot, 0)
   node_visits = nodes.visits.at[batch_ids[:, 0], leaf].add(1, mode="drop")
   node_values = nodes.value.at[batch_ids[:, 0], leaf].set(leaf_mean, mode="drop")
   outcome_record = jnp.where(on_path, record, tree.max_chance)
@@ -142,48 +141,50 @@ def _backup_whole_path(tree: Tree, path: Path, leaf_value, last_outcome) -> Tree
       nodes=nodes.replace(
           visits=node_visits.at[batch_ids, node].add(1, mode="drop"),
           value=node_values.at[batch_ids, node].set(
-              _running_mean(steps[..., NODE_VALUE], steps[..., NODE_VISITS], returns),
+              _running_mean(steps.node_value, steps.node_visits, returns),
               mode="drop")),
       slots=slots.replace(
           visits=slots.visits.at[batch_ids, node, slot].add(1, mode="drop"),
           value=slots.value.at[batch_ids, node, slot].set(
-              _running_mean(steps[..., SLOT_VALUE], steps[..., SLOT_VISITS], returns),
+              _running_mean(steps.slot_value, steps.slot_visits, returns),
               mode="drop")),
       chance=chance.replace(
           visits=chance.visits.at[batch_ids, outcome_record, outcome].add(1, mode="drop")))
 
 
-def _mean_simulation(model: Model, config: SearchConfig, params, outcome_key, estimator_key,
-                     tree: Tree, path: Path, parent_states, actions) -> Tree:
-  """Expand one outcome (chosen by ``config.outcome_rule`` where the slot is new), evaluate it
+def _mean_simulation(model: Model, plan: SearchPlan, params, keys: SimulationKeys, tree: Tree,
+                     path: Path) -> Tree:
+  """Expand one outcome (chosen by ``plan.outcome_rule`` where the slot is new), evaluate it
   and back up the running means (and the subtree entropy where kept)."""
   batch_size = tree.batch_size
   batch_ids = jnp.arange(batch_size)
   last = jnp.maximum(path.length - 1, 0)
-  if model.num_outcomes == 1:
-    probs = jnp.ones((batch_size, 1), jnp.float32)
-    outcomes = path.outcomes[batch_ids, last]
-  else:
-    probs = _outcome_probs(model, params, parent_states, actions, batch_size)
-    fresh_outcomes = jax.vmap(_choose_outcome, in_axes=(0, None, 0, None))(
-        probs, jnp.zeros((model.num_outcomes,)), per_item_keys(outcome_key, batch_size),
-        config.outcome_rule)
-    outcomes = jnp.where(path.new_chance, fresh_outcomes, path.outcomes[batch_ids, last])
-    path = path.replace(outcomes=path.outcomes.at[batch_ids, last].set(outcomes))
+  with jax.named_scope("expansion"):  # the last edge, and the outcome it takes
+    parent_states, actions = last_edge(tree, path, plan)
+    if plan.num_outcomes == 1:
+      probs = jnp.ones((batch_size, 1), jnp.float32)
+      outcomes = path.outcomes[batch_ids, last]
+    else:
+      probs = _outcome_probs(model, params, parent_states, actions, batch_size)
+      fresh_outcomes = jax.vmap(_choose_outcome, in_axes=(0, None, 0, None))(
+          probs, jnp.zeros((plan.num_outcomes,)), per_item_keys(keys.outcome, batch_size),
+          plan.outcome_rule)
+      outcomes = jnp.where(path.new_chance, fresh_outcomes, path.outcomes[batch_ids, last])
+      path = path.replace(outcomes=path.outcomes.at[batch_ids, last].set(outcomes))
   with jax.named_scope("estimator"):
-    expansion = model.step(params, estimator_key, parent_states, actions, outcomes)
+    expansion = model.step(params, keys.estimator, parent_states, actions, outcomes)
     # Evaluated once: XLA would otherwise recompute a cheap estimator inside every fusion
     # that reads its output (the sanitising checks, the prior softmax, the writes).
     expansion = jax.lax.optimization_barrier(expansion)
   with jax.named_scope("expansion"):
-    rows = _node_rows(expansion, config, model.num_actions)
+    rows = _node_rows(expansion, plan)
     tree = jax.vmap(_expand_one)(tree, path, expansion, rows, probs)
   with jax.named_scope("backup"):
-    whole = config.loops.resolved().path_update is PathUpdate.WHOLE_PATH
+    whole = plan.loops.path_update is PathUpdate.WHOLE_PATH
     backup = _backup_whole_path if whole else _backup
     tree = backup(tree, path, _leaf_value(path, rows.nodes.value), outcomes)
-  if config.entropy is not None:
-    tree = _entropy_update(tree, path, config)
+  if plan.entropy is not None:
+    tree = _entropy_update(tree, path, plan)
   return tree
 
 
@@ -237,20 +238,18 @@ class MeanBackup:
     return frozenset({"slot_value"} | ({"cut_upper"} if slots_are_actions else set()))
 
   def view_stats(self, tree, at, batch_ids, node_ids, legal, child_values, child_visits,
-                 action_values, *, config):
-    del tree, at, batch_ids, node_ids, config
+                 action_values, *, plan):
+    del tree, at, batch_ids, node_ids, plan
     debiased = jnp.where(child_visits > 0, child_values, action_values)
     return (legal, debiased, jnp.zeros_like(child_values),
             jnp.full_like(child_values, tree_lib.NO_UPPER))
 
-  def outcome_weights(self, tree, batch_ids, safe_chance, probs, *, config):
-    del tree, batch_ids, safe_chance, config
+  def outcome_weights(self, tree, batch_ids, safe_chance, probs, *, plan):
+    del tree, batch_ids, safe_chance, plan
     return probs, None
 
-  def simulate(self, model, config, params, outcome_key, estimator_key, tree, path,
-               parent_states, actions):
-    return _mean_simulation(model, config, params, outcome_key, estimator_key, tree, path,
-                            parent_states, actions)
+  def expand_and_backup(self, model, plan, params, keys, tree, path):
+    return _mean_simulation(model, plan, params, keys, tree, path)
 
   def root_slots(self, tree, config):
     del config

@@ -211,6 +211,8 @@ class SearchConfig:
 
   def __post_init__(self):
     _positive_int(self.num_simulations, "num_simulations")
+    from jaxsearch.validation import check_selection  # validation imports the tree: JAX
+    check_selection(self.selection)
     for name in ("max_nodes", "max_depth"):
       if getattr(self, name) is not None:
         _positive_int(getattr(self, name), name)
@@ -252,12 +254,6 @@ class SearchConfig:
     """The :class:`~jaxsearch.search.backup.BackupRule` of ``backup`` (resolved when the config
     is built; it holds ``avts`` where the backup reads it)."""
     return self._backup_rule
-
-  @property
-  def bellman(self) -> bool:
-    """The Bellman backup (AVTS); kept for callers that test the mode (the engine asks
-    :attr:`backup_rule`)."""
-    return self.backup is Backup.BELLMAN
 
   @property
   def chance_capacity(self) -> int:

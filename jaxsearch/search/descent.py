@@ -10,7 +10,7 @@ from flax import struct
 
 from jaxsearch import entropy as entropy_lib
 from jaxsearch.enums import OutcomeRule
-from jaxsearch.search.config import SearchConfig
+from jaxsearch.search.plan import SearchPlan
 from jaxsearch.search import rows
 from jaxsearch.selection.base import NodeView, RootContext, masked_argmax, masked_softmax
 from jaxsearch.tree import UNEXPANDED, Tree
@@ -28,13 +28,13 @@ class RootPrior(NamedTuple):
   legal: jax.Array
 
 
-def root_prior(tree: Tree, logits: jax.Array, *, config: SearchConfig) -> RootPrior:
+def root_prior(tree: Tree, logits: jax.Array, *, plan: SearchPlan) -> RootPrior:
   """:class:`RootPrior` of ``tree``'s roots for prior ``logits`` ``[B, K]`` (computed once per
   search, not at every root visit)."""
   legal = tree.slots.legal[:, 0]
   probs = None
-  if config.keeps_prior_probs:
-    probs = (masked_softmax(logits, legal) if config.root_noise is not None
+  if plan.keeps_prior_probs:
+    probs = (masked_softmax(logits, legal) if plan.root_noise is not None
              else tree.slots.prior_probs[:, 0])
   return RootPrior(logits, probs, legal)
 
@@ -97,6 +97,35 @@ class Path:
                                 axis=-1)[..., 0]
     return jnp.where(depth == 0, 0, above)
 
+  def step_at(self, depth: jax.Array) -> Step:
+    """The edge below the node at ``depth[B]`` of a batched path, as the descent packed it:
+    one gather of its whole row (the row is stale where ``depth >= length``)."""
+    return unpack_steps(rows.take(self.steps, depth))
+
+
+class Step(NamedTuple):
+  """Rows of the descent's packed step buffer, unpacked (any leading shape: ``[B]`` for one
+  level, ``[B, D]`` for whole paths). The statistics are those of before the simulation."""
+
+  slot: jax.Array  # i32 the slot taken below the node
+  outcome: jax.Array  # i32 the outcome taken at its chance record
+  child: jax.Array  # i32 the decision node reached (-1: not created yet)
+  chance: jax.Array  # i32 the slot's chance record (-1: not created yet)
+  node_visits: jax.Array  # i32
+  slot_visits: jax.Array  # i32
+  node_value: jax.Array  # f32
+  slot_value: jax.Array  # f32
+
+
+def unpack_steps(steps: jax.Array) -> Step:
+  """:class:`Step` of packed rows ``i32[..., 8]`` (the values travel as their float32 bits)."""
+  column = lambda index: steps[..., index]  # noqa: E731
+  as_float = lambda index: jax.lax.bitcast_convert_type(column(index), jnp.float32)  # noqa: E731
+  return Step(slot=column(SLOT), outcome=column(OUTCOME), child=column(CHILD),
+              chance=column(CHANCE), node_visits=column(NODE_VISITS),
+              slot_visits=column(SLOT_VISITS), node_value=as_float(NODE_VALUE),
+              slot_value=as_float(SLOT_VALUE))
+
 
 def _choose_outcome(probs, visits, key, rule, gaps=None):
   """Outcome at a chance record (``probs``/``visits``/``gaps`` ``[O]``); zero-probability
@@ -147,7 +176,7 @@ def _exploration(tree: Tree, batch_ids, node) -> jax.Array:
 
 
 def _node_view(tree: Tree, node, visits, value, depth, root: RootPrior, *,
-               config: SearchConfig) -> NodeView:
+               plan: SearchPlan) -> NodeView:
   """``[B]`` batched :class:`NodeView` of ``node[B]``: what the selection rule sees.
   ``node=None`` is the root of every tree, read by static slices (which fuse into their
   readers) rather than by gathers."""
@@ -158,66 +187,66 @@ def _node_view(tree: Tree, node, visits, value, depth, root: RootPrior, *,
   else:  # a node below the root: no root noise
     at = lambda field: rows.take(field, node)  # noqa: E731
     logits, legal = at(tree.slots.prior_logits), at(tree.slots.legal)
-    probs = at(tree.slots.prior_probs) if config.keeps_prior_probs else None
+    probs = at(tree.slots.prior_probs) if plan.keeps_prior_probs else None
   child_visits = at(tree.slots.visits)
   child_values = at(tree.slots.value)
   action_values = at(tree.slots.action_value)
   node_ids = jnp.zeros_like(batch_ids) if node is None else node
   # What differs between backups: the selectable slots, q̂3, its variance, the bounds.
-  legal, debiased, variance, upper = config.backup_rule.view_stats(
+  legal, debiased, variance, upper = plan.backup.view_stats(
       tree, at, batch_ids, node_ids, legal, child_values, child_visits, action_values,
-      config=config)
+      plan=plan)
   return NodeView(
       visits=visits, value=value, child_visits=child_visits, child_values=child_values,
       prior_logits=logits, action_values=action_values, legal=legal, depth=depth,
       debiased_values=debiased, value_variance=variance, upper_bounds=upper,
       child_exploration=(_exploration(tree, batch_ids, node_ids)
-                         if config.entropy is not None else None),
+                         if plan.entropy is not None else None),
       prior_probs=probs)
 
 
-def _outcomes(tree: Tree, chance, outcome_keys, *, config: SearchConfig) -> jax.Array:
+def _outcomes(tree: Tree, chance, outcome_keys, *, plan: SearchPlan) -> jax.Array:
   """``i32[B]`` the outcome taken at each tree's chance record ``chance[B]`` (``-1``: none
   yet), by the outcome rule over the weights the backup gives it (a backup that keeps bounds
   never descends into a solved child)."""
   batch_ids = jnp.arange(tree.batch_size)
   safe_chance = jnp.maximum(chance, 0)
-  probs, gaps = config.backup_rule.outcome_weights(
-      tree, batch_ids, safe_chance, tree.chance.prob[batch_ids, safe_chance], config=config)
+  probs, gaps = plan.backup.outcome_weights(
+      tree, batch_ids, safe_chance, tree.chance.prob[batch_ids, safe_chance], plan=plan)
   return jax.vmap(_choose_outcome, in_axes=(0, 0, 0 if outcome_keys is not None else None,
                                             None, 0 if gaps is not None else None))(
-      probs, tree.chance.visits[batch_ids, safe_chance], outcome_keys, config.outcome_rule,
+      probs, tree.chance.visits[batch_ids, safe_chance], outcome_keys, plan.outcome_rule,
       gaps)
 
 
 def _descend_one_level(cursor: _Cursor, tree: Tree, root: RootPrior, keys, *,
-                       config: SearchConfig, at_root: bool,
+                       plan: SearchPlan, at_root: bool,
                        root_context: Optional[RootContext] = None) -> _Cursor:
   """Every walking tree takes one edge: scores its node's slots, picks the slot and the
   outcome, records the edge in the path buffers and moves onto the child if it exists.
 
   ``at_root`` (static) is the first level, where every walk stands at its root: the root is
-  read by static slices, and ``config.root_selection`` (given ``root_context``), where set,
+  read by static slices, and ``plan.root_selection`` (given ``root_context``), where set,
   scores it instead of the interior rule. The other levels never stand on a root, so they
   neither mix root noise in nor score a root rule."""
-  depth_limit = config.max_depth
+  depth_limit = plan.max_depth
   batch_ids = jnp.arange(tree.batch_size)
   node, at_terminal, depth, steps, go = cursor
   if at_root:
     visits, value = tree.nodes.visits[:, 0], tree.nodes.value[:, 0]
   else:
     visits, value = rows.take(tree.nodes.visits, node), rows.take(tree.nodes.value, node)
-  view = _node_view(tree, None if at_root else node, visits, value, depth, root, config=config)
+  view = _node_view(tree, None if at_root else node, visits, value, depth, root, plan=plan)
   child_visits, child_values = view.child_visits, view.child_values
   if keys is not None:
     step_keys = jax.vmap(jax.random.fold_in)(keys, depth)
     rule_keys, outcome_keys = jnp.moveaxis(jax.vmap(jax.random.split)(step_keys), 1, 0)
   else:
     rule_keys = outcome_keys = None
-  if at_root and config.root_selection is not None:
-    scores = jax.vmap(config.root_selection.score)(view, root_context)
+  if at_root and plan.root_selection is not None:
+    scores = jax.vmap(plan.root_selection.score)(view, root_context)
   else:
-    scores = jax.vmap(config.selection.score, in_axes=(0, 0 if keys is not None else None))(
+    scores = jax.vmap(plan.selection.score, in_axes=(0, 0 if keys is not None else None))(
         view, rule_keys)
   slot = jax.vmap(masked_argmax)(scores, view.legal)
   slot_chances = tree.slots.chance[:, 0] if at_root else rows.take(tree.slots.chance, node)
@@ -226,7 +255,7 @@ def _descend_one_level(cursor: _Cursor, tree: Tree, root: RootPrior, keys, *,
   if tree.num_outcomes == 1:
     outcome = jnp.zeros_like(slot)
   else:
-    outcome = _outcomes(tree, chance, outcome_keys, config=config)
+    outcome = _outcomes(tree, chance, outcome_keys, plan=plan)
   child = jnp.where(chance >= 0, rows.take(tree.chance.child, safe_chance, outcome),
                     UNEXPANDED)
   # One packed row per edge (columns SLOT .. SLOT_VALUE, in that order); finished trees write
@@ -273,12 +302,11 @@ def _path_of(cursor: _Cursor, tree: Tree) -> Path:
   # Rows below the walk's depth are this descent's; the rest are an earlier one's.
   steps = jnp.where((jnp.arange(raw_steps.shape[1]) < length[:, None])[:, :, None], raw_steps,
                     jnp.array(_EMPTY_ROW, jnp.int32))
-  column = lambda index: steps[:, :, index]  # noqa: E731
-  as_float = lambda index: jax.lax.bitcast_convert_type(column(index), jnp.float32)  # noqa: E731
-  nodes = jnp.concatenate([jnp.zeros((batch_size, 1), jnp.int32), column(CHILD)], axis=1)
-  slots = jnp.maximum(column(SLOT), 0)
-  outcomes = jnp.maximum(column(OUTCOME), 0)
-  chances = column(CHANCE)
+  step = unpack_steps(steps)
+  nodes = jnp.concatenate([jnp.zeros((batch_size, 1), jnp.int32), step.child], axis=1)
+  slots = jnp.maximum(step.slot, 0)
+  outcomes = jnp.maximum(step.outcome, 0)
+  chances = step.chance
 
   last = jnp.maximum(length - 1, 0)
   expand = (length > 0) & (nodes[batch_ids, length] < 0)
@@ -291,13 +319,13 @@ def _path_of(cursor: _Cursor, tree: Tree) -> Path:
   leaf_terminal = leaf_terminal & ~expand
   new_chance = expand & (chances[batch_ids, last] < 0)
   return Path(nodes=nodes, slots=slots, outcomes=outcomes, chances=chances,
-              node_visits=column(NODE_VISITS), node_values=as_float(NODE_VALUE),
-              slot_visits=column(SLOT_VISITS), slot_values=as_float(SLOT_VALUE), length=length,
+              node_visits=step.node_visits, node_values=step.node_value,
+              slot_visits=step.slot_visits, slot_values=step.slot_value, length=length,
               expand=expand, new_chance=new_chance, leaf_visits=leaf_visits,
               leaf_value=leaf_value, leaf_terminal=leaf_terminal, steps=raw_steps)
 
 
-def _select(tree: Tree, root: RootPrior, keys, steps: jax.Array, *, config: SearchConfig,
+def _select(tree: Tree, root: RootPrior, keys, steps: jax.Array, *, plan: SearchPlan,
             root_context: Optional[RootContext] = None) -> tuple[Path, Tree]:
   """Descends every tree of the batch from its root to the edge its simulation will expand.
 
@@ -316,7 +344,7 @@ def _select(tree: Tree, root: RootPrior, keys, steps: jax.Array, *, config: Sear
     keys: ``[B]`` keys for rules or outcome rules that draw, else ``None``.
     steps: ``i32[B, D, 8]`` the step buffer (:func:`empty_steps`, or the previous
       simulation's ``path.steps``).
-    root_context: ``[B]`` batched :class:`RootContext` for ``config.root_selection``, which
+    root_context: ``[B]`` batched :class:`RootContext` for ``plan.root_selection``, which
       scores the roots at the first level instead of the interior rule. That level is peeled
       off the loop (every walk is at its root there), so the loop's levels score the interior
       rule alone and the first reads the roots by static slices.
@@ -325,15 +353,15 @@ def _select(tree: Tree, root: RootPrior, keys, steps: jax.Array, *, config: Sear
   """
   # The first level is peeled off the loop: every walk stands at its root there.
   with jax.named_scope("root_level"):
-    cursor = _descend_one_level(_root_cursor(tree, steps), tree, root, keys, config=config,
+    cursor = _descend_one_level(_root_cursor(tree, steps), tree, root, keys, plan=plan,
                                 at_root=True, root_context=root_context)
 
   def body(carry):
     cursor, tree = carry
     # Several levels a trip where each trip is dear (an accelerator's loop condition goes
     # through the host); a walk that ended stays put, so the result is the same.
-    for _ in range(config.loops.resolved().levels_per_trip):
-      cursor = _descend_one_level(cursor, tree, root, keys, config=config, at_root=False)
+    for _ in range(plan.loops.levels_per_trip):
+      cursor = _descend_one_level(cursor, tree, root, keys, plan=plan, at_root=False)
     return cursor, tree
 
   with jax.named_scope("interior_levels"):

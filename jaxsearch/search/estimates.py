@@ -18,7 +18,8 @@ def node_stats(tree: Tree, batch_ids, node) -> debias_lib.DebiasStats:
 
 def slot_estimates(stats: debias_lib.DebiasStats, tree_values, visits, solved, num_active, *,
                    config: SearchConfig):
-  """``(q̂3 f32[K], σ² f32[K])`` of one node's slots from its statistics (Bellman backup).
+  """``(q̂3 f32[K], σ² f32[K])`` of one node's slots from its statistics (Bellman backup);
+  ``config`` is the search's :class:`SearchConfig` or its plan (its ``avts`` is read).
 
   ``q̂3 = q̂2 + Σ_{j > n} bias_mean[j]`` (``q̂2`` alone with ``debias=False``) and
   ``σ²(s, n)`` per ``config.avts.variance``; a solved slot's value is exact: no drift, no variance.

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 
 from jaxsearch import tree as tree_lib
 from jaxsearch.model import Expansion, Model
-from jaxsearch.search.config import SearchConfig
+from jaxsearch.search.plan import SearchPlan
 from jaxsearch.search.descent import Path
 from jaxsearch.search.nodes import NodeRows, _node_rows, _set_node
 from jaxsearch.tree import UNEXPANDED, ChanceRecords, Tree
@@ -79,7 +79,7 @@ def _expand_all_one(tree: Tree, path: Path, expansion: Expansion, rows: NodeRows
   ), edge_chances
 
 
-def _expand_outcomes(model: Model, config: SearchConfig, params, key, parent_states, actions,
+def _expand_outcomes(model: Model, plan: SearchPlan, params, key, parent_states, actions,
                      wanted, chunk: int) -> tuple[Expansion, NodeRows]:
   """Steps and evaluates every outcome of each tree's expanded action: ``(expansion, rows)``
   with leading ``[B·O]`` (tree-major), of which only ``wanted`` (``bool[B, O]``) matter.
@@ -101,7 +101,7 @@ def _expand_outcomes(model: Model, config: SearchConfig, params, key, parent_sta
 
     expansion = model.step(params, key, jax.tree.map(repeat, parent_states), repeat(actions),
                            all_outcomes)
-    return expansion, _node_rows(expansion, config, model.num_actions)
+    return expansion, _node_rows(expansion, plan)
   num_chunks = -(-total // chunk)
   flat = wanted.reshape(-1)
   count = jnp.sum(flat, dtype=jnp.int32)
@@ -115,7 +115,7 @@ def _expand_outcomes(model: Model, config: SearchConfig, params, key, parent_sta
     expansion = model.step(params, chunk_key,
                            jax.tree.map(lambda x: x[tree_ids], parent_states),
                            actions[tree_ids], entries % num_outcomes)
-    rows = _node_rows(expansion, config, model.num_actions)
+    rows = _node_rows(expansion, plan)
     return expansion.replace(legal=None, estimate=None), rows
 
   shapes = jax.eval_shape(light, order[:chunk], key)
@@ -130,6 +130,19 @@ def _expand_outcomes(model: Model, config: SearchConfig, params, key, parent_sta
                         light(entries, jax.random.fold_in(key, index)))
 
   return jax.lax.fori_loop(0, (count + chunk - 1) // chunk, body, buffers)
+
+
+def last_edge(tree: Tree, path: Path, plan: SearchPlan):
+  """``(parent states [B, ...], actions i32[B])`` of each path's last edge, the one the
+  simulation expands."""
+  batch_ids = jnp.arange(tree.batch_size)
+  last = jnp.maximum(path.length - 1, 0)
+  parents = path.node_at(last)
+  slots = path.slots[batch_ids, last]
+  parent_states = jax.tree.map(lambda x: x[batch_ids, parents], tree.nodes.state)
+  if plan.slots_are_actions:
+    return parent_states, slots  # slot k holds action k: no gather
+  return parent_states, tree.slots.action[batch_ids, parents, slots]
 
 
 def _outcome_probs(model: Model, params, states, actions, batch_size: int) -> jax.Array:

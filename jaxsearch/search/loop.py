@@ -12,38 +12,39 @@ from jaxsearch import validation
 from jaxsearch.game import per_item_keys
 from jaxsearch.model import Model
 from jaxsearch.enums import OutcomeRule
+from jaxsearch.search.backup import SimulationKeys
 from jaxsearch.search.config import SearchConfig
 from jaxsearch.search.descent import _select, empty_steps, root_prior
 from jaxsearch.search.nodes import _node_rows, _root_noise_logits, _write_root
+from jaxsearch.search.plan import SearchPlan, plan_for
 from jaxsearch.selection.base import RootContext
 from jaxsearch.tree import Tree
 
 
-def init_tree(model: Model, config: SearchConfig, params, key, root_input,
+def init_tree(model: Model, config: SearchConfig | SearchPlan, params, key, root_input,
               tree: Optional[Tree] = None) -> Tree:
   """A batch of trees whose roots are ``root_input`` (evaluated once).
 
   Where ``tree`` is given, its non-empty rows are kept (subtree reuse) and only its empty rows
   (``num_nodes == 0``, e.g. after :func:`jaxsearch.tree.reroot` into an unexpanded child) start
-  from ``root_input``.
+  from ``root_input``. ``config``: the search's config, or its plan
+  (:func:`~jaxsearch.search.plan.plan_for`).
   """
-  config = config.for_model(model)
-  validation.check_inputs(model, config, params, key, root_input, tree)  # trace time only
+  plan = plan_for(config, model)
+  validation.check_inputs(model, plan.config, params, key, root_input, tree)  # trace time only
   expansion = model.root(params, key, root_input)
   batch_size, num_actions = expansion.legal.shape
-  if num_actions != model.num_actions:
-    raise ValueError(f"root legal mask has {num_actions} actions, the model {model.num_actions}")
+  if num_actions != plan.num_actions:
+    raise ValueError(f"root legal mask has {num_actions} actions, the model {plan.num_actions}")
   state_example = jax.tree.map(lambda x: x[0], expansion.state)
-  fresh = tree_lib.allocate(batch_size, config.max_nodes, config.slots_for(num_actions),
-                            model.num_outcomes, state_example,
-                            **config.backup_rule.tree_parts(),
-                            entropy=config.entropy is not None,
-                            max_chance=config.chance_capacity,
-                            prior_probs=config.keeps_prior_probs)
-  fresh = jax.vmap(_write_root)(fresh, expansion, _node_rows(expansion, config, num_actions))
+  fresh = tree_lib.allocate(batch_size, plan.max_nodes, plan.num_slots, plan.num_outcomes,
+                            state_example, **plan.backup.tree_parts(),
+                            entropy=plan.entropy is not None, max_chance=plan.max_chance,
+                            prior_probs=plan.keeps_prior_probs)
+  fresh = jax.vmap(_write_root)(fresh, expansion, _node_rows(expansion, plan))
   if tree is None:
     return fresh
-  _check_reused(tree, fresh, config)
+  _check_reused(tree, fresh, plan.config)
   keep = tree.num_nodes > 0
   return jax.tree.map(
       lambda old, new: jnp.where(keep.reshape((-1,) + (1,) * (old.ndim - 1)), old, new),
@@ -81,14 +82,16 @@ def draw_root_noise(config: SearchConfig, key, batch_size: int, num_slots: int) 
   return jax.vmap(lambda k: rule.noise(k, (num_slots,)))(per_item_keys(key, batch_size))
 
 
-def run(model: Model, config: SearchConfig, params, key, root_input,
+def run(model: Model, config: SearchConfig | SearchPlan, params, key, root_input,
         tree: Optional[Tree] = None, root_noise: Optional[jax.Array] = None) -> Tree:
   """Runs ``config.num_simulations`` simulations on a batch of trees and returns them.
 
   Args:
     model: the batched world (see :mod:`jaxsearch.model`).
     config: static settings (``max_nodes``, ``max_depth`` left ``None`` come from ``model``:
-      :meth:`SearchConfig.for_model`).
+      :meth:`SearchConfig.for_model`), or the search's plan already resolved for ``model``
+      (:func:`~jaxsearch.search.plan.plan_for`; what :class:`jaxsearch.policies.Search`
+      passes).
     params: estimator parameters (any pytree, passed through).
     key: a PRNG key.
     root_input: the root states ``[B, ...]`` (for :func:`jaxsearch.model.from_game`).
@@ -98,26 +101,24 @@ def run(model: Model, config: SearchConfig, params, key, root_input,
   Returns:
     The trees, ``[B, N, ...]``.
   """
-  config = config.for_model(model)
+  plan = plan_for(config, model)  # resolved once: every phase reads the plan
   root_key, noise_key, loop_key = jax.random.split(key, 3)
+  reused = tree is not None
   with jax.named_scope("init"):
-    tree = init_tree(model, config, params, root_key, root_input, tree)
+    tree = init_tree(model, plan, params, root_key, root_input, tree)
   batch_size = tree.batch_size
   root_logits = tree.slots.prior_logits[:, 0]
-  if config.root_noise is not None:
+  if plan.root_noise is not None:
     root_logits = jax.vmap(_root_noise_logits, in_axes=(0, 0, 0, None, None))(
         per_item_keys(noise_key, batch_size), root_logits, tree.slots.legal[:, 0],
-        config.root_noise.fraction, config.root_noise.alpha)
-  needs_key = config.selection.needs_key or (
-      model.num_outcomes > 1 and config.outcome_rule is OutcomeRule.SAMPLE)
-  root = root_prior(tree, root_logits, config=config)
+        plan.root_noise.fraction, plan.root_noise.alpha)
+  needs_key = plan.selection.needs_key or (
+      plan.num_outcomes > 1 and plan.outcome_rule is OutcomeRule.SAMPLE)
+  root = root_prior(tree, root_logits, plan=plan)
   root_raw_value = tree.nodes.raw_value[:, 0]
-  if config.root_selection is not None and root_noise is None:
-    root_noise = draw_root_noise(config, jax.random.fold_in(noise_key, 1), batch_size,
+  if plan.root_selection is not None and root_noise is None:
+    root_noise = draw_root_noise(plan.config, jax.random.fold_in(noise_key, 1), batch_size,
                                  tree.num_slots)
-
-  # The backup was resolved once, with the config: one simulation body per search.
-  backup = config.backup_rule
 
   def simulate(sim, carry):
     tree, steps = carry
@@ -125,33 +126,19 @@ def run(model: Model, config: SearchConfig, params, key, root_input,
     select_key, outcome_key, estimator_key = jax.random.split(sim_key, 3)
     tree_keys = per_item_keys(select_key, batch_size) if needs_key else None
     root_context = None
-    if config.root_selection is not None:
+    if plan.root_selection is not None:
       root_context = RootContext(noise=root_noise,
                                  simulation=jnp.full((batch_size,), sim, jnp.int32),
-                                 raw_value=root_raw_value)
+                                 raw_value=root_raw_value, reused=reused)
     with jax.named_scope("descent"):
-      path, tree = _select(tree, root, tree_keys, steps, config=config,
-                           root_context=root_context)
+      path, tree = _select(tree, root, tree_keys, steps, plan=plan, root_context=root_context)
     # Ties the tree's later reads and in-place writes to after the descent, so that XLA
     # updates the buffers the descent read instead of copying them (see _select).
     path, tree = jax.lax.optimization_barrier((path, tree))
-    with jax.named_scope("expansion"):
-      parent_states, actions = _last_edge(tree, path, config, model.num_actions)
-    return backup.simulate(model, config, params, outcome_key, estimator_key, tree, path,
-                  parent_states, actions), path.steps
+    # The backup rule was resolved with the plan: one expansion and backup per search.
+    tree = plan.backup.expand_and_backup(model, plan, params,
+                                         SimulationKeys(outcome_key, estimator_key), tree, path)
+    return tree, path.steps
 
-  return jax.lax.fori_loop(0, config.num_simulations, simulate,
-                           (tree, empty_steps(batch_size, config.max_depth)))[0]
-
-
-def _last_edge(tree: Tree, path, config: SearchConfig, num_actions: int):
-  """``(parent states [B, ...], actions i32[B])`` of each path's last edge, the one the
-  simulation expands."""
-  batch_ids = jnp.arange(tree.batch_size)
-  last = jnp.maximum(path.length - 1, 0)
-  parents = path.node_at(last)
-  slots = path.slots[batch_ids, last]
-  parent_states = jax.tree.map(lambda x: x[batch_ids, parents], tree.nodes.state)
-  if config.slots_are_actions(num_actions):
-    return parent_states, slots  # slot k holds action k: no gather
-  return parent_states, tree.slots.action[batch_ids, parents, slots]
+  return jax.lax.fori_loop(0, plan.num_simulations, simulate,
+                           (tree, empty_steps(batch_size, plan.max_depth)))[0]

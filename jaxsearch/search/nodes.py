@@ -11,7 +11,7 @@ from flax import struct
 from jaxsearch import entropy as entropy_lib
 from jaxsearch import tree as tree_lib
 from jaxsearch.model import Expansion
-from jaxsearch.search.config import SearchConfig
+from jaxsearch.search.plan import SearchPlan
 from jaxsearch.selection.base import masked_softmax
 from jaxsearch.tree import UNEXPANDED, Tree
 
@@ -32,7 +32,7 @@ class NodeRows:
     bad: ``bool[B]`` flags estimator output that was NaN/inf and was replaced.
     slot_bounds: ``upper`` ``f32[B, K]`` (Bellman backup), else ``None``.
     entropy: the new node's subtree-entropy statistics ``[B]``, ``None`` unless
-      ``config.entropy``.
+      ``plan.entropy``.
   """
 
   nodes: tree_lib.NodeStats
@@ -54,7 +54,7 @@ class _Sanitised(NamedTuple):
   bad: jax.Array  # bool[B] misbehaving rows
 
 
-def _sanitise(expansion: Expansion, config: SearchConfig, num_actions: int) -> _Sanitised:
+def _sanitise(expansion: Expansion, plan: SearchPlan) -> _Sanitised:
   """Replaces non-finite values, prior logits and action values (see :func:`_node_rows`)."""
   estimate = expansion.estimate
   legal = expansion.legal
@@ -64,39 +64,39 @@ def _sanitise(expansion: Expansion, config: SearchConfig, num_actions: int) -> _
   bad = ~jnp.isfinite(value)
   value = jnp.where(bad | expansion.terminal, 0.0, value)
   if estimate.prior_logits is None:
-    logits = jnp.zeros((batch_size, num_actions), jnp.float32)
+    logits = jnp.zeros((batch_size, plan.num_actions), jnp.float32)
   else:
     logits = jnp.asarray(estimate.prior_logits, jnp.float32)
     bad_logits = jnp.any(jnp.isnan(logits) | (logits == jnp.inf), axis=-1)
     bad = bad | bad_logits
     logits = jnp.where(bad_logits[:, None], 0.0, logits)
   if estimate.action_values is None:
-    action_values = config.backup_rule.missing_action_values(batch_size, num_actions)
+    action_values = plan.backup.missing_action_values(batch_size, plan.num_actions)
   else:
     action_values = jnp.asarray(estimate.action_values, jnp.float32)
     finite = jnp.isfinite(action_values)
     declared_useless = legal & (action_values == -jnp.inf)
     bad = bad | jnp.any(legal & (jnp.isnan(action_values) | (action_values == jnp.inf)),
                         axis=-1)
-    legal, action_values = config.backup_rule.usable_action_values(legal, action_values, finite,
-                                                                    value)
+    legal, action_values = plan.backup.usable_action_values(legal, action_values, finite,
+                                                            value)
   return _Sanitised(legal=legal, value=value, logits=logits, action_values=action_values,
                     declared_useless=declared_useless, bad=bad)
 
 
-def _slot_layout(clean: _Sanitised, action_bounds, config: SearchConfig,
-                 num_actions: int) -> tuple[jax.Array, Optional[jax.Array]]:
+def _slot_layout(clean: _Sanitised, action_bounds,
+                 plan: SearchPlan) -> tuple[jax.Array, Optional[jax.Array]]:
   """``(slot_action i32[B, K], slot_valid bool[B, K] or None)``: which action each slot holds
   (see :func:`_node_rows`); ``slot_valid`` marks the bound slots that found an action."""
   legal = clean.legal
   batch_size = legal.shape[0]
-  num_slots = config.slots_for(num_actions)
+  num_slots, num_actions = plan.num_slots, plan.num_actions
   slot_valid = None
-  if config.slots_are_actions(num_actions):
+  if plan.slots_are_actions:
     slot_action = jnp.broadcast_to(jnp.arange(num_actions, dtype=jnp.int32),
                                    (batch_size, num_actions))
   else:
-    ranking, bound_slots = config.backup_rule.slot_ranking(clean.logits, clean.action_values)
+    ranking, bound_slots = plan.backup.slot_ranking(clean.logits, clean.action_values)
     # Legal actions first, best first; ties by index (top_k is stable).
     keys = jnp.where(legal, ranking, -jnp.inf)
     # Only a real cut (K < A) needs them; without one every action has a slot anyway.
@@ -116,7 +116,7 @@ def _slot_layout(clean: _Sanitised, action_bounds, config: SearchConfig,
   return slot_action, slot_valid
 
 
-def _optimistic_bounds(expansion: Expansion, config: SearchConfig, wanted, cut, slot_action,
+def _optimistic_bounds(expansion: Expansion, plan: SearchPlan, wanted, cut, slot_action,
                        slot_legal, bad):
   """``(upper f32[B], cut_upper f32[B], slot_upper f32[B, K] or None, bad)``: the node's
   optimistic bound, the best bound among the wanted actions left out of its slots, and the
@@ -132,7 +132,7 @@ def _optimistic_bounds(expansion: Expansion, config: SearchConfig, wanted, cut, 
     bad = bad | ~jnp.isfinite(upper)
     upper = jnp.where(jnp.isfinite(upper), upper, no_upper)
   if (expansion.optimistic is not None and estimate.action_bounds is not None and
-      config.backup_rule.keeps_bounds):
+      plan.backup.keeps_bounds):
     # Per-action admissible bounds: NaN or +inf is misbehaviour (no bound), -inf is fine
     # where the action is declared useless.
     action_bounds = jnp.asarray(estimate.action_bounds, jnp.float32)
@@ -162,12 +162,12 @@ def _achievable_bound(expansion: Expansion, bad) -> tuple[jax.Array, jax.Array]:
   return jnp.where(jnp.isfinite(bound), bound, -1.0e30), bad
 
 
-def _initial_values(config: SearchConfig, terminal, value, slot_legal, slot_action_value):
+def _initial_values(plan: SearchPlan, terminal, value, slot_legal, slot_action_value):
   """``(num_active i32[B], V f32[B], Q f32[B, K])`` of new nodes: one active slot with
   widening, else all; ``V`` and ``Q`` as the backup starts them
   (:meth:`~jaxsearch.search.backup.BackupRule.node_values`)."""
   batch_size, num_slots = slot_legal.shape
-  rule = config.backup_rule
+  rule = plan.backup
   if rule.widening:
     num_active = jnp.minimum(jnp.sum(slot_legal, axis=-1).astype(jnp.int32), 1)
   else:
@@ -177,7 +177,7 @@ def _initial_values(config: SearchConfig, terminal, value, slot_legal, slot_acti
   return num_active, node_value, slot_value
 
 
-def _node_rows(expansion: Expansion, config: SearchConfig, num_actions: int) -> NodeRows:
+def _node_rows(expansion: Expansion, plan: SearchPlan) -> NodeRows:
   """Sanitises a batch of estimates and lays them out as slot rows.
 
   Non-finite output never reaches the tree. Values that are NaN/inf become 0; a row of prior
@@ -194,11 +194,10 @@ def _node_rows(expansion: Expansion, config: SearchConfig, num_actions: int) -> 
   with ``AvtsOptions.bound_slots`` the last ones are instead the best action bounds among the
   rest.
   """
-  clean = _sanitise(expansion, config, num_actions)
-  slot_action, slot_valid = _slot_layout(clean, expansion.estimate.action_bounds, config,
-                                         num_actions)
+  clean = _sanitise(expansion, plan)
+  slot_action, slot_valid = _slot_layout(clean, expansion.estimate.action_bounds, plan)
 
-  gather = ((lambda x: x) if config.slots_are_actions(num_actions)  # slot k holds action k
+  gather = ((lambda x: x) if plan.slots_are_actions  # slot k holds action k
             else lambda x: jnp.take_along_axis(x, slot_action, axis=1))
 
   slot_legal = gather(clean.legal)
@@ -207,22 +206,22 @@ def _node_rows(expansion: Expansion, config: SearchConfig, num_actions: int) -> 
     slot_legal = slot_legal & slot_valid
   slot_action_value = jnp.where(slot_legal, gather(clean.action_values), 0.0)
   num_active, node_value, slot_value = _initial_values(
-      config, expansion.terminal, clean.value, slot_legal, slot_action_value)
+      plan, expansion.terminal, clean.value, slot_legal, slot_action_value)
   wanted = expansion.legal & ~clean.declared_useless
   cut = jnp.sum(wanted, axis=-1) > jnp.sum(slot_legal, axis=-1)
-  upper, cut_upper, slot_upper, bad = _optimistic_bounds(expansion, config, wanted, cut,
+  upper, cut_upper, slot_upper, bad = _optimistic_bounds(expansion, plan, wanted, cut,
                                                          slot_action, slot_legal, clean.bad)
   bound, bad = _achievable_bound(expansion, bad)
   slot_bounds = entropy = None
-  if config.backup_rule.keeps_bounds:
+  if plan.backup.keeps_bounds:
     slot_bounds = tree_lib.rows(tree_lib.SlotBounds, upper=jnp.broadcast_to(
         upper[:, None], slot_action.shape) if slot_upper is None else slot_upper)
-  if config.entropy is not None:
+  if plan.entropy is not None:
     entropy = tree_lib.EntropyStats(*entropy_lib.fresh_node(
-        slot_legal, slot_logits, expansion.terminal, config.entropy.policy))
+        slot_legal, slot_logits, expansion.terminal, plan.entropy.policy))
   # Fields that always hold their allocated value under this config and model are left
   # ``None`` (not written): each write is a kernel per simulation.
-  fixed = _fixed_fields(expansion, config, num_actions)
+  fixed = _fixed_fields(expansion, plan)
   keep = lambda name, value: None if name in fixed else value  # noqa: E731
   return NodeRows(
       nodes=tree_lib.rows(tree_lib.NodeStats, value=node_value, raw_value=clean.value,
@@ -233,22 +232,22 @@ def _node_rows(expansion: Expansion, config: SearchConfig, num_actions: int) -> 
                           action_value=keep("action_value", slot_action_value),
                           value=keep("slot_value", slot_value),
                           prior_probs=(masked_softmax(slot_logits, slot_legal)
-                                       if config.keeps_prior_probs else None)),
+                                       if plan.keeps_prior_probs else None)),
       bounds=tree_lib.rows(tree_lib.BoundStats, bound=keep("bound", bound),
                            upper=keep("upper", upper), cut_upper=keep("cut_upper", cut_upper)),
       bad=bad, slot_bounds=slot_bounds, entropy=entropy)
 
 
-def _fixed_fields(expansion: Expansion, config: SearchConfig, num_actions: int) -> frozenset:
+def _fixed_fields(expansion: Expansion, plan: SearchPlan) -> frozenset:
   """Names of the :class:`NodeRows` fields that equal what :func:`jaxsearch.tree.allocate`
   put there, for every node, whatever the estimates (known at trace time). A node is only ever
   written where nothing was (the tree's entries past ``num_nodes`` are as allocated: ``reroot``
   clears them), so these writes can be skipped."""
-  slots_are_actions = config.slots_are_actions(num_actions)
-  fixed = set(config.backup_rule.fixed_fields(slots_are_actions))
+  slots_are_actions = plan.slots_are_actions
+  fixed = set(plan.backup.fixed_fields(slots_are_actions))
   if slots_are_actions:
     fixed.add("action")  # slot k is action k, as allocated
-  if not config.backup_rule.widening:
+  if not plan.backup.widening:
     fixed.add("num_active")  # K
   if expansion.estimate.prior_logits is None:
     fixed.add("prior_logits")  # 0

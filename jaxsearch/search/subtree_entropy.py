@@ -9,21 +9,21 @@ import jax.numpy as jnp
 
 from jaxsearch import entropy as entropy_lib
 from jaxsearch import tree as tree_lib
-from jaxsearch.search.config import SearchConfig
+from jaxsearch.search.plan import SearchPlan
 from jaxsearch.search.descent import Path
 from jaxsearch.selection.base import NodeView
 from jaxsearch.tree import UNEXPANDED, EntropyStats, Tree
 
 
 def _node_entropy(legal, visits, values, logits, node_visits, node_value, terminal, has_chance,
-                  probs, kids, kid_entropy, kid_leaves, kid_closed, *, config: SearchConfig):
+                  probs, kids, kid_entropy, kid_leaves, kid_closed, *, plan: SearchPlan):
   """``(H, K, closed)`` of one node from its ``[K]`` slot rows and its children's ``[K, O]``
-  statistics, under ``config.entropy.policy``'s playout policy."""
+  statistics, under ``plan.entropy.policy``'s playout policy."""
   view = NodeView(visits=node_visits, value=node_value, child_visits=visits,
                   child_values=values, prior_logits=logits, action_values=values,
                   legal=legal, depth=jnp.int32(0), debiased_values=values,
                   value_variance=values, upper_bounds=values)
-  options = config.entropy
+  options = plan.entropy
   probs_policy = entropy_lib.playout_policy(view, options.policy, options.pibar_c)
   edge = entropy_lib.edge_stats(has_chance, probs, kids, kid_entropy, kid_leaves, kid_closed)
   return entropy_lib.node_stats(probs_policy, legal, terminal, *edge,
@@ -31,7 +31,7 @@ def _node_entropy(legal, visits, values, logits, node_visits, node_value, termin
 
 
 def _level_entropy(tree: Tree, path: Path, node, row, depth, child_h, child_k, child_c, *,
-                   config: SearchConfig):
+                   plan: SearchPlan):
   """``(H, K, closed)`` ``[B]`` of the path nodes ``node[B]`` at ``row[B]``: the path child
   (below every level but the deepest) takes the carried statistics ``child_*``."""
   rows = jnp.arange(tree.batch_size)
@@ -48,7 +48,7 @@ def _level_entropy(tree: Tree, path: Path, node, row, depth, child_h, child_k, c
   def kid(field, value):
     return jnp.where(carried, value[:, None, None], field[rows[:, None, None], safe_kids])
 
-  return jax.vmap(functools.partial(_node_entropy, config=config))(
+  return jax.vmap(functools.partial(_node_entropy, plan=plan))(
       slots.legal[rows, node], slots.visits[rows, node], slots.value[rows, node],
       slots.prior_logits[rows, node], nodes.visits[rows, node], nodes.value[rows, node],
       nodes.terminal[rows, node], chance >= 0, tree.chance.prob[rows[:, None], safe_chance],
@@ -56,7 +56,7 @@ def _level_entropy(tree: Tree, path: Path, node, row, depth, child_h, child_k, c
       kid(tree.entropy.closed, child_c))
 
 
-def _entropy_update(tree: Tree, path: Path, config: SearchConfig) -> Tree:
+def _entropy_update(tree: Tree, path: Path, plan: SearchPlan) -> Tree:
   """Recomputes the subtree entropy ``H``, leaf count ``K`` and all-terminal flag of the
   nodes on every path, leaf to root, by the chain rule (:mod:`jaxsearch.entropy`).
 
@@ -79,7 +79,7 @@ def _entropy_update(tree: Tree, path: Path, config: SearchConfig) -> Tree:
     row = jnp.maximum(depth, 0)
     node = jnp.maximum(nodes[rows, row], 0)
     h, k, c = _level_entropy(tree, path, node, row, depth, child_h, child_k, child_c,
-                             config=config)
+                             plan=plan)
     out_row = jnp.where(live, depth, depth_limit + 1)
     out_h = out_h.at[rows, out_row].set(h, mode="drop")
     out_k = out_k.at[rows, out_row].set(k, mode="drop")

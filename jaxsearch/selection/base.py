@@ -77,11 +77,15 @@ class RootContext:
     noise: ``f32[K]`` the rule's per-search draw (e.g. Gumbel noise), drawn once per search.
     simulation: ``i32[]`` index of the current simulation within this search (0-based).
     raw_value: ``f32[]`` the estimator's value of the root state.
+    reused: static: the search may have started from a kept tree (``run(..., tree=...)``), whose
+      root arrives with visits already spent; ``False`` when every search starts from a fresh
+      root, where a rule may rely on its own schedule of root visits.
   """
 
   noise: jax.Array
   simulation: jax.Array
   raw_value: jax.Array
+  reused: bool = struct.field(pytree_node=False, default=True)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -37,21 +37,48 @@ A run can be checkpointed and resumed after a kill (:mod:`jaxsearch.solve.checkp
 ``solve_puzzle(..., checkpoint=DIR, resume=True)``), ending as if it had never stopped.
 By default the trees are grown by the proof-directed rule alone
 (:func:`jaxsearch.selection.optimistic`, best bound first, with the ``gap`` outcome rule).
+
+Every entry point takes one :class:`SolveOptions` (:mod:`jaxsearch.solve.options`: the
+budget, the trees' capacity, the search rule, checkpointing), validated once, or its flat
+keywords (``solve_puzzle(puzzle, seconds=30, chunk=32)``); it builds every search's
+:class:`jaxsearch.search.SearchConfig`. Results are dataclasses (:class:`SolveResult`,
+:class:`PuzzleSearch`, :class:`SearchResult`, :class:`GameSolution`) whose ``trees`` are
+always one batch of one tree per root, read on the host by one :class:`TreeReader`.
 """
 
-from jaxsearch.memory import (  # noqa: F401  (part of this package's interface)
+from jaxsearch.memory import (
     RUNTIME_BYTES, MemoryBudgetError, MemoryEstimate, available_memory, check_memory)
-from jaxsearch.solve.certify import (  # noqa: F401
-    Settled, certify, settle, settle_each)
-from jaxsearch.solve.checkpoint import (  # noqa: F401
+from jaxsearch.solve.certify import (
+    CertificateGame, ExactSearch, IntegerBounds, Settled, certify, settle, settle_each)
+from jaxsearch.solve.checkpoint import (
     Checkpoint, CheckpointCorrupt, CheckpointError, CheckpointExists, CheckpointMismatch)
-from jaxsearch.solve.exact import (  # noqa: F401
-    GameSolution, RootSolution, exact_value, solve_game)
-from jaxsearch.solve.extract import extract_policy  # noqa: F401
-from jaxsearch.solve.loop import (  # noqa: F401
-    DEFAULT_MAX_DEPTH, Problem, estimate_memory)
-from jaxsearch.solve.puzzle import (  # noqa: F401
-    Puzzle, SolveResult, covers_every_opening, evaluate, meets, opening_roots, solve,
-    solve_puzzle)
-from jaxsearch.solve.report import plot_history, summary  # noqa: F401
-from jaxsearch.solve.root import OpeningRecord, RootOptions, RootReport  # noqa: F401
+from jaxsearch.solve.exact import GameSolution, RootSolution, exact_value, solve_game
+from jaxsearch.solve.extract import PolicyExtractor, extract_policy
+from jaxsearch.solve.loop import Problem, SearchResult, estimate_memory
+from jaxsearch.solve.options import (
+    DEFAULT_MAX_DEPTH, Budget, Capacity, Checkpointing, SearchRule, SolveOptions)
+from jaxsearch.solve.puzzle import (
+    Puzzle, PuzzleSearch, SolveResult, covers_every_opening, evaluate, meets, opening_roots,
+    solve, solve_puzzle)
+from jaxsearch.solve.report import plot_history, summary
+from jaxsearch.solve.root import OpeningRecord, RootOptions, RootReport
+from jaxsearch.solve.tree_reader import TreeReader
+
+__all__ = [
+    # memory
+    "RUNTIME_BYTES", "MemoryBudgetError", "MemoryEstimate", "available_memory", "check_memory",
+    # options and results
+    "SolveOptions", "Budget", "Capacity", "SearchRule", "Checkpointing", "DEFAULT_MAX_DEPTH",
+    "SolveResult", "PuzzleSearch", "SearchResult", "GameSolution", "RootSolution",
+    # solving
+    "Puzzle", "Problem", "solve_puzzle", "solve", "solve_game", "exact_value", "evaluate",
+    "meets", "opening_roots", "covers_every_opening", "estimate_memory",
+    "RootOptions", "RootReport", "OpeningRecord",
+    # reading trees, certificates, checkpoints, reports
+    "TreeReader", "PolicyExtractor", "extract_policy",
+    "IntegerBounds", "ExactSearch", "CertificateGame", "Settled", "certify", "settle",
+    "settle_each",
+    "Checkpoint", "CheckpointError", "CheckpointExists", "CheckpointMismatch",
+    "CheckpointCorrupt",
+    "plot_history", "summary",
+]

@@ -4,6 +4,11 @@
 with the game's exact admissible bounds (``puzzle.exact``, e.g.
 :class:`games.guessing_exact.ExactBounds`): every comparison that decides is between integers.
 (:mod:`jaxsearch.solve.exact` certifies any game's bounds in exact rationals.)
+
+What a certificate asks of the game is declared here: :class:`IntegerBounds` (required) and
+the optional :class:`ExactSearch` of small sets, both checked once, when a
+:class:`CertificateGame` is made of the puzzle; that small object (not the puzzle) is what
+the certificates read, and what their worker processes are sent.
 """
 
 from __future__ import annotations
@@ -18,13 +23,12 @@ import sys
 import threading
 import time
 import types
-from typing import Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Protocol, Sequence, runtime_checkable
 
 import jax
 import numpy as np
 
-from jaxsearch.solve.extract import _remaining
-from jaxsearch.solve.loop import _row_of
+from jaxsearch.solve.tree_reader import TreeReader
 
 
 # Children of at most this many secrets are given their exact optimum as their target
@@ -32,60 +36,166 @@ from jaxsearch.solve.loop import _row_of
 CLAIM_MAX_SECRETS = 24
 
 
+@runtime_checkable
+class IntegerBounds(Protocol):
+  """A guessing game's admissible bounds in exact integers (``Puzzle.exact``): what every
+  certificate is checked with. Totals are numbers of guesses summed over a node's secrets.
+  :class:`jaxsearch.games.guessing_exact.ExactBounds` implements it (and
+  :class:`ExactSearch`)."""
+
+  def node_total(self, n: int) -> int:
+    """No policy finds ``n`` secrets in fewer guesses in total."""
+
+  def action_totals(self, secrets: np.ndarray, state: Any = None
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """``(totals int64[G], considered bool[G])`` at the node whose remaining secrets are
+    ``secrets``: no policy opening with guess ``g`` needs fewer than ``totals[g]``; guesses
+    not ``considered`` can never be optimal there."""
+
+
+@runtime_checkable
+class ExactSearch(Protocol):
+  """An optional capability of ``Puzzle.exact``: an exact search of small sets of secrets,
+  which settles what the tree cannot. Without it a certificate rests on the tree alone (the
+  documented fallback: what the tree shows still counts, nothing more is asked)."""
+
+  search_secrets: int  # the sets it settles hold at most this many secrets (0: none)
+
+  def optimum_within(self, secrets: np.ndarray) -> Optional[int]:
+    """The exact optimal total of a small set, or ``None`` where it cannot tell."""
+
+  def guess_at_least(self, secrets: np.ndarray, guess: int, target: int) -> bool:
+    """Whether every policy opening with ``guess`` needs at least ``target`` (False where it
+    cannot tell)."""
+
+  def best_policy(self, secrets: np.ndarray, below: int, deadline: Optional[float] = None):
+    """``(total, policy)``: an optimal policy where one beats ``below`` (``policy`` ``None``:
+    none does, proven), or ``None`` where it cannot tell by ``deadline``."""
+
+
+@dataclasses.dataclass(frozen=True)
+class CertificateGame:
+  """What a certificate needs of a guessing game, its capabilities checked once
+  (:meth:`of`): small, so that it is what a worker process is sent.
+
+  Attributes:
+    exact: the game's :class:`IntegerBounds`.
+    num_secrets: the number of secrets (the states' bitsets hold that many).
+    solved_outcome: the all-correct feedback (no child below it).
+    searches: ``exact`` is also an :class:`ExactSearch`.
+  """
+
+  exact: IntegerBounds
+  num_secrets: int
+  solved_outcome: int
+  searches: bool
+
+  @classmethod
+  def of(cls, puzzle) -> Optional["CertificateGame"]:
+    """The certificate's view of ``puzzle`` (a :class:`jaxsearch.solve.Puzzle`), or ``None``
+    where it has no exact bounds (then nothing is ever claimed proven).
+
+    Raises:
+      TypeError: ``puzzle.exact`` is not an :class:`IntegerBounds`.
+    """
+    exact = puzzle.exact
+    if exact is None:
+      return None
+    if not isinstance(exact, IntegerBounds):
+      raise TypeError(f"puzzle.exact must provide node_total(n) and action_totals(secrets, "
+                      f"state) (jaxsearch.solve.IntegerBounds), got {type(exact).__name__}")
+    return cls(exact=exact, num_secrets=len(puzzle.secrets),
+               solved_outcome=int(puzzle.solved_outcome),
+               searches=isinstance(exact, ExactSearch))
+
+  @property
+  def search_secrets(self) -> Optional[int]:
+    """The exact search's largest set, or ``None`` without an exact search."""
+    return int(self.exact.search_secrets) if self.searches else None
+
+  @property
+  def portable(self) -> bool:
+    """Whether the bounds can be sent to worker processes: a dataclass of data (arrays,
+    numbers), no function among its fields (a closure does not pickle)."""
+    exact = self.exact
+    return dataclasses.is_dataclass(exact) and not any(
+        callable(getattr(exact, field.name)) for field in dataclasses.fields(exact))
+
+  def for_workers(self) -> "CertificateGame":
+    """A copy to send to worker processes: the bounds without what they cached (the exact
+    search's memo, built again where needed)."""
+    return dataclasses.replace(self, exact=dataclasses.replace(self.exact))
+
+  def optimum_within(self, secrets: np.ndarray) -> Optional[int]:
+    """The exact search's optimum of a small set (``None``: too large, or no search)."""
+    if not self.searches or len(secrets) > CLAIM_MAX_SECRETS:
+      return None
+    return self.exact.optimum_within(secrets)
+
+  def guess_at_least(self, secrets: np.ndarray, action: int, target: int,
+                     deadline: Optional[float]) -> bool:
+    """Whether the exact search shows that opening with ``action`` needs at least ``target``
+    (False without a search, or after ``deadline``)."""
+    if not self.searches or (deadline is not None and time.monotonic() > deadline):
+      return False
+    return bool(self.exact.guess_at_least(secrets, int(action), target))
+
+  def best_policy(self, secrets: np.ndarray, target: int, deadline: Optional[float]):
+    """The exact search's answer for a set (:meth:`ExactSearch.best_policy`), or ``None``
+    without a search or after ``deadline``."""
+    if not self.searches or (deadline is not None and time.monotonic() > deadline):
+      return None
+    return self.exact.best_policy(secrets, int(target), deadline)
+
+
 class _Certifier:
   """Checks, in exact integers, that no policy from a node of one tree needs fewer than a
   target number of guesses in total (over the node's secrets).
 
   ``holds(node, target)`` is a proof by the game's exact admissible bounds
-  (``puzzle.exact``, :class:`games.guessing_exact.ExactBounds`): the target is met outright when
-  the node's counting bound reaches it; otherwise every guess that could still do better —
-  its exact action bound below the target — must have been expanded in the tree, and for
-  each such guess the targets of its feedbacks' children, summed with the ``n`` guesses it
-  costs, must reach the target and hold recursively. The search's float bounds only choose
-  the children's targets (rounded to integers, lowered where there is slack); every
-  comparison that decides is between integers, so a float rounding error can make a true
-  claim fail to certify, never a false one pass.
+  (:class:`IntegerBounds`, e.g. :class:`games.guessing_exact.ExactBounds`): the target is met
+  outright when the node's counting bound reaches it; otherwise every guess that could still
+  do better — its exact action bound below the target — must have been expanded in the tree,
+  and for each such guess the targets of its feedbacks' children, summed with the ``n``
+  guesses it costs, must reach the target and hold recursively. The search's float bounds
+  only choose the children's targets (rounded to integers, lowered where there is slack);
+  every comparison that decides is between integers, so a float rounding error can make a
+  true claim fail to certify, never a false one pass.
 
-  Where the game offers an exact search of small sets (``exact.guess_at_least``,
-  ``exact.optimum_within``: :class:`games.guessing_exact.ExactSolver`), a guess the tree never
-  expanded, or whose subtree falls short, is settled by that search instead, and small
-  children get their exact optimum as their target: the tree proves the top of a large
-  problem, the exact search its many small leaves.
+  Where the game offers an exact search of small sets (:class:`ExactSearch`), a guess the
+  tree never expanded, or whose subtree falls short, is settled by that search instead, and
+  small children get their exact optimum as their target: the tree proves the top of a
+  large problem, the exact search its many small leaves.
   """
 
-  def __init__(self, puzzle, trees, row: int, deadline: Optional[float] = None):
-    trees, row = _row_of(trees, row)
-    take = lambda x: np.asarray(x[row])  # noqa: E731
-    self.puzzle = puzzle
-    self.exact = puzzle.exact
+  def __init__(self, game: CertificateGame, tree, deadline: Optional[float] = None):
+    self.game = game
+    self.exact = game.exact
     self.deadline = deadline  # ``time.monotonic()`` after which the exact search stops
-    self.states = jax.tree.map(take, trees.nodes.state)
-    self.node_upper = take(trees.bounds.upper).astype(np.float64)
-    self.node_terminal = take(trees.nodes.terminal)
-    self.slot_action = take(trees.slots.action)
-    self.slot_chance = take(trees.slots.chance)
-    self.chance_prob = take(trees.chance.prob)
-    self.chance_child = take(trees.chance.child)
-    self.num_nodes = int(np.asarray(trees.num_nodes)[row])
+    self.reader = TreeReader(tree)
     self._proven: dict[int, int] = {}  # node -> largest target shown to hold
     self._failed: dict[int, int] = {}  # node -> smallest target that did not certify
 
   def secrets_at(self, node: int) -> np.ndarray:
-    return _remaining(self.states.remaining[node], len(self.puzzle.secrets))
+    return self.reader.secrets_at(node, self.game.num_secrets)
+
+  def _finished(self, node: int, secrets: np.ndarray) -> bool:
+    """No guess is left to make at ``node``: no secret, solved, or terminal."""
+    return (len(secrets) == 0 or bool(self.reader.states.solved[node])
+            or bool(self.reader.terminal[node]))
 
   def claim(self, node: int) -> tuple[int, bool]:
     """``(total, settled)``: the integer total to certify for ``node`` — its exact optimum
-    where the game's exact search finds it (``exact.optimum_within``, small sets; then
-    ``settled``), else what the tree's float optimistic bound suggests (at least the
-    counting bound) — and whether asking more of it is hopeless."""
+    where the game's exact search finds it (small sets; then ``settled``), else what the
+    tree's float optimistic bound suggests (at least the counting bound) — and whether
+    asking more of it is hopeless."""
     secrets = self.secrets_at(node)
-    n = len(secrets)
-    if n == 0 or self.states.solved[node] or self.node_terminal[node]:
+    if self._finished(node, secrets):
       return 0, True
-    optimum = self._exact_optimum(secrets)
+    optimum = self.game.optimum_within(secrets)
     if optimum is not None:
       return optimum, True
-    total = -self.node_upper[node] * n
+    total = -np.float64(self.reader.upper[node]) * len(secrets)
     floor = self.floor(node)
     if not (np.isfinite(total) and abs(total) < 1e15):
       return floor, False
@@ -95,18 +205,6 @@ class _Certifier:
     """The counting bound of ``node``'s secrets (0 where none remain)."""
     n = len(self.secrets_at(node))
     return self.exact.node_total(n) if n else 0
-
-  def _exact_optimum(self, secrets: np.ndarray):
-    find = getattr(self.exact, "optimum_within", None)
-    return None if find is None or len(secrets) > CLAIM_MAX_SECRETS else find(secrets)
-
-  def _guess_shown(self, secrets: np.ndarray, action: int, target: int) -> bool:
-    """Whether the game's exact search shows that opening with ``action`` needs at least
-    ``target`` guesses (where the tree cannot: unexpanded, or its children fall short)."""
-    check = getattr(self.exact, "guess_at_least", None)
-    if check is None or (self.deadline is not None and time.monotonic() > self.deadline):
-      return False
-    return bool(check(secrets, int(action), target))
 
   def holds(self, node: int, target: int) -> bool:
     if target <= self._proven.get(node, 0):
@@ -121,29 +219,27 @@ class _Certifier:
     return proven
 
   def _holds(self, node: int, target: int) -> bool:
+    reader = self.reader
     secrets = self.secrets_at(node)
     n = len(secrets)
-    if n == 0 or bool(self.states.solved[node]) or self.node_terminal[node]:
+    if self._finished(node, secrets):
       return target <= 0
     if target <= self.exact.node_total(n):
       return True
-    optimum = self._exact_optimum(secrets)
+    optimum = self.game.optimum_within(secrets)
     if optimum is not None:  # the exact search has settled this set outright
       return target <= optimum
-    state = jax.tree.map(lambda x: x[node], self.states)
-    totals, considered = self.exact.action_totals(secrets, state)
-    expanded = {int(self.slot_action[node, slot]): int(self.slot_chance[node, slot])
-                for slot in np.flatnonzero(self.slot_chance[node] >= 0)}
+    totals, considered = self.exact.action_totals(secrets, reader.state(node))
+    expanded = {int(reader.slot_action[node, slot]): int(reader.slot_chance[node, slot])
+                for slot in reader.expanded_slots(node)}
     for action in np.flatnonzero(considered & (totals < target)):
       chance = expanded.get(int(action))
       if chance is not None:
-        children = [int(self.chance_child[chance, o])
-                    for o in np.flatnonzero(self.chance_prob[chance] > 0)
-                    if o != self.puzzle.solved_outcome]
+        children = [child for _, child in reader.children(chance, self.game.solved_outcome)]
         if self.children_hold(children, target - n):
           continue
       # Never searched, or its subtree falls short: the exact search may still settle it.
-      if not self._guess_shown(secrets, action, target):
+      if not self.game.guess_at_least(secrets, action, target, self.deadline):
         return False
     return True
 
@@ -181,17 +277,25 @@ def certify(puzzle, trees, rows: Sequence[int], target: int,
             cost: int = 0, deadline: Optional[float] = None) -> bool:
   """Whether, in exact integers, no policy does better than ``target`` total guesses, where a
   policy's total is ``cost`` plus the totals of the sub-problems at the roots ``rows`` of
-  ``trees`` (one root: ``rows = [0]``, ``cost = 0``; a fixed first guess: every feedback's
+  ``trees`` (one batch of one tree per root, as :class:`jaxsearch.solve.loop.SearchResult`
+  holds them; one root: ``rows = [0]``, ``cost = 0``; a fixed first guess: every feedback's
   root, ``cost`` = the number of secrets, who all pay for it). See :class:`_Certifier`.
   Needs ``puzzle.exact``; ``False`` without it. After ``deadline`` (``time.monotonic()``)
   the game's exact search is not asked any more: what the tree alone shows still counts."""
-  if puzzle.exact is None:
-    return False
-  certifiers = {row: _Certifier(puzzle, trees, row, deadline) for row in rows}
-  claims = {row: certifiers[row].claim(0) for row in rows}
-  floors = {row: certifiers[row].floor(0) for row in rows}
+  game = CertificateGame.of(puzzle)
+  return game is not None and _certify(game, [trees[row] for row in rows], target, cost,
+                                       deadline)
+
+
+def _certify(game: CertificateGame, trees: list, target: int, cost: int,
+             deadline: Optional[float]) -> bool:
+  """:func:`certify` of the roots of ``trees`` (each a batch of one tree)."""
+  certifiers = [_Certifier(game, tree, deadline) for tree in trees]
+  claims = {i: certifier.claim(0) for i, certifier in enumerate(certifiers)}
+  floors = {i: certifier.floor(0) for i, certifier in enumerate(certifiers)}
   targets = _share_out(claims, floors, target - cost)
-  return targets is not None and all(certifiers[row].holds(0, targets[row]) for row in rows)
+  return targets is not None and all(certifier.holds(0, targets[i])
+                                     for i, certifier in enumerate(certifiers))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -213,15 +317,19 @@ class Settled:
 
 def settle(puzzle, trees, row: int, target: int, deadline: Optional[float] = None) -> Settled:
   """Certifies that root ``row``'s policy of ``target`` guesses is optimal (:func:`certify`)
-  and, where that fails, asks the game's exact search (``exact.best_policy``, small sets)
-  for the optimum outright: a better policy, with its total, or the proof that none exists.
-  A tree policy that is not optimal is so corrected, not only left unproven."""
-  if certify(puzzle, trees, [row], target, deadline=deadline):
+  and, where that fails, asks the game's exact search (:meth:`ExactSearch.best_policy`,
+  small sets) for the optimum outright: a better policy, with its total, or the proof that
+  none exists. A tree policy that is not optimal is so corrected, not only left unproven."""
+  return _settle_tree(CertificateGame.of(puzzle), trees[row], target, deadline)
+
+
+def _settle_tree(game: Optional[CertificateGame], tree, target: int,
+                 deadline: Optional[float]) -> Settled:
+  """:func:`settle` of one tree (a batch of one); not proven without exact bounds."""
+  if game is not None and _certify(game, [tree], target, 0, deadline):
     return Settled(True, int(target))
-  search = getattr(puzzle.exact, "best_policy", None)
-  if search is None or (deadline is not None and time.monotonic() > deadline):
-    return Settled(False, int(target))
-  found = search(_root_secrets(puzzle, trees, row), int(target), deadline)
+  found = None if game is None else game.best_policy(_root_secrets(game, tree), target,
+                                                     deadline)
   if found is None:
     return Settled(False, int(target))
   total, policy = found
@@ -233,26 +341,25 @@ def settle_each(puzzle, trees, targets: dict, deadline: Optional[float] = None,
                 on_settled: Optional[Callable[[int, Settled], None]] = None) -> dict:
   """``{row: settle(puzzle, trees, row, target)}`` for ``targets = {row: target}``, the
   roots in parallel processes (``workers``, default one per CPU core) where the game's exact
-  bounds can be sent to them (a dataclass of arrays, no closures), else one after another.
-  Each root is independent, and the exact search is single-threaded numpy: the cores are
-  otherwise idle while it runs. Largest roots first, so that the processes finish together.
-  ``on_settled(row, settled)`` is called in this process as each root's result comes (e.g.
-  to checkpoint it: :meth:`jaxsearch.solve.checkpoint.Checkpoint.save_settled`)."""
+  bounds can be sent to them (:attr:`CertificateGame.portable`: a dataclass of arrays, no
+  closures), else one after another. Each root is independent, and the exact search is
+  single-threaded numpy: the cores are otherwise idle while it runs. Largest roots first,
+  so that the processes finish together. ``on_settled(row, settled)`` is called in this
+  process as each root's result comes (e.g. to checkpoint it:
+  :meth:`jaxsearch.solve.checkpoint.Checkpoint.save_settled`)."""
   workers = min(workers or os.cpu_count() or 1, len(targets))
-  exact = puzzle.exact
-  portable = (exact is not None and dataclasses.is_dataclass(exact)
-              and getattr(exact, "redundant", None) is None)
+  game = CertificateGame.of(puzzle)
   done = {}
-  if workers <= 1 or not portable:
+  if workers <= 1 or game is None or not game.portable:
     for row, target in targets.items():
-      done[row] = settle(puzzle, trees, row, target, deadline)
+      done[row] = _settle_tree(game, trees[row], target, deadline)
       if on_settled is not None:
         on_settled(row, done[row])
     return done
-  order = sorted(targets, key=lambda row: len(_root_secrets(puzzle, trees, row)), reverse=True)
-  light = (dataclasses.replace(exact), len(puzzle.secrets), puzzle.solved_outcome)
-  with _worker_pool(workers, _start_worker, light) as pool:
-    futures = {pool.submit(_settle_row, _one_tree(trees, row), targets[row], deadline): row
+  order = sorted(targets, key=lambda row: len(_root_secrets(game, trees[row])), reverse=True)
+  with _worker_pool(workers, _start_worker, (game.for_workers(),)) as pool:
+    futures = {pool.submit(_settle_row, jax.tree.map(np.asarray, trees[row]), targets[row],
+                           deadline): row
                for row in order}
     for future in concurrent.futures.as_completed(futures):
       done[futures[future]] = future.result()
@@ -341,26 +448,18 @@ def _workers_skip_main():
 _WORKER_ENVIRONMENT = {"JAX_PLATFORMS": "cpu", "XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
 
 
-def _root_secrets(puzzle, trees, row: int) -> np.ndarray:
-  """The secrets remaining at root ``row`` (indices)."""
-  batch, index = _row_of(trees, row)
-  return _remaining(np.asarray(batch.nodes.state.remaining[index, 0]), len(puzzle.secrets))
+def _root_secrets(game: CertificateGame, tree) -> np.ndarray:
+  """The secrets remaining at the root of ``tree`` (a batch of one), as indices."""
+  return TreeReader(tree).secrets_at(0, game.num_secrets)
 
 
-def _one_tree(trees, row: int):
-  """Root ``row``'s tree as a batch of one, in numpy (what a worker process is sent)."""
-  trees, index = _row_of(trees, row)
-  return jax.tree.map(lambda x: np.asarray(x[index:index + 1]), trees)
+_WORKER_GAME: Optional[CertificateGame] = None  # in a worker process: what it certifies
 
 
-_WORKER_PUZZLE = None  # in a worker process: what a certificate needs of the puzzle
-
-
-def _start_worker(exact, num_secrets: int, solved_outcome: int) -> None:
-  global _WORKER_PUZZLE
-  _WORKER_PUZZLE = types.SimpleNamespace(exact=exact, secrets=range(num_secrets),
-                                         solved_outcome=solved_outcome)
+def _start_worker(game: CertificateGame) -> None:
+  global _WORKER_GAME
+  _WORKER_GAME = game
 
 
 def _settle_row(tree, target: int, deadline: Optional[float]) -> Settled:
-  return settle(_WORKER_PUZZLE, tree, 0, target, deadline=deadline)
+  return _settle_tree(_WORKER_GAME, tree, target, deadline)

@@ -44,8 +44,11 @@ import jax
 import numpy as np
 
 from jaxsearch.game import Estimator, Game
+from jaxsearch.solve import checkpoint as checkpoint_lib
 from jaxsearch.solve import loop
+from jaxsearch.solve.options import SolveOptions
 from jaxsearch.solve.state_graph import _Dyadic, _Graph, _Oracle, _expected, _keys, _take
+from jaxsearch.solve.tree_reader import TreeReader
 
 def _child(node: dict, outcome: int):
   children = node.get("children") or {}
@@ -156,7 +159,8 @@ class RootSolution:
 class GameSolution:
   """What :func:`solve_game` found: one :class:`RootSolution` per root, and the work done
   (``simulations`` per tree, ``nodes`` over the batch, ``seconds`` of search, ``history`` per
-  chunk ``(simulations, seconds, bound f64[B], upper f64[B] | None)``, the final ``trees``)."""
+  chunk ``(simulations, seconds, bound f64[B], upper f64[B] | None)``, the final ``trees``:
+  one batch of one tree per searched root)."""
 
   roots: list
   simulations: int
@@ -180,17 +184,14 @@ def _meets_within(tolerance: float):
   return meets
 
 
-def _tree_roots(graph: _Graph, trees, row: int) -> int:
-  """Adds one root's searched tree to ``graph`` (its states, and every action it expanded,
-  re-stepped through the game); returns the root's id."""
-  trees, row = loop._row_of(trees, row)
-  count = int(np.asarray(trees.num_nodes)[row])
-  states = jax.tree.map(lambda x: np.asarray(x[row])[:count], trees.nodes.state)
-  ids = graph.add(states)
-  slot_chance = np.asarray(trees.slots.chance[row])[:count]
-  slot_action = np.asarray(trees.slots.action[row])[:count]
-  nodes, slots = np.nonzero(slot_chance >= 0)
-  graph.step([(ids[n], int(slot_action[n, s])) for n, s in zip(nodes, slots)])
+def _tree_roots(graph: _Graph, tree) -> int:
+  """Adds one root's searched tree (a batch of one) to ``graph`` (its states, and every
+  action it expanded, re-stepped through the game); returns the root's id."""
+  reader = TreeReader(tree)
+  count = reader.num_nodes
+  ids = graph.add(jax.tree.map(lambda x: x[:count], reader.states))
+  nodes, slots = np.nonzero(reader.slot_chance[:count] >= 0)
+  graph.step([(ids[n], int(reader.slot_action[n, s])) for n, s in zip(nodes, slots)])
   graph.close()
   return ids[0]
 
@@ -198,7 +199,8 @@ def _tree_roots(graph: _Graph, trees, row: int) -> int:
 def solve_game(game: Game, estimator: Estimator, roots, *, seconds: float = 60.0,
                max_simulations: Optional[int] = None, max_nodes: int = 10_000,
                chunk: int = 64, num_slots: Optional[int] = None, tolerance: float = 1e-6,
-               completion: int = 100_000, **options) -> GameSolution:
+               completion: int = 100_000, on_chunk=None,
+               options: Optional[SolveOptions] = None, **keywords) -> GameSolution:
   """Solves a batch of roots of any single-agent game with chance, with exact certificates.
 
   The search grows a tree of histories; the exact part works on states instead: the
@@ -228,50 +230,67 @@ def solve_game(game: Game, estimator: Estimator, roots, *, seconds: float = 60.0
     completion: the most ``(state, action)`` pairs that the exact completion may step
       through the game per root, beyond those the search expanded (``0``: none; the bounds
       are then those of the searched trees alone). Needs the game's ``optimistic_value``.
-    options: the other arguments of :func:`jaxsearch.solve.loop.run` (``seed``,
-      ``bound_slots``, ``max_depth``, ``selection``, ``proof_every``, ``on_chunk``...).
+    on_chunk: called after every chunk with the search's progress.
+    options, keywords: the other :class:`~jaxsearch.solve.options.SolveOptions` (``seed``,
+      ``bound_slots``, ``max_depth``, ``selection``, ``proof_every``, ``devices``,
+      ``checkpoint``...), as an object or flat keywords; the arguments above replace its
+      fields.
   Returns:
     A :class:`GameSolution`: per root the extracted policy (a DAG of nested dicts, one per
     distinct state), its exact value (the lower bound), the exact upper bound and whether
     they are equal. A finished root (no legal action) has value 0 and the empty policy
     ``{}``, proven; the other roots are searched as a batch of their own (``trees`` holds
     theirs; the finished ones' history bounds are 0).
+  Raises:
+    TypeError: an unknown keyword. ValueError: a bad option, before any work.
   """
+  if isinstance(completion, bool) or int(completion) != completion or completion < 0:
+    raise ValueError(f"solve_game: completion must be an integer >= 0, got {completion!r}")
+  if options is not None and not isinstance(options, SolveOptions):
+    raise TypeError(f"solve_game: options must be a SolveOptions, got {options!r}")
+  options = (options or SolveOptions()).override(
+      "solve_game", seconds=seconds, max_simulations=max_simulations, max_nodes=max_nodes,
+      chunk=chunk, num_slots=num_slots, **keywords)
+  return _solve_game(game, estimator, roots, options, float(tolerance), int(completion),
+                     on_chunk)
+
+
+def _solve_game(game: Game, estimator: Estimator, roots, options: SolveOptions,
+                tolerance: float, completion: int, on_chunk) -> GameSolution:
+  """:func:`solve_game`, its options validated."""
   finished = _finished_roots(game, roots)
   if finished.any():  # nothing to play at a finished root: its value is 0
-    return _with_finished_roots(game, estimator, roots, finished, dict(
-        seconds=seconds, max_simulations=max_simulations, max_nodes=max_nodes, chunk=chunk,
-        num_slots=num_slots, tolerance=tolerance, completion=completion, **options))
-  if int(completion) != completion or completion < 0:
-    raise ValueError(f"solve_game: completion must be an integer >= 0, got {completion!r}")
+    return _with_finished_roots(game, estimator, roots, finished, options, tolerance,
+                                completion, on_chunk)
   started = time.perf_counter()
   batch = int(jax.tree.leaves(roots)[0].shape[0])
   problem = loop.Problem(game=game, estimator=estimator)
-  found, trees = loop.run(problem, roots, weights=np.ones(batch), meets=_meets_within(tolerance),
-                          seconds=seconds, max_simulations=max_simulations,
-                          max_nodes=max_nodes, chunk=chunk, num_slots=num_slots, **options)
-  trees = jax.tree.map(np.asarray, trees)
+  checkpointing = options.checkpointing
+  store = None if checkpointing.directory is None else checkpoint_lib.Checkpoint(
+      checkpointing.directory, resume=checkpointing.resume)
+  found = loop.run(problem, roots, options, weights=np.ones(batch),
+                   meets=_meets_within(tolerance), on_chunk=on_chunk, checkpoint=store)
   oracle = _Oracle(game, estimator)
   graph = _Graph(oracle)  # shared by the roots: a state met from one is known to all
-  root_ids = [_tree_roots(graph, trees, row) for row in range(batch)]
-  deadline = started + seconds
+  root_ids = [_tree_roots(graph, tree) for tree in found.trees]
+  deadline = started + options.budget.seconds
   solutions = []
   for row, root in enumerate(root_ids):
-    stepped = graph.complete(root, int(completion), deadline, tolerance) if completion else 0
+    stepped = graph.complete(root, completion, deadline, tolerance) if completion else 0
     policy = graph.policy(root)
     value = _exact_value(oracle, jax.tree.map(lambda x: np.asarray(x)[row], roots), policy)
     if value != graph.lower(root)[0][root].fraction():
       raise AssertionError("the extracted policy's value differs from its evaluation")
     upper = None if graph.optimistic[root] is None else graph.upper(root)[root].fraction()
-    bound, top = found["bound"][row], None if found["upper"] is None else found["upper"][row]
+    bound, top = found.bound[row], None if found.upper is None else found.upper[row]
     solutions.append(RootSolution(
         policy=policy, value=value, lower=value, upper=upper,
         proven=upper is not None and value == upper,
         search_bound=None if not np.isfinite(bound) else float(bound),
         search_upper=None if top is None else float(top),
         states=len(graph.order(root)), completion=stepped))
-  return GameSolution(roots=solutions, simulations=found["simulations"], nodes=found["nodes"],
-                      seconds=found["seconds"], history=found["history"], trees=trees)
+  return GameSolution(roots=solutions, simulations=found.simulations, nodes=found.nodes,
+                      seconds=found.seconds, history=found.history, trees=found.trees)
 
 
 def _finished_roots(game: Game, roots) -> np.ndarray:
@@ -281,7 +300,8 @@ def _finished_roots(game: Game, roots) -> np.ndarray:
 
 
 def _with_finished_roots(game: Game, estimator: Estimator, roots, finished: np.ndarray,
-                         options: dict) -> GameSolution:
+                         options: SolveOptions, tolerance: float, completion: int,
+                         on_chunk) -> GameSolution:
   """:func:`solve_game` of a batch where the roots ``finished`` have no legal action: each is
   worth 0 with the empty policy, proven; the others are solved as a batch of their own."""
   def done():
@@ -291,8 +311,8 @@ def _with_finished_roots(game: Game, estimator: Estimator, roots, finished: np.n
   if not len(rest):
     return GameSolution(roots=[done() for _ in finished], simulations=0, nodes=0,
                         seconds=0.0, history=[], trees=None)
-  solved = solve_game(game, estimator, jax.tree.map(lambda x: np.asarray(x)[rest], roots),
-                      **options)
+  solved = _solve_game(game, estimator, jax.tree.map(lambda x: np.asarray(x)[rest], roots),
+                       options, tolerance, completion, on_chunk)
   solutions = [done() for _ in finished]
   for row, solution in zip(rest, solved.roots):
     solutions[row] = solution

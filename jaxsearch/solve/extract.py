@@ -6,18 +6,11 @@ from typing import Any
 
 import numpy as np
 
-from jaxsearch.solve.loop import _row_of
+from jaxsearch.solve.tree_reader import TreeReader
 
 
-def _remaining(bits: np.ndarray, num_secrets: int) -> np.ndarray:
-  """Secret indices set in a ``u32[W]`` bitset (bit ``s % 32`` of word ``s // 32``)."""
-  words = np.asarray(bits, np.uint64)
-  mask = ((words[:, None] >> np.arange(32, dtype=np.uint64)[None, :]) & 1).astype(bool)
-  return np.flatnonzero(mask.reshape(-1)[:num_secrets])
-
-
-class _TreeReader:
-  """Extracts the best policy one tree of a batch holds (numpy copies of its arrays).
+class PolicyExtractor:
+  """Extracts the best policy one tree holds (read by a :class:`TreeReader`).
 
   At every node it compares, **exactly**, each expanded guess (completed recursively the same
   way) with the game's greedy policy (``puzzle.greedy_guess``: for Mastermind and Wordle the
@@ -25,25 +18,21 @@ class _TreeReader:
   secrets, and keeps the cheapest. The tree's own policy is one of the candidates, so the
   result is never worse than the achievable bound's policy — usually much better, since the
   bound charges every unexplored node the pessimistic value ``(n + 1) / 2`` per secret.
+
+  Args:
+    puzzle: the :class:`jaxsearch.solve.Puzzle`.
+    tree: one root's tree, a batch of one (``SearchResult.trees[r]``).
   """
 
-  def __init__(self, tree, row: int, puzzle):
-    tree, row = _row_of(tree, row)
-    take = lambda x: np.asarray(x[row])  # noqa: E731
+  def __init__(self, puzzle, tree):
     self.puzzle = puzzle
-    self.bits = take(tree.nodes.state.remaining)
-    self.slot_action = take(tree.slots.action)
-    self.slot_legal = take(tree.slots.legal)
-    self.slot_chance = take(tree.slots.chance)
-    self.chance_prob = take(tree.chance.prob)
-    self.chance_child = take(tree.chance.child)
-    self.num_nodes = int(np.asarray(tree.num_nodes)[row])
+    self.reader = TreeReader(tree)
     self._best: dict[int, tuple[int, Any]] = {}
     self._greedy: dict[bytes, int] = {}
     self._guess: dict[bytes, int] = {}
 
   def secrets_at(self, node: int) -> np.ndarray:
-    return _remaining(self.bits[node], len(self.puzzle.secrets))
+    return self.reader.secrets_at(node, len(self.puzzle.secrets))
 
   def _greedy_guess(self, secrets: np.ndarray) -> int:
     """The game's greedy guess for ``secrets``, memoised: the extraction asks for the same
@@ -79,14 +68,14 @@ class _TreeReader:
     ``None`` (the greedy completion)."""
     if node in self._best:
       return self._best[node]
+    reader, solved = self.reader, self.puzzle.solved_outcome
     secrets = self.secrets_at(node)
     choice = (self._greedy_total(secrets), None)
-    for slot in np.flatnonzero(self.slot_legal[node] & (self.slot_chance[node] >= 0)):
-      chance = self.slot_chance[node, slot]
-      total = len(secrets)
-      for outcome in np.flatnonzero(self.chance_prob[chance] > 0):
-        if outcome != self.puzzle.solved_outcome:
-          total += self.best(int(self.chance_child[chance, outcome]))[0]
+    for slot in reader.expanded_slots(node):
+      if not reader.slot_legal[node, slot]:
+        continue
+      total = len(secrets) + sum(self.best(child)[0] for _, child in
+                                 reader.children(reader.slot_chance[node, slot], solved))
       if total < choice[0]:
         choice = (total, int(slot))
     self._best[node] = choice
@@ -96,16 +85,14 @@ class _TreeReader:
     _, slot = self.best(node)
     if slot is None:
       return self._greedy_policy(self.secrets_at(node))
-    chance = self.slot_chance[node, slot]
-    children = {}
-    for outcome in np.flatnonzero(self.chance_prob[chance] > 0):
-      if outcome != self.puzzle.solved_outcome:
-        children[self.puzzle.outcome_name(int(outcome))] = self.policy(
-            int(self.chance_child[chance, outcome]))
-    return {"guess": self.puzzle.guess_names[int(self.slot_action[node, slot])],
+    reader = self.reader
+    children = {self.puzzle.outcome_name(outcome): self.policy(child) for outcome, child in
+                reader.children(reader.slot_chance[node, slot], self.puzzle.solved_outcome)}
+    return {"guess": self.puzzle.guess_names[int(reader.slot_action[node, slot])],
             "children": children}
 
 
 def extract_policy(puzzle, trees, row: int) -> dict:
-  """The exported policy of root ``row`` of a batch of trees (see :class:`_TreeReader`)."""
-  return _TreeReader(trees, row, puzzle).policy(0)
+  """The exported policy of root ``row`` (``trees``: one batch of one tree per root, as
+  :class:`jaxsearch.solve.loop.SearchResult` holds them; see :class:`PolicyExtractor`)."""
+  return PolicyExtractor(puzzle, trees[row]).policy(0)

@@ -7,9 +7,55 @@ first guesses (:mod:`jaxsearch.solve.root`).
 
 from __future__ import annotations
 
+import dataclasses
+from typing import TYPE_CHECKING, Optional
+
 from jaxsearch import policy_file
+from jaxsearch.memory import MemoryEstimate
 from jaxsearch.solve.certify import certify, settle_each
-from jaxsearch.solve.extract import _TreeReader
+from jaxsearch.solve.extract import PolicyExtractor
+
+if TYPE_CHECKING:  # root.py imports this module
+  from jaxsearch.solve.root import RootReport
+
+
+@dataclasses.dataclass
+class Outcome:
+  """What one way of solving a puzzle found (one tree from the start, a batch of trees per
+  fixed opening, or the search over first guesses), before
+  :func:`jaxsearch.solve.solve_puzzle` states what it proves.
+
+  Attributes:
+    policy: the exported policy (:mod:`jaxsearch.policy_file` node).
+    evaluation: its exact evaluation.
+    bound_total, upper_total: the search's achievable and optimistic bounds in total
+      guesses (``upper_total`` ``None`` without one), over what this way searched.
+    proven: the certificate holds: ``evaluation.total_guesses`` is optimal among the
+      policies this way searched (given its first guesses).
+    simulations, nodes, seconds, history, phases, memory, resumed_from: the search's work
+      (:class:`jaxsearch.solve.loop.SearchResult`), ``history`` in total guesses.
+    trees: one batch of one tree per root (``None``: nothing searched).
+    subproblems: with fixed openings, ``(proven, total)`` sub-problems of the chosen one.
+    opening_rows: with fixed openings, the rows of ``trees`` of the chosen one.
+    root: the search over first guesses' report (:class:`jaxsearch.solve.root.RootReport`).
+  """
+
+  policy: dict
+  evaluation: policy_file.Evaluation
+  bound_total: float
+  upper_total: Optional[float]
+  proven: bool
+  simulations: int
+  nodes: int
+  seconds: float
+  history: list
+  phases: dict
+  memory: Optional[MemoryEstimate] = None
+  resumed_from: int = 0
+  trees: Optional[list] = None
+  subproblems: Optional[tuple[int, int]] = None
+  opening_rows: Optional[tuple[int, int]] = None
+  root: Optional[RootReport] = None
 
 
 def evaluate(puzzle, policy: dict) -> policy_file.Evaluation:
@@ -27,12 +73,13 @@ def _named(puzzle, policy: dict) -> dict:
 
 def _opening_policy(puzzle, guess: str, outcomes, trees, rows):
   """``(evaluation, policy, sub_totals)``: the policy opening with ``guess`` whose feedbacks
-  ``outcomes`` go on with the policies the trees' ``rows`` hold (one row per feedback, in
-  order), its exact evaluation, and each row's exact total."""
-  readers = [_TreeReader(trees, row, puzzle) for row in rows]
+  ``outcomes`` go on with the policies the trees' ``rows`` hold (``trees``: one batch of one
+  tree per root; one row per feedback, in order), its exact evaluation, and each row's exact
+  total."""
+  extractors = [PolicyExtractor(puzzle, trees[row]) for row in rows]
   policy = {"guess": guess, "children": {
-      puzzle.outcome_name(o): reader.policy(0) for o, reader in zip(outcomes, readers)}}
-  return evaluate(puzzle, policy), policy, [reader.best(0)[0] for reader in readers]
+      puzzle.outcome_name(o): extractor.policy(0) for o, extractor in zip(outcomes, extractors)}}
+  return evaluate(puzzle, policy), policy, [extractor.best(0)[0] for extractor in extractors]
 
 
 def _corrected(puzzle, policy: dict, evaluation, outcomes, first_row: int, settled: dict):

@@ -6,8 +6,13 @@ achievable one, ``PolicyOutput.root_bound``, and the optimistic one, ``root_uppe
 once they meet (a ``meets`` rule given by the caller), out of time, out of simulations, or
 when every open tree is full. Proven roots then leave the batch and the open ones go on in
 larger trees (:func:`_regrow`). It knows nothing of any particular game: a *problem* is any
-object with ``game``, ``estimator`` and, optionally, ``tables`` and ``bind`` (see
-:class:`Problem` and :class:`jaxsearch.solve.Puzzle`).
+object with ``game``, ``estimator``, ``tables`` and ``bind`` (:class:`Problem`, or
+:class:`jaxsearch.solve.Puzzle`). What it searches with is a
+:class:`~jaxsearch.solve.options.SolveOptions`; every chunk's program is built from
+:meth:`SolveOptions.search_config <jaxsearch.solve.options.SolveOptions.search_config>`.
+
+Its result (:class:`SearchResult`) holds the final trees in one shape whatever happened to
+them: a list with one batch of one tree per root (``trees[r]``: root ``r``'s), in numpy.
 
 With a checkpoint (:mod:`jaxsearch.solve.checkpoint`) the loop's state is saved as it goes
 and a killed run resumes from it: chunk ``i``'s key is ``fold_in(key, simulations before
@@ -29,11 +34,7 @@ import numpy as np
 from jaxsearch.game import Estimator, Game
 from jaxsearch.memory import MemoryEstimate, RUNTIME_BYTES, check_memory
 from jaxsearch.solve import checkpoint as checkpoint_lib
-
-# Simulations descend at most this many moves below a root unless the game has a
-# ``max_length``: far more than an optimal guessing policy needs (Mastermind 4×6 and Wordle
-# take at most 6 guesses), cheap (a path is ``O(D)``), and independent of the chunk size.
-DEFAULT_MAX_DEPTH = 24
+from jaxsearch.solve.options import SolveOptions
 
 SLEEP_ENV = "JAXSEARCH_SOLVE_CHUNK_SLEEP"  # tests: seconds to sleep after each chunk
 
@@ -55,22 +56,56 @@ class Problem:
   bind: Optional[Callable[[Any], tuple[Game, Estimator]]] = None
 
 
-def _program(problem, **options):
+@dataclasses.dataclass
+class SearchResult:
+  """What :func:`run` found.
+
+  Attributes:
+    bound, upper: ``f64[B]`` each root's achievable and optimistic figures (its float
+      bounds times its weight); ``upper`` is ``None`` without an optimistic bound.
+    proven: the figures meet (by the run's ``combine`` and ``meets``).
+    simulations: simulations per tree, every run's (a resumed run's included).
+    nodes: nodes of every tree together. seconds: search seconds, every run's.
+    memory: the run's memory estimate (:class:`jaxsearch.memory.MemoryEstimate`).
+    history: ``(simulations, seconds, bound f64[B], upper f64[B] | None)`` after every chunk.
+    phases: this run's seconds: ``setup_s`` (memory estimate, compilation, initial trees),
+      ``first_chunk_s`` (the first chunk, its compilation included), ``search_s`` (every
+      chunk), ``device_s`` (the later chunks, from dispatch to results), ``host_share`` (the
+      rest of the later chunks' time, spent on the host); with a checkpoint,
+      ``checkpoint_s`` (the saves, part of ``search_s``).
+    resumed_from: the simulations a resumed run went on from (0 for a fresh run).
+    trees: the final trees, one batch of one tree per root (``trees[r]`` is root ``r``'s, a
+      :class:`jaxsearch.tree.Tree` of numpy arrays with a leading axis of 1), whether or
+      not the open roots moved into larger trees.
+  """
+
+  bound: np.ndarray
+  upper: Optional[np.ndarray]
+  proven: bool
+  simulations: int
+  nodes: int
+  seconds: float
+  memory: Optional[MemoryEstimate]
+  history: list
+  phases: dict
+  resumed_from: int
+  trees: list
+
+
+def _program(problem, config, devices=None):
   """``(init, step)``, jitted: ``init(tables, key, roots) -> trees`` and
-  ``step(tables, key, roots, trees) -> PolicyOutput`` of one AVTS configuration
-  (:func:`jaxsearch.policies.avts` ``options``). The game and estimator are built inside the
+  ``step(tables, key, roots, trees) -> PolicyOutput`` of one search ``config``
+  (a :class:`jaxsearch.search.SearchConfig`). The game and estimator are built inside the
   traced functions from ``tables`` (``problem.bind``), so the programs take the tables as
   inputs instead of embedding them; ``tables`` is ``None`` where the problem has no ``bind``
-  (or the batch is split over devices) and the closures are used as they are."""
+  (or the batch is split over ``devices``) and the closures are used as they are."""
   from jaxsearch import policies
 
-  bind = getattr(problem, "bind", None)
-
   def search(tables):
-    if tables is None or bind is None:
-      return policies.avts(problem.game, problem.estimator, **options)
-    game, estimator = bind(tables)
-    return policies.avts(game, estimator, **options)
+    if tables is None or problem.bind is None:
+      return policies.custom(problem.game, problem.estimator, config=config, devices=devices)
+    game, estimator = problem.bind(tables)
+    return policies.custom(game, estimator, config=config, devices=devices)
 
   def init(tables, key, roots):
     return search(tables).init_tree(None, key, roots)
@@ -78,7 +113,7 @@ def _program(problem, **options):
   def step(tables, key, roots, trees):
     return search(tables)(None, key, roots, trees)
 
-  if options.get("devices") is not None:  # the sharded search jits itself, per device
+  if devices is not None:  # the sharded search jits itself, per device
     return init, step
   # The trees are donated: each chunk writes its result into the previous chunk's buffers
   # instead of holding (and copying into) a second set of trees.
@@ -91,8 +126,7 @@ def estimate_memory(problem, init, tables, key, roots) -> MemoryEstimate:
   shapes = jax.eval_shape(init, tables, key, roots)
   trees = sum(int(np.prod(x.shape)) * x.dtype.itemsize for x in jax.tree.leaves(shapes))
   nodes = int(shapes.nodes.visits.shape[0] * shapes.nodes.visits.shape[1])
-  table_bytes = sum(int(np.asarray(x).nbytes)
-                    for x in jax.tree.leaves(getattr(problem, "tables", None)))
+  table_bytes = sum(int(np.asarray(x).nbytes) for x in jax.tree.leaves(problem.tables))
   from jaxsearch.search import AvtsOptions
   expand_chunk = AvtsOptions().expand_chunk
   # Regrowing the open trees holds the old rows, the fresh larger trees and the copy at once.
@@ -114,29 +148,22 @@ def _regrow(trees, fresh, keep=None):
       fresh, trees)
 
 
-def _row_of(trees, row: int):
-  """``(batch, index)`` of root ``row``: ``trees`` is a batch of trees, or a list with one
-  batch of one tree per root (after :func:`run` regrew the open ones)."""
-  return (trees[row], 0) if isinstance(trees, list) else (trees, row)
-
-
 _PROGRAMS: dict = {}  # the most recent few compiled programs (see _cached_program)
 _PROGRAM_CACHE_SIZE = 4
 
 
-def _cached_program(problem, rule, config: dict, build):
-  """``build()``, or the programs it built before for the same problem (the same game,
-  estimator and binding objects), selection rule and options."""
-  parts = (problem.game, problem.estimator, getattr(problem, "bind", None), rule)
+def _cached_program(problem, config, devices):
+  """:func:`_program` of ``config``, or the programs built before for the same problem (the
+  same game, estimator and binding objects), config and devices."""
+  parts = (problem.game, problem.estimator, problem.bind)
+  key = tuple(id(p) for p in parts) + (config, devices)
   try:
-    key = tuple(id(p) for p in parts) + (tuple(sorted(config.items())),)
-    hash(key)
-  except TypeError:  # options that cannot key a cache (e.g. a list of devices)
-    return build()
-  found = _PROGRAMS.get(key)
+    found = _PROGRAMS.get(key)
+  except TypeError:  # a config that cannot key a cache (an unhashable selection rule)
+    return _program(problem, config, devices)
   if found is not None and all(a is b for a, b in zip(found[0], parts)):
     return found[1]
-  programs = build()
+  programs = _program(problem, config, devices)
   if len(_PROGRAMS) >= _PROGRAM_CACHE_SIZE:
     _PROGRAMS.pop(next(iter(_PROGRAMS)))
   _PROGRAMS[key] = (parts, programs)
@@ -150,37 +177,34 @@ def _sums(bound, upper):
 class _Loop:
   """The state of one :func:`run`: the trees searched now (roots ``rows`` of the batch),
   those of the roots that left the batch (``kept``), the counters and history, and the
-  compiled programs (for the trees' current ``sizes``)."""
+  compiled programs (for the trees' current sizes: ``tree_options``, the run's ``options``
+  with the larger trees' ``max_nodes`` and ``max_chance`` after a regrowth)."""
 
-  def __init__(self, problem, roots, weights, options, selection, prove, devices):
-    self.problem, self.options, self.selection = problem, options, selection
-    self.prove, self.devices = prove, devices
+  def __init__(self, problem, roots, weights, options: SolveOptions):
+    self.problem, self.options = problem, options
+    self.devices = options.devices
     self.batch = int(jax.tree.leaves(roots)[0].shape[0])
     self.weights = np.asarray(weights, np.float64).reshape(self.batch)
     self.rows = np.arange(self.batch)
     self.kept: dict[int, Any] = {}
-    self.roots, self.nodes_per_tree = roots, options["max_nodes"]
+    self.roots, self.nodes_per_tree = roots, options.capacity.max_nodes
     self.bound = np.full(self.batch, np.nan)
     self.upper = None
     self.value = np.full(self.batch, np.nan)  # the roots' backed-up values, weighted
     self.simulations, self.chunks, self.history = 0, 0, []
     self.sizes: dict = {}  # the open trees' sizes after a regrowth ({}: the run's own)
     self.before, self.start = 0.0, time.perf_counter()  # earlier runs' search seconds; ours
-    self.init, self.step, self.proof_step = self.programs()
-    bind = getattr(problem, "bind", None)
-    self.tables = (getattr(problem, "tables", None) if bind is not None and devices is None
-                   else None)
+    self.init, self.step, self.proof_step = self.programs(options)
+    self.tables = problem.tables if problem.bind is not None and self.devices is None else None
 
-  def programs(self, **sizes):
-    """``(init, step, proof_step)`` for trees of the given sizes (compiled once per problem,
-    rule and sizes in a process: a later run on the same problem reuses them)."""
-    from jaxsearch import selection as selection_lib
-    config = {**self.options, **sizes}
-    init, step = _cached_program(self.problem, self.selection, config, lambda: _program(
-        self.problem, selection=self.selection, **config))
-    proof_step = (_cached_program(self.problem, "proof", config, lambda: _program(
-        self.problem, selection=selection_lib.optimistic(), outcome_rule="gap",
-        **config))[1] if self.prove else None)
+  def programs(self, tree_options: SolveOptions):
+    """``(init, step, proof_step)`` for trees of ``tree_options``' sizes (compiled once per
+    problem, config and devices in a process: a later run on the same problem reuses them)."""
+    game = self.problem.game
+    init, step = _cached_program(self.problem, tree_options.search_config(game), self.devices)
+    proof_step = (_cached_program(self.problem, tree_options.search_config(game, proof=True),
+                                  self.devices)[1]
+                  if tree_options.proves(game) else None)
     return init, step, proof_step
 
   def advance(self, key, simulations: int, proof: bool) -> float:
@@ -211,7 +235,7 @@ class _Loop:
     """Whether the search can go on: some open tree can still grow, or, every open tree
     being full, the proven roots leave the batch and the open ones move into larger trees
     (the node budget ``B × max_nodes`` shared among them; one recompile)."""
-    tree, max_nodes = self.tree, self.options["max_nodes"]
+    tree, max_nodes = self.tree, self.options.capacity.max_nodes
     stuck = ((np.asarray(tree.num_nodes) + self.problem.game.num_outcomes > self.nodes_per_tree)
              | (np.asarray(tree.num_chance) >= tree.max_chance))
     closed = np.array([self.upper is not None and meets(self.bound[r], self.upper[r])
@@ -228,9 +252,10 @@ class _Loop:
     keep = np.flatnonzero(~closed)
     self.rows, self.nodes_per_tree = self.rows[keep], larger
     self.roots = jax.tree.map(lambda x: x[keep], self.roots)
-    ratio = max(max_nodes // max(self.options["max_chance"], 1), 1)
+    ratio = max(max_nodes // self.options.max_chance_for(self.problem.game), 1)
     self.sizes = dict(max_nodes=larger, max_chance=max(larger // ratio, 1))
-    self.init, self.step, self.proof_step = self.programs(**self.sizes)
+    self.init, self.step, self.proof_step = self.programs(
+        self.options.with_capacity(**self.sizes))
     self.tree = _regrow(tree, self.init(self.tables, key, self.roots), jnp.asarray(keep))
     return True
 
@@ -261,85 +286,58 @@ class _Loop:
       self.rows = np.asarray(state.rows)
       self.roots = jax.tree.map(lambda x: x[self.rows], self.roots)
     if self.sizes:
-      self.init, self.step, self.proof_step = self.programs(**self.sizes)
+      self.init, self.step, self.proof_step = self.programs(
+          self.options.with_capacity(**self.sizes))
     self.tree, self.kept = state.trees(self.init(self.tables, key, self.roots))
 
-  def final_trees(self):
-    """The final batch, or (where roots left it) a list of one batch of one tree per root."""
-    if not self.kept:
-      return self.tree
+  def final_trees(self) -> list:
+    """One batch of one tree per root, in numpy: the kept ones and the open ones' rows."""
+    open_trees = jax.tree.map(np.asarray, self.tree)
     final = [self.kept.get(r) for r in range(self.batch)]
     for index, r in enumerate(self.rows):
-      final[int(r)] = jax.tree.map(lambda x: np.asarray(x[index:index + 1]), self.tree)
+      final[int(r)] = jax.tree.map(lambda x: x[index:index + 1], open_trees)
     return final
 
 
-def _options(game, chunk, max_nodes, num_slots, bound_slots, max_depth, max_chance,
-             variance, devices) -> dict:
-  """The AVTS options of a run (defaults filled in from the game)."""
-  if max_depth is None:
-    max_depth = game.max_length or DEFAULT_MAX_DEPTH
-  if max_chance is None:
-    # Nodes per record = possible outcomes per expansion: measured 5.4 on Wordle after
-    # tarse (243 feedbacks), 2.7 on Mastermind 3×3 (9).
-    max_chance = max(max_nodes // (4 if game.num_outcomes >= 64 else 2), 1)
-  return dict(num_simulations=chunk, max_nodes=max_nodes, max_depth=max_depth,
-              num_slots=num_slots, bound_slots=bound_slots, variance=variance,
-              max_chance=min(max_chance, max_nodes), devices=devices)
-
-
-def run(problem, roots, *, weights, meets: Callable[[float, Optional[float]], bool],
-        seconds: float = 60.0, max_simulations: Optional[int] = None, chunk: int = 128,
-        max_nodes: int = 100_000, num_slots: Optional[int] = 64, bound_slots: int = 0,
-        max_depth: Optional[int] = None, max_chance: Optional[int] = None,
-        memory: Optional[float] = None, seed: int = 0, selection=None,
-        variance: str = "avts", proof_every: int = 1,
-        on_chunk: Optional[Callable[[dict], None]] = None,
-        combine: Optional[Callable] = None, devices=None,
-        checkpoint: Optional[checkpoint_lib.Checkpoint] = None,
-        checkpoint_seconds: float = 10.0):
+def run(problem, roots, options: SolveOptions, *, weights,
+        meets: Callable[[float, Optional[float]], bool],
+        combine: Optional[Callable] = None, on_chunk: Optional[Callable[[dict], None]] = None,
+        checkpoint: Optional[checkpoint_lib.Checkpoint] = None) -> SearchResult:
   """Searches ``roots`` until ``meets``, out of time, simulations or nodes.
 
   Args:
     problem: a :class:`Problem` (or any object with its attributes).
     roots: ``[B]`` root states.
+    options: the :class:`~jaxsearch.solve.options.SolveOptions` (``budget.seconds`` and
+      ``max_simulations``, the trees' ``capacity``, the ``search`` rule, ``devices``;
+      ``checkpointing.every_seconds`` with ``checkpoint``).
     weights: ``f64[B]``, each root's figures are its float bounds times its weight (a
       guessing game: minus its number of secrets, so that figures are total guesses).
     meets: ``(bound, upper) -> bool``, whether two figures prove a root (or, with
       ``combine``, the whole batch) solved; ``upper`` may be ``None``.
     combine: ``(bound f64[B], upper f64[B] | None) -> (bound, upper)`` figures shown to
       ``on_chunk`` and used to stop (default: sums over the batch).
+    on_chunk: called after every chunk with a dict of progress figures (``simulations``,
+      ``seconds``, ``bound``, ``upper``, ``nodes``, ``proven``).
     checkpoint: save the loop's state there (:class:`jaxsearch.solve.checkpoint.Checkpoint`)
-      every ``checkpoint_seconds`` of search (0: after every chunk) and at the end; opened
-      with ``resume``, go on from the state it holds (refused, naming what differs, if it
-      was saved for other roots or options). The budgets count every run's search:
-      ``seconds`` is the total search time, ``max_simulations`` the total simulations.
-    The other arguments are :func:`jaxsearch.solve.solve`'s.
+      every ``options.checkpointing.every_seconds`` of search (0: after every chunk) and at
+      the end; opened with ``resume``, go on from the state it holds (refused, naming what
+      differs, if it was saved for other roots or options). The budgets count every run's
+      search: ``seconds`` is the total search time, ``max_simulations`` the total
+      simulations.
   Returns:
-    ``(found, trees)``: ``found`` holds ``bound`` and ``upper`` (``f64[B]`` figures;
-    ``upper`` ``None`` without an optimistic bound), ``proven`` (by ``combine``'s figures),
-    ``simulations``, ``nodes``, ``seconds``, ``memory``, ``history``
-    (``(simulations, seconds, bound[B], upper[B])`` per chunk), ``resumed_from`` (the
-    simulations a resumed run started from; 0 fresh) and ``phases`` (seconds, this run's:
-    ``setup_s`` memory estimate, compilation and initial trees, ``first_chunk_s`` the first
-    chunk with its compilation, ``search_s`` every chunk, ``device_s`` the later chunks'
-    time from dispatch to results; ``host_share`` the rest of the later chunks' time, spent
-    on the host; with a checkpoint, ``checkpoint_s`` the saves, included in ``search_s``);
-    ``trees`` is the final batch
-    or a list of one batch of one tree per root (see :meth:`_Loop.final_trees`).
+    A :class:`SearchResult`.
   """
-  options = _options(problem.game, chunk, max_nodes, num_slots, bound_slots, max_depth,
-                     max_chance, variance, devices)
-  if checkpoint is not None and devices is not None:
+  if checkpoint is not None and options.devices is not None:
     raise ValueError("run: a checkpoint cannot be kept of a search split over devices")
   setup = time.perf_counter()
-  prove = problem.game.optimistic_value is not None and proof_every > 0
-  loop = _Loop(problem, roots, weights, options, selection, prove, devices)
-  key = jax.random.PRNGKey(seed)
+  loop = _Loop(problem, roots, weights, options)
+  key = jax.random.PRNGKey(options.search.seed)
   memory_estimate = estimate_memory(problem, loop.init, loop.tables, key, roots)
-  check_memory(memory_estimate, memory)
-  saver = None if checkpoint is None else checkpoint_lib.SearchSaver(checkpoint, fingerprint(
-      problem, roots, weights, options, seed, selection, proof_every), checkpoint_seconds)
+  check_memory(memory_estimate, options.capacity.memory)
+  saver = None if checkpoint is None else checkpoint_lib.SearchSaver(
+      checkpoint, fingerprint(problem, roots, weights, options),
+      options.checkpointing.every_seconds)
   state = None if saver is None else saver.load()
   if state is None:
     loop.tree = jax.block_until_ready(loop.init(loop.tables, key, roots))
@@ -347,18 +345,18 @@ def run(problem, roots, *, weights, meets: Callable[[float, Optional[float]], bo
     loop.restore(state, key)
   loop.start = time.perf_counter()
   phases = {"setup_s": loop.start - setup, "first_chunk_s": 0.0, "device_s": 0.0}
+  budget = options.budget
 
-  def budget(proven: bool) -> bool:  # whether to stop
-    return proven or loop.elapsed() >= seconds or (
-        max_simulations is not None and loop.simulations >= max_simulations)
+  def spent(proven: bool) -> bool:  # whether to stop
+    return proven or loop.elapsed() >= budget.seconds or (
+        budget.max_simulations is not None and loop.simulations >= budget.max_simulations)
 
   # Resumed: the saved state is that after a chunk; the loop goes on as it would have.
-  stop = state is not None and (budget(loop.figures(combine, meets)[2])
+  stop = state is not None and (spent(loop.figures(combine, meets)[2])
                                 or not loop.regrow(key, meets))
   while not stop:
-    proven = _chunk(loop, key, chunk, prove and (loop.chunks + 1) % proof_every == 0,
-                    phases, on_chunk, combine, meets)
-    stop = budget(proven)
+    proven = _chunk(loop, key, phases, on_chunk, combine, meets)
+    stop = spent(proven)
     if saver is not None and (stop or saver.due(loop.elapsed())):
       saver.save(loop.snapshot())
     stop = stop or not loop.regrow(key, meets)
@@ -366,16 +364,17 @@ def run(problem, roots, *, weights, meets: Callable[[float, Optional[float]], bo
     saver.save(loop.snapshot())  # the trees were full: the end, not yet saved
   if saver is not None:
     phases["checkpoint_s"] = saver.spent
-  return _found(loop, phases, memory_estimate, combine, meets,
-                0 if state is None else state.simulations), loop.final_trees()
+  return _result(loop, phases, memory_estimate, combine, meets,
+                 0 if state is None else state.simulations)
 
 
-def _chunk(loop: _Loop, key, chunk: int, proof: bool, phases: dict, on_chunk, combine,
-           meets) -> bool:
-  """One chunk of :func:`run`: the search, the history, the progress; whether proven."""
+def _chunk(loop: _Loop, key, phases: dict, on_chunk, combine, meets) -> bool:
+  """One chunk of :func:`run` (the proof rule's where its turn comes): the search, the
+  history, the progress; whether proven."""
   loop.chunks += 1
+  proof = loop.options.proof_chunk(loop.problem.game, loop.chunks)
   waited = loop.advance(key, loop.simulations, proof)
-  loop.simulations += chunk
+  loop.simulations += loop.options.search.chunk
   elapsed = loop.elapsed()
   if phases["first_chunk_s"] == 0.0:  # this run's first chunk: its compilation happens here
     phases["first_chunk_s"] = time.perf_counter() - loop.start
@@ -391,9 +390,9 @@ def _chunk(loop: _Loop, key, chunk: int, proof: bool, phases: dict, on_chunk, co
   return proven
 
 
-def _found(loop: _Loop, phases: dict, memory_estimate, combine, meets,
-           resumed_from: int) -> dict:
-  """:func:`run`'s ``found``, its phases completed."""
+def _result(loop: _Loop, phases: dict, memory_estimate, combine, meets,
+            resumed_from: int) -> SearchResult:
+  """:func:`run`'s result, its phases completed."""
   searched = time.perf_counter() - loop.start
   phases["search_s"] = searched
   # After the first chunk (compilation), the share of the chunk loop spent on the host:
@@ -401,25 +400,26 @@ def _found(loop: _Loop, phases: dict, memory_estimate, combine, meets,
   # chunk ran: a resumed run whose budget was spent already).
   later = searched - phases["first_chunk_s"] if phases["first_chunk_s"] else 0.0
   phases["host_share"] = (later - phases["device_s"]) / later if later > 0 else 0.0
-  return dict(bound=loop.bound, upper=loop.upper, proven=loop.figures(combine, meets)[2],
-              simulations=loop.simulations, nodes=loop.nodes(), memory=memory_estimate,
-              seconds=loop.elapsed(), history=loop.history, phases=phases,
-              resumed_from=resumed_from)
+  return SearchResult(bound=loop.bound, upper=loop.upper,
+                      proven=loop.figures(combine, meets)[2], simulations=loop.simulations,
+                      nodes=loop.nodes(), seconds=loop.elapsed(), memory=memory_estimate,
+                      history=loop.history, phases=phases, resumed_from=resumed_from,
+                      trees=loop.final_trees())
 
 
-def fingerprint(problem, roots, weights, options: dict, seed: int, selection,
-                proof_every: int) -> dict:
+def fingerprint(problem, roots, weights, options: SolveOptions) -> dict:
   """What a checkpoint of :func:`run` is a state of (JSON-able): the game's type and sizes,
-  the roots and weights (digests), the options that shape the trees (not the budgets), the
-  seed, the selection rule and ``proof_every``. A resumed run must match it."""
-  game = problem.game
+  the roots and weights (digests), the options that shape the trees
+  (:meth:`SolveOptions.tree_options`; not the budgets), the seed, the selection rule and
+  ``proof_every``. A resumed run must match it."""
+  game, selection = problem.game, options.search.selection
   rule = None if selection is None else {
-      "name": getattr(selection, "name", type(selection).__name__),
-      **{flag: bool(getattr(selection, flag, False))
-         for flag in ("needs_key", "sees_inactive", "reads_prior_probs")}}
+      "name": selection.name, "needs_key": bool(selection.needs_key),
+      "sees_inactive": bool(selection.sees_inactive),
+      "reads_prior_probs": bool(selection.reads_prior_probs)}
   return {"game": f"{type(game).__module__}.{type(game).__qualname__}",
           "num_actions": int(game.num_actions), "num_outcomes": int(game.num_outcomes),
           "roots": checkpoint_lib.digest(roots),
           "weights": checkpoint_lib.digest(np.asarray(weights, np.float64)),
-          "options": {k: v for k, v in options.items() if k != "devices"},
-          "seed": int(seed), "selection": rule, "proof_every": int(proof_every)}
+          "options": options.tree_options(game), "seed": int(options.search.seed),
+          "selection": rule, "proof_every": int(options.search.proof_every)}

@@ -22,12 +22,15 @@ from jaxsearch.game import Estimator, Game
 from jaxsearch.memory import MemoryEstimate
 from jaxsearch.solve import checkpoint as checkpoint_lib
 from jaxsearch.solve import loop
-from jaxsearch.solve.extract import _remaining, extract_policy
+from jaxsearch.solve.certify import CertificateGame, IntegerBounds
+from jaxsearch.solve.extract import extract_policy
 from jaxsearch.solve.finish import (  # noqa: F401  (evaluate: part of this module's interface)
-    _certified, _corrected, _named, _opening_policy, _settle, evaluate)
+    Outcome, _certified, _corrected, _named, _opening_policy, _settle, evaluate)
+from jaxsearch.solve.options import Checkpointing, SolveOptions
 from jaxsearch.solve.root import RootOptions, RootReport, _solve_root
 from jaxsearch.solve.subproblems import (  # noqa: F401  (part of this module's interface)
     meets, opening_roots, subproblem_min_nodes)
+from jaxsearch.solve.tree_reader import _remaining
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,9 +63,12 @@ class Puzzle:
       compiled program as a constant).
     bind: ``tables -> (game, estimator)``, the same pair built over the given (traced)
       tables, or ``None`` to use ``game`` and ``estimator`` as they are.
-    exact: the game's admissible bounds in exact integers (an object with ``node_total(n)``
-      and ``action_totals(secrets, state)``), which :func:`certify` checks a proof of
-      optimality with; ``None``: nothing is ever claimed proven.
+    exact: the game's admissible bounds in exact integers
+      (:class:`jaxsearch.solve.certify.IntegerBounds`: ``node_total(n)`` and
+      ``action_totals(secrets, state)``), which :func:`certify` checks a proof of
+      optimality with, and optionally an exact search of small sets
+      (:class:`jaxsearch.solve.certify.ExactSearch`); ``None``: nothing is ever claimed
+      proven.
   """
 
   name: str
@@ -82,7 +88,7 @@ class Puzzle:
   openings: Optional[tuple[str, ...]] = None
   tables: Any = None
   bind: Optional[Callable[[Any], tuple[Game, Estimator]]] = None
-  exact: Any = None
+  exact: Optional[IntegerBounds] = None
 
 
 @dataclasses.dataclass
@@ -116,9 +122,10 @@ class SolveResult:
       results) and ``host_share``: of those chunks' time, the share spent on host work
       (reading bounds, regrowing trees, progress) while the device idles.
     memory: the run's memory estimate (:class:`MemoryEstimate`), or ``None``.
-    trees: the final batch of search trees (numpy arrays, leading ``[B]``; with openings,
-      every opening's sub-problems in order), e.g. to draw (:func:`jaxsearch.viz.draw`);
-      ``None`` where nothing was searched (a first guess that solves every secret).
+    trees: the final search trees, one batch of one tree per root (numpy arrays, leading
+      axis 1; with openings, every opening's sub-problems in order), e.g. to draw
+      (``jaxsearch.viz.draw(result.trees[0], path)``); ``None`` where nothing was searched
+      (a first guess that solves every secret).
     subproblems: with a fixed first guess (or openings), ``(proven, total)``: how many of
       the chosen opening's feedback sub-problems are certified solved optimally by the
       policy found (:func:`certify`); ``None`` otherwise.
@@ -153,124 +160,145 @@ class SolveResult:
   root: Optional[RootReport] = None
 
 
-def solve(puzzle: Puzzle, roots=None, *, extract: bool = True, **options):
+
+def _options(where: str, options: Optional[SolveOptions], keywords: dict) -> SolveOptions:
+  """``options`` (default :class:`SolveOptions`) with the flat ``keywords`` over them."""
+  if options is None:
+    options = SolveOptions()
+  elif not isinstance(options, SolveOptions):
+    raise TypeError(f"{where}: options must be a SolveOptions, got {options!r}")
+  return options.override(where, **keywords) if keywords else options
+
+
+@dataclasses.dataclass
+class PuzzleSearch(loop.SearchResult):
+  """What :func:`solve` found: the search's figures and trees
+  (:class:`jaxsearch.solve.loop.SearchResult`; figures in total guesses per root), and
+
+  Attributes:
+    sizes: ``int[B]`` secrets per root.
+    policies: one exported policy per root, or ``None`` (``extract=False``).
+  """
+
+  sizes: np.ndarray
+  policies: Optional[list]
+
+
+def solve(puzzle: Puzzle, roots=None, *, options: Optional[SolveOptions] = None,
+          extract: bool = True, combine: Optional[Callable] = None,
+          on_chunk: Optional[Callable[[dict], None]] = None,
+          store: Optional[checkpoint_lib.Checkpoint] = None, **keywords) -> PuzzleSearch:
   """Searches a guessing game until proven optimal, out of time, simulations or nodes.
 
   Args:
     puzzle: the game (e.g. ``games.mastermind.puzzle(4, 6)``).
     roots: ``[B]`` root states (default: the initial state, ``B = 1``); a batch of
-      sub-problems is searched as one batch of trees.
+      sub-problems is searched as one batch of trees, ``options.capacity.max_nodes`` nodes
+      each.
+    options: the :class:`~jaxsearch.solve.options.SolveOptions`; flat ``keywords``
+      (``seconds=60``, ``chunk=128``, ``max_nodes=100_000``, ``num_slots=64``,
+      ``bound_slots``, ``max_chance``, ``max_depth``, ``memory``, ``seed``, ``selection``,
+      ``variance``, ``proof_every``, ``max_simulations``, ``devices``, ``checkpoint``...:
+      :meth:`SolveOptions.from_keywords`) replace its fields. A run whose memory estimate
+      (:func:`estimate_memory`) exceeds ``memory`` raises :class:`MemoryBudgetError` before
+      anything is compiled.
     extract: extract every root's policy (``False``: ``policies`` is ``None``; use
       :func:`extract_policy` on the roots wanted).
-    seconds: wall-clock budget (checked between chunks; default 60).
-    max_simulations: budget per tree (default: none).
-    chunk: simulations per jitted call (default 128).
-    max_nodes, num_slots: tree capacity ``N`` (default 100,000) and slots per node ``K``
-      (default 64; ``None``: every action; a cutoff ``K < A`` keeps the top-``K`` guesses by
-      q̂1 and forgoes the proof at nodes where it cut).
-    bound_slots: of the ``K`` slots, how many hold the best action bounds instead of the best
-      q̂1 (:class:`jaxsearch.search.SearchConfig`): what a proof through cut nodes needs.
-    max_chance: chance records per tree (``C``; default ``max_nodes // 2``, ``// 4`` for
-      games with at least 64 outcomes). See :class:`SearchConfig`.
-    memory: bytes the run may use (default: the memory available now). A run whose
-      estimate (:func:`estimate_memory`) exceeds it raises :class:`MemoryBudgetError`
-      before anything is compiled.
-    max_depth: the longest path a simulation descends (static ``D``; default the game's
-      ``max_length``, else :data:`DEFAULT_MAX_DEPTH`).
-    seed: PRNG seed. selection: AVTS selection rule (default Thompson sampling).
-    variance: AVTS variance model.
-    proof_every: where the game has an optimistic bound, every ``proof_every``-th chunk runs
-      the proof-directed rule (:func:`jaxsearch.selection.optimistic`) on the same trees, the
-      others ``selection``; 0 never. The default, 1, runs only the proof rule.
-    on_chunk: called after every chunk with a dict of progress figures.
     combine: ``(bound f64[B], upper f64[B] | None) -> (bound, upper)`` totals shown to
-      ``on_chunk`` and used to stop once proven (default: sums over the batch).
-    devices: split the batch of trees over devices (:mod:`jaxsearch.sharding`).
-    checkpoint, checkpoint_seconds: a :class:`jaxsearch.solve.checkpoint.Checkpoint` the
-      search's state is saved to every ``checkpoint_seconds`` of search (default 10; 0:
-      after every chunk) and at the end, and resumed from (see :func:`loop.run`).
+      ``on_chunk`` and used to stop (default: sums over the batch).
+    on_chunk: called after every chunk with a dict of progress figures.
+    store: an opened :class:`jaxsearch.solve.checkpoint.Checkpoint` to save the search to
+      (:func:`solve_puzzle` passes its own); by default one is opened where
+      ``options.checkpointing`` names a directory.
   Returns:
-    ``(found, trees)``: ``found`` is a dict — ``policies`` (one exported policy node per
-    root), ``bound`` and ``upper`` (``f64[B]`` totals per root), ``sizes`` (secrets per
-    root), ``proven`` (by ``combine``'s totals), ``simulations``, ``nodes``, ``seconds``,
-    ``memory``, ``history``, ``resumed_from``; ``trees`` is the final batch or, where the
-    open sub-problems were moved into larger trees, a list with one batch of one tree per
-    root (:func:`jaxsearch.solve.loop.run`).
+    A :class:`PuzzleSearch`: per root its ``policies``, ``bound`` and ``upper`` (``f64[B]``
+    totals), ``sizes``; ``proven`` (by ``combine``'s totals), the work done, and ``trees``:
+    one batch of one tree per root.
+  Raises:
+    TypeError: an unknown keyword. ValueError: a bad option (before any work).
   """
+  options = _options("solve", options, keywords)
   if roots is None:
     roots = jax.tree.map(lambda x: jnp.asarray(x)[None], puzzle.initial_state)
   sizes = np.array([len(_remaining(np.asarray(b), len(puzzle.secrets)))
                     for b in np.asarray(roots.remaining)])
-  found, trees = loop.run(puzzle, roots, weights=-sizes.astype(np.float64), meets=meets,
-                          **options)
-  found["sizes"] = sizes
+  if store is None:
+    store = _open_checkpoint(puzzle, None, options.checkpointing)
+  searched = loop.run(puzzle, roots, options, weights=-sizes.astype(np.float64), meets=meets,
+                      combine=combine, on_chunk=on_chunk, checkpoint=store)
   started = time.perf_counter()
-  found["policies"] = ([extract_policy(puzzle, trees, b) for b in range(len(sizes))]
-                       if extract else None)
-  found["phases"]["extract_s"] = time.perf_counter() - started
-  return found, trees
+  policies = ([extract_policy(puzzle, searched.trees, b) for b in range(len(sizes))]
+              if extract else None)
+  searched.phases["extract_s"] = time.perf_counter() - started
+  return PuzzleSearch(**vars(searched), sizes=sizes, policies=policies)
 
 
-def _solve_from_start(puzzle: Puzzle, kwargs: dict, certify_seconds: float):
-  """One tree from the initial state: ``(found, trees, policy, evaluation, bound_total,
-  upper_total, proven, subproblems)``."""
-  found, trees = solve(puzzle, **kwargs)
-  found["history"] = [(sims, secs, float(bound.sum()),
-                       None if upper is None else float(upper.sum()))
-                      for sims, secs, bound, upper in found["history"]]
-  policy = found["policies"][0]
-  upper_total = None if found["upper"] is None else float(found["upper"].sum())
+def _work(searched: loop.SearchResult, history: list) -> dict:
+  """The work a search did, as :class:`Outcome` holds it (``history`` in total guesses)."""
+  return dict(simulations=searched.simulations, nodes=searched.nodes,
+              seconds=searched.seconds, history=history, phases=searched.phases,
+              memory=searched.memory, resumed_from=searched.resumed_from,
+              trees=searched.trees)
+
+
+def _solve_from_start(puzzle: Puzzle, options: SolveOptions, on_chunk, store) -> Outcome:
+  """One tree from the initial state."""
+  searched = solve(puzzle, options=options, on_chunk=on_chunk, store=store)
+  history = [(sims, secs, float(bound.sum()), None if upper is None else float(upper.sum()))
+             for sims, secs, bound, upper in searched.history]
+  policy = searched.policies[0]
   started = time.perf_counter()
   evaluation = evaluate(puzzle, policy)
-  found["phases"]["extract_s"] += time.perf_counter() - started
+  searched.phases["extract_s"] += time.perf_counter() - started
   started = time.perf_counter()
-  settled = _settle(puzzle, trees, {0: evaluation.total_guesses},
-                    time.monotonic() + certify_seconds, kwargs.get("checkpoint"))[0]
+  deadline = time.monotonic() + options.budget.certify_seconds
+  settled = _settle(puzzle, searched.trees, {0: evaluation.total_guesses}, deadline, store)[0]
   if settled.policy is not None:  # the exact search found better than the tree
     policy = _named(puzzle, settled.policy)
     evaluation = evaluate(puzzle, policy)
-  found["phases"]["certify_s"] = time.perf_counter() - started
-  return (found, trees, policy, evaluation, float(found["bound"].sum()), upper_total,
-          settled.proven, None)
+  searched.phases["certify_s"] = time.perf_counter() - started
+  return Outcome(policy=policy, evaluation=evaluation, bound_total=float(searched.bound.sum()),
+                 upper_total=None if searched.upper is None else float(searched.upper.sum()),
+                 proven=settled.proven, **_work(searched, history))
 
 
-def _best_opening(puzzle, openings, groups, offsets, found, trees):
+def _best_opening(puzzle, openings, groups, offsets, searched: PuzzleSearch):
   """``(evaluation, policy, index, sub_totals)`` of the best opening by exact evaluation.
   Openings go in order of their achievable bound; one whose optimistic bound cannot beat the
   best policy evaluated so far is proven no better and is not extracted."""
   num_secrets = len(puzzle.secrets)
-  opening_bounds = [float(found["bound"][a:b].sum()) for a, b in zip(offsets, offsets[1:])]
+  opening_bounds = [float(searched.bound[a:b].sum()) for a, b in zip(offsets, offsets[1:])]
   best = None
   for index in np.argsort(opening_bounds, kind="stable"):
     guess, (outcomes, _) = openings[index], groups[index]
-    if best is not None and found["upper"] is not None and meets(
-        best[0].total_guesses, num_secrets + found["upper"][
+    if best is not None and searched.upper is not None and meets(
+        best[0].total_guesses, num_secrets + searched.upper[
             offsets[index]:offsets[index + 1]].sum()):
       continue
     evaluated, candidate, sub_totals = _opening_policy(
-        puzzle, guess, outcomes, trees, range(offsets[index], offsets[index + 1]))
+        puzzle, guess, outcomes, searched.trees, range(offsets[index], offsets[index + 1]))
     if best is None or evaluated.total_guesses < best[0].total_guesses:
       best = (evaluated, candidate, index, sub_totals)
   return best
 
 
-def _solved_by_first_guess(puzzle: Puzzle, guess: str):
-  """What :func:`_solve_from_start` returns, for a first guess that solves every secret (only
-  possible with one secret): no search, no tree; one guess per secret is the least any policy
-  needs, so it is optimal."""
+def _solved_by_first_guess(puzzle: Puzzle, guess: str) -> Outcome:
+  """A first guess that solves every secret (only possible with one secret): no search, no
+  tree; one guess per secret is the least any policy needs, so it is optimal."""
   started = time.perf_counter()
   policy = {"guess": guess, "children": {}}
   evaluation = evaluate(puzzle, policy)
   total = float(evaluation.total_guesses)
-  found = {"simulations": 0, "nodes": 0, "seconds": 0.0, "history": [], "memory": None,
-           "phases": {"extract_s": time.perf_counter() - started, "certify_s": 0.0}}
-  return found, None, policy, evaluation, total, total, True, (0, 0)
+  return Outcome(policy=policy, evaluation=evaluation, bound_total=total, upper_total=total,
+                 proven=True, simulations=0, nodes=0, seconds=0.0, history=[],
+                 phases={"extract_s": time.perf_counter() - started, "certify_s": 0.0},
+                 subproblems=(0, 0))
 
 
-def _solve_openings(puzzle: Puzzle, openings: Sequence[str], kwargs: dict,
-                    certify_seconds: float):
-  """Every opening's feedback sub-problems in one batch of trees (see :func:`solve_puzzle`);
-  returns what :func:`_solve_from_start` does."""
+def _solve_openings(puzzle: Puzzle, openings: Sequence[str], options: SolveOptions, on_chunk,
+                    store) -> Outcome:
+  """Every opening's feedback sub-problems in one batch of trees (see :func:`solve_puzzle`),
+  ``options.capacity.max_nodes`` shared out between them."""
   num_secrets = len(puzzle.secrets)
   openings = list(openings)
   groups = [opening_roots(puzzle, guess) for guess in openings]
@@ -279,9 +307,7 @@ def _solve_openings(puzzle: Puzzle, openings: Sequence[str], kwargs: dict,
       return _solved_by_first_guess(puzzle, guess)
   states = [state for _, opening_states in groups for state in opening_states]
   roots = jax.tree.map(lambda *xs: jnp.stack(xs), *states)
-  # ``max_nodes`` is the budget of the whole batch, shared out between the trees.
-  kwargs["max_nodes"] = max(kwargs.get("max_nodes", 100_000) // len(states),
-                            subproblem_min_nodes(puzzle.game.num_outcomes))
+  tree_options = options.for_trees(len(states), subproblem_min_nodes(puzzle.game.num_outcomes))
   offsets = np.cumsum([0] + [len(outcomes) for outcomes, _ in groups])
 
   def totals(bound, upper):
@@ -293,57 +319,58 @@ def _solve_openings(puzzle: Puzzle, openings: Sequence[str], kwargs: dict,
               [num_secrets + upper[a:b].sum() for a, b in zip(offsets, offsets[1:])])
     return float(min(bounds)), None if uppers is None else float(min(uppers))
 
-  found, trees = solve(puzzle, roots, combine=totals, extract=False, **kwargs)
-  found["history"] = [(sims, secs) + totals(bound, upper)
-                      for sims, secs, bound, upper in found["history"]]
+  searched = solve(puzzle, roots, options=tree_options, combine=totals, extract=False,
+                   on_chunk=on_chunk, store=store)
+  history = [(sims, secs) + totals(bound, upper)
+             for sims, secs, bound, upper in searched.history]
   started = time.perf_counter()
-  trees = jax.tree.map(np.asarray, trees)
   evaluation, policy, chosen, sub_totals = _best_opening(puzzle, openings, groups, offsets,
-                                                         found, trees)
-  found["phases"]["extract_s"] += time.perf_counter() - started
+                                                         searched)
+  searched.phases["extract_s"] += time.perf_counter() - started
   started = time.perf_counter()
   # Which of the chosen opening's sub-problems are solved optimally (exact certificates, one
   # process per core); where the exact search finds a better policy than the tree's, it
   # replaces it.
-  deadline, store = time.monotonic() + certify_seconds, kwargs.get("checkpoint")
+  deadline = time.monotonic() + options.budget.certify_seconds
   a, b = offsets[chosen], offsets[chosen + 1]
-  found["opening_rows"] = (int(a), int(b))
-  settled = _settle(puzzle, trees, {row: sub_totals[row - a] for row in range(a, b)},
+  settled = _settle(puzzle, searched.trees, {row: sub_totals[row - a] for row in range(a, b)},
                     deadline, store)
   policy, evaluation = _corrected(puzzle, policy, evaluation, groups[chosen][0], a, settled)
   certified = {row: one.proven for row, one in settled.items()}
-  subproblems = (int(sum(certified.values())), int(b - a))
-  bound_total, upper_total = totals(found["bound"], found["upper"])
+  bound_total, upper_total = totals(searched.bound, searched.upper)
   # Optimal (given the openings) when no opening can do better than the policy found: the
   # chosen one's sub-problems each at their optimum, and every other one certified.
   proven = all(certified.values()) and all(
-      _certified(puzzle, trees, range(a, b), evaluation.total_guesses, num_secrets, deadline,
-                 store, f"opening {index}")
+      _certified(puzzle, searched.trees, range(a, b), evaluation.total_guesses, num_secrets,
+                 deadline, store, f"opening {index}")
       for index, (a, b) in enumerate(zip(offsets, offsets[1:])) if index != chosen)
-  found["phases"]["certify_s"] = time.perf_counter() - started
-  return (found, trees, policy, evaluation, bound_total, upper_total, proven, subproblems)
+  searched.phases["certify_s"] = time.perf_counter() - started
+  return Outcome(policy=policy, evaluation=evaluation, bound_total=bound_total,
+                 upper_total=upper_total, proven=proven,
+                 subproblems=(int(sum(certified.values())), int(b - a)),
+                 opening_rows=(int(a), int(b)), **_work(searched, history))
 
 
-def _open_checkpoint(puzzle: Puzzle, openings, directory, resume: bool):
-  """The :class:`checkpoint_lib.Checkpoint` of a :func:`solve_puzzle` run (``None``
-  without ``directory``), its fingerprint naming the puzzle and the openings."""
-  if directory is None:
-    if resume:
-      raise ValueError("solve_puzzle: resume needs a checkpoint directory")
+def _open_checkpoint(puzzle: Puzzle, openings, checkpointing: Checkpointing):
+  """The :class:`checkpoint_lib.Checkpoint` of a run (``None`` without a directory), its
+  fingerprint naming the puzzle and the openings."""
+  if checkpointing.directory is None:
     return None
-  search_secrets = getattr(puzzle.exact, "search_secrets", None)
+  game = CertificateGame.of(puzzle)
   identity = {"puzzle": puzzle.name,
               "secrets": checkpoint_lib.digest("\n".join(map(str, puzzle.secrets))),
               "guesses": checkpoint_lib.digest("\n".join(map(str, puzzle.guess_names))),
               "openings": None if openings is None else list(openings),
-              "exact_search": None if search_secrets is None else int(search_secrets)}
-  return checkpoint_lib.Checkpoint(directory, resume=resume, identity=identity)
+              "exact_search": None if game is None else game.search_secrets}
+  return checkpoint_lib.Checkpoint(checkpointing.directory, resume=checkpointing.resume,
+                                   identity=identity)
 
 
 def solve_puzzle(puzzle: Puzzle, first: Optional[str] = None,
-                 openings: Optional[Sequence[str]] = None, certify_seconds: float = 600.0,
-                 checkpoint=None, resume: bool = False, root: Optional[RootOptions] = None,
-                 **kwargs) -> SolveResult:
+                 openings: Optional[Sequence[str]] = None, *,
+                 root: Optional[RootOptions] = None, options: Optional[SolveOptions] = None,
+                 on_chunk: Optional[Callable[[dict], None]] = None,
+                 **keywords) -> SolveResult:
   """Solves the whole puzzle, in one of four ways:
 
   * default: one tree from the initial state;
@@ -367,10 +394,15 @@ def solve_puzzle(puzzle: Puzzle, first: Optional[str] = None,
   game's optimum may be lower. (A first guess that solves every secret, as in a game of one
   secret, is optimal outright.)
 
-  After the search, the certificates (:func:`certify`) may ask the game's exact search of
-  small sets for up to ``certify_seconds``; what they cannot show by then is not claimed.
-  ``kwargs`` go to :func:`solve`. Returns a :class:`SolveResult` whose figure is the exact
-  evaluation of the exported policy.
+  How it searches is ``options`` (a :class:`~jaxsearch.solve.options.SolveOptions`), or its flat
+  keywords (``solve_puzzle(puzzle, first="12", seconds=120, chunk=32, max_nodes=2000)``:
+  :meth:`SolveOptions.from_keywords`), which replace the fields of ``options`` where both
+  are given; they are validated before any work. After the search, the certificates
+  (:func:`certify`) may ask the game's exact search of small sets for up to
+  ``certify_seconds``; what they cannot show by then is not claimed. ``on_chunk`` is called
+  with the progress after every chunk (after every visit of a first guess with ``root``).
+  Returns a :class:`SolveResult` whose figure is the exact evaluation of the exported
+  policy.
 
   With ``checkpoint`` (a directory), the search's state is saved there as it goes (every
   ``checkpoint_seconds`` of search, default 10, and at its end), then each certificate as it
@@ -380,12 +412,15 @@ def solve_puzzle(puzzle: Puzzle, first: Optional[str] = None,
   :mod:`jaxsearch.solve.checkpoint`.
 
   Raises:
-    ValueError: ``openings`` is empty, or ``first`` (an opening) is not an allowed guess;
-      ``resume`` without ``checkpoint``; ``checkpoint`` (or ``devices``) with ``root``.
+    TypeError: an unknown keyword.
+    ValueError: a bad option; ``openings`` is empty, or ``first`` (an opening) is not an
+      allowed guess; ``resume`` without ``checkpoint``; ``checkpoint`` (or ``devices``) with
+      ``root``.
     CheckpointError: ``checkpoint`` holds a run's state and ``resume`` is false
       (:class:`CheckpointExists`), or the state of another problem or other options
       (:class:`CheckpointMismatch`, named), or cannot be read.
   """
+  options = _options("solve_puzzle", options, keywords)
   if first is not None:
     openings = [first]
   if openings is not None:
@@ -393,47 +428,54 @@ def solve_puzzle(puzzle: Puzzle, first: Optional[str] = None,
     if not openings:
       raise ValueError("solve_puzzle: openings is empty; give at least one first guess, or "
                        "openings=None to search from the initial state")
-  report = None
   if openings is None and root is not None:
-    if checkpoint is not None or resume:
-      raise ValueError("solve_puzzle: a checkpoint is not supported by the search over first "
-                       "guesses (root=...); fix the first guess (first=...) or search one "
-                       "tree (root=None)")
-    outcome, report = _solve_root(puzzle, root, kwargs, certify_seconds)
-    unconditional = report.open == 0
+    for name, given in (("a checkpoint", options.checkpointing.directory is not None),
+                        ("devices", options.devices is not None)):
+      if given:
+        raise ValueError(f"solve_puzzle: {name} is not supported by the search over first "
+                         "guesses (root=...); fix the first guess (first=...) or search one "
+                         "tree (root=None)")
+    outcome = _solve_root(puzzle, root, options, on_chunk)
+    unconditional = outcome.root.open == 0
   else:
-    kwargs["checkpoint"] = _open_checkpoint(puzzle, openings, checkpoint, resume)
+    store = _open_checkpoint(puzzle, openings, options.checkpointing)
     if openings is None:
-      outcome = _solve_from_start(puzzle, kwargs, certify_seconds)
+      outcome = _solve_from_start(puzzle, options, on_chunk, store)
       unconditional = True
     else:
-      outcome = _solve_openings(puzzle, openings, kwargs, certify_seconds)
+      outcome = _solve_openings(puzzle, openings, options, on_chunk, store)
       unconditional = covers_every_opening(puzzle, openings)
-  found, trees, policy, evaluation, bound_total, upper_total, proven, subproblems = outcome
+  return _result(puzzle, outcome, unconditional)
+
+
+def _result(puzzle: Puzzle, outcome: Outcome, unconditional: bool) -> SolveResult:
+  """The :class:`SolveResult` of an ``outcome``: what it proves, for the game
+  (``unconditional``: the way searched every first guess) or given its first guesses."""
+  proven, evaluation = outcome.proven, outcome.evaluation
   # Every secret costs at least one guess: a policy whose total is the number of secrets
   # solves each with its first guess, and no policy of the game does better.
   if evaluation.total_guesses == len(puzzle.secrets):
     unconditional = proven = True
   # The achievable bound is the exported policy's exact total where that is better; "proven"
   # comes from the exact certificate, never from comparing the float totals.
-  bound_total = min(bound_total, float(evaluation.total_guesses))
+  bound_total = min(outcome.bound_total, float(evaluation.total_guesses))
   # The certificate shows that no policy within the bound's scope does better: the
   # optimistic bound meets. (The search over first guesses bounds the game, so only a proof
   # for the game moves its bound.)
-  if proven and (report is None or unconditional):
+  upper_total = outcome.upper_total
+  if proven and (outcome.root is None or unconditional):
     upper_total = float(evaluation.total_guesses)
-  return SolveResult(policy=policy, evaluation=evaluation, bound_total=bound_total,
+  return SolveResult(policy=outcome.policy, evaluation=evaluation, bound_total=bound_total,
                      upper_total=upper_total, proven_optimal=bool(proven and unconditional),
                      proven_given_first=bool(proven),
-                     upper_total_scope=("game" if unconditional or report is not None
+                     upper_total_scope=("game" if unconditional or outcome.root is not None
                                         else "given_first"),
-                     simulations=found["simulations"], nodes=found["nodes"],
-                     seconds=found["seconds"], history=found["history"],
-                     memory=found.get("memory"), subproblems=subproblems,
-                     trees=None if trees is None else jax.tree.map(np.asarray, trees),
-                     phases=found["phases"],
-                     resumed_from_simulations=int(found.get("resumed_from", 0)),
-                     opening_rows=found.get("opening_rows"), root=report)
+                     simulations=outcome.simulations, nodes=outcome.nodes,
+                     seconds=outcome.seconds, history=outcome.history, memory=outcome.memory,
+                     subproblems=outcome.subproblems, trees=outcome.trees,
+                     phases=outcome.phases,
+                     resumed_from_simulations=int(outcome.resumed_from),
+                     opening_rows=outcome.opening_rows, root=outcome.root)
 
 
 def covers_every_opening(puzzle: Puzzle, openings: Sequence[str]) -> bool:

@@ -213,7 +213,6 @@ def draw_search(puzzle, result, path, *, depth: int, title: str, fixed_first: bo
     first guess that solves every secret).
   """
   from jaxsearch import viz
-  from jaxsearch.solve.loop import _row_of
   from jaxsearch.solve.puzzle import opening_roots
   if result.trees is None:
     return None
@@ -223,16 +222,16 @@ def draw_search(puzzle, result, path, *, depth: int, title: str, fixed_first: bo
               outcome_names=puzzle.outcome_name)
   whose = "fixed by --first" if fixed_first else "the exported policy's"
   if result.opening_rows is None:
-    tree, index = _row_of(result.trees, 0)
+    tree = result.trees[0]
     action = names.index(first)
-    root_actions = np.asarray(tree.slots.action[index, 0])
-    expanded = root_actions[np.asarray(tree.slots.chance[index, 0]) >= 0]
+    root_actions = np.asarray(tree.slots.action[0, 0])
+    expanded = root_actions[np.asarray(tree.slots.chance[0, 0]) >= 0]
     caption = f"{title}: the search tree from the start; the exported policy's first guess "
     # The exact search of the certificates may have found a better policy than the tree's,
     # opening with a guess the tree never expanded.
     caption += (f"{first} in blue" if action in expanded else
                 f"{first} (the exact search's) is not in it")
-    written = viz.draw(tree, path, index, max_depth=depth, title=caption, quiet=quiet,
+    written = viz.draw(tree, path, 0, max_depth=depth, title=caption, quiet=quiet,
                        highlight=action, **cuts)
     return written, caption
   row = result.opening_rows[0]
@@ -241,9 +240,8 @@ def draw_search(puzzle, result, path, *, depth: int, title: str, fixed_first: bo
   parts = []
   for offset, outcome in enumerate(outcomes):
     count = int(np.sum(feedbacks == outcome))
-    tree, index = _row_of(result.trees, row + offset)
     parts.append((f"{puzzle.outcome_name(outcome)}\n{count} secret" + "s" * (count != 1),
-                  tree, index))
+                  result.trees[row + offset], 0))
   caption = (f"{title}: first guess {first} ({whose}), its {len(parts)} feedback "
              f"sub-tree{'s' * (len(parts) != 1)}")
   ev = result.evaluation

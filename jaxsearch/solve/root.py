@@ -25,11 +25,11 @@ one batch of trees.
   stopped.
 
 Memory: at most ``live_openings`` first guesses hold trees at once, each ``max_nodes //
-live_openings`` nodes shared out between its trees (each tree at least
-:func:`subproblem_min_nodes`); the run's estimate is checked before the first trees are
-allocated (:func:`jaxsearch.memory.check_memory`). When a new first guess needs trees, the
-live one with the worst q̂3 (never the one holding the best policy) is retired: it keeps its
-figures and is not visited again. Each batch is padded to a multiple of ``pad_rows`` trees
+live_openings`` nodes (:class:`~jaxsearch.solve.options.SolveOptions`) shared out between its
+trees (each tree at least :func:`subproblem_min_nodes`); the run's estimate is checked before
+the first trees are allocated (:func:`jaxsearch.memory.check_memory`). When a new first guess
+needs trees, the live one with the worst q̂3 (never the one holding the best policy) is
+retired: it keeps its figures and is not visited again. Each batch is padded to a multiple of ``pad_rows`` trees
 (repeats of its smallest sub-problem, weight 0), so that first guesses with similar numbers
 of feedbacks share one compiled program.
 """
@@ -47,9 +47,10 @@ import numpy as np
 from jaxsearch import debias
 from jaxsearch.memory import check_memory
 from jaxsearch.solve import loop as loop_lib
-from jaxsearch.solve.extract import _remaining
-from jaxsearch.solve.finish import _certified, _corrected, _opening_policy, _settle
+from jaxsearch.solve.finish import Outcome, _certified, _corrected, _opening_policy, _settle
+from jaxsearch.solve.options import SolveOptions
 from jaxsearch.solve.subproblems import meets, opening_roots, subproblem_min_nodes
+from jaxsearch.solve.tree_reader import _remaining
 
 
 @dataclasses.dataclass(frozen=True)
@@ -158,21 +159,21 @@ class _Opening:
 
 class RootSearch:
   """The search over first guesses (see the module docstring); :meth:`run` searches,
-  :attr:`openings` holds what it found."""
+  :attr:`openings` holds what it found.
 
-  def __init__(self, puzzle, options: RootOptions, *, chunk: int, max_nodes: int,
-               num_slots, bound_slots: int, max_depth, max_chance, variance: str,
-               selection, proof_every: int, seed: int):
-    self.puzzle, self.options = puzzle, options
+  Args:
+    puzzle: the :class:`jaxsearch.solve.Puzzle`.
+    options: how the first guess is searched (:class:`RootOptions`).
+    solve_options: how each first guess's sub-problems are searched
+      (:class:`~jaxsearch.solve.options.SolveOptions`: its ``max_nodes`` shared out between
+      the live first guesses' trees, its ``memory`` the whole run's).
+  """
+
+  def __init__(self, puzzle, options: RootOptions, solve_options: SolveOptions):
+    self.puzzle, self.options, self.solve_options = puzzle, options, solve_options
     self.num_secrets = len(puzzle.secrets)
-    self.chunk, self.selection, self.proof_every = chunk, selection, proof_every
-    self.search_options = dict(num_slots=num_slots, bound_slots=bound_slots,
-                               max_depth=max_depth, max_chance=max_chance,
-                               variance=variance)
-    self.nodes_per_opening = max_nodes // options.live_openings
     self.min_nodes = subproblem_min_nodes(puzzle.game.num_outcomes)
-    self.key = jax.random.PRNGKey(seed)
-    self.prove = puzzle.game.optimistic_value is not None and proof_every > 0
+    self.key = jax.random.PRNGKey(solve_options.search.seed)
     self.stats = debias.empty(options.num_buckets)
     self.openings: list[_Opening] = []
     self.visits = 0
@@ -181,7 +182,7 @@ class RootSearch:
     finite = np.isfinite(self.q1) & useful
     self.order = [int(a) for a in np.argsort(-self.q1, kind="stable") if finite[a]]
     self.activated = 0
-    self.memory, self.memory_budget = None, None
+    self.memory = None  # the run's estimate, made with its first batch of trees
 
   @property
   def incumbent(self) -> float:
@@ -250,18 +251,17 @@ class RootSearch:
     roots = jax.tree.map(lambda *xs: jnp.stack(xs), *states)
     weights = np.zeros(rows)
     weights[:len(opening.sizes)] = -opening.sizes
-    options = loop_lib._options(
-        self.puzzle.game, self.chunk, max(self.nodes_per_opening // rows, self.min_nodes),
-        devices=None, **self.search_options)
-    loop = loop_lib._Loop(self.puzzle, roots, weights, options, self.selection, self.prove,
-                          None)
+    # The node budget shared out between the live first guesses, then between their trees.
+    tree_options = self.solve_options.for_trees(rows * self.options.live_openings,
+                                                self.min_nodes)
+    loop = loop_lib._Loop(self.puzzle, roots, weights, tree_options)
     key = jax.random.fold_in(self.key, opening.action)
     if self.memory is None:  # the first batch: check the whole run's memory up front
       self.memory = loop_lib.estimate_memory(self.puzzle, loop.init, loop.tables, key, roots)
       self.memory = dataclasses.replace(
           self.memory, trees=self.memory.trees * self.options.live_openings,
           nodes=self.memory.nodes * self.options.live_openings)
-      check_memory(self.memory, self.memory_budget)
+      check_memory(self.memory, self.solve_options.capacity.memory)
     loop.tree = loop.init(loop.tables, key, roots)
     opening.loop = loop
 
@@ -273,10 +273,9 @@ class RootSearch:
     loop, key = opening.loop, jax.random.fold_in(self.key, opening.action)
     loop.before, loop.start = opening.seconds, time.perf_counter()
     for _ in range(self.options.visit_chunks):
-      proof = self.prove and (loop.chunks + 1) % self.proof_every == 0
       real = np.asarray(loop.rows) < len(opening.outcomes)
-      opening.iterations += self.chunk * int(real.sum())
-      proven = loop_lib._chunk(loop, key, self.chunk, proof, opening.phases, None, None, meets)
+      opening.iterations += self.solve_options.search.chunk * int(real.sum())
+      proven = loop_lib._chunk(loop, key, opening.phases, None, None, meets)
       if proven or not loop.regrow(key, meets):
         opening.done = True
         break
@@ -294,12 +293,11 @@ class RootSearch:
         opening is not self.best_live()):
       opening.done = True  # its optimistic bound cannot beat the policy held
 
-  def run(self, seconds: float, max_simulations: Optional[int], memory, on_visit=None):
+  def run(self, seconds: float, max_simulations: Optional[int] = None, on_visit=None):
     """Searches for ``seconds`` more, until ``max_simulations`` (:meth:`simulations`) or
     until nothing is left to search; a later call goes on. ``on_visit``
     gets the progress dict after every visit. Returns this call's history ``[(simulations,
     seconds, bound, upper)]``."""
-    self.memory_budget = memory
     started, history = time.perf_counter(), []
     if not self.openings:
       self._activate()
@@ -399,36 +397,25 @@ def _one_step_bounds(puzzle) -> tuple[np.ndarray, np.ndarray]:
   return np.asarray(totals, np.int64), np.asarray(useful, bool)
 
 
-def _solve_root(puzzle, options: RootOptions, kwargs: dict, certify_seconds: float):
-  """The first guess searched too (:class:`RootSearch`); returns what :func:`_solve_openings`
-  does, and the :class:`RootReport`."""
-  if kwargs.get("devices") is not None:  # (a checkpoint is refused by solve_puzzle)
-    raise ValueError("solve_puzzle: devices is not supported by the search over first "
-                     "guesses (root=...); fix the first guess (first=...) or search one "
-                     "tree (root=None)")
-  budget = {name: kwargs.pop(name, default) for name, default in (
-      ("seconds", 60.0), ("max_simulations", None), ("memory", None), ("on_chunk", None))}
-  for unused in ("checkpoint_seconds", "devices", "combine"):
-    kwargs.pop(unused, None)
-  search = RootSearch(puzzle, options, **{
-      "chunk": 128, "max_nodes": 100_000, "num_slots": 64, "bound_slots": 0,
-      "max_depth": None, "max_chance": None, "variance": "avts", "selection": None,
-      "proof_every": 1, "seed": 0, **kwargs})
+def _solve_root(puzzle, root: RootOptions, options: SolveOptions, on_chunk) -> Outcome:
+  """The first guess searched too (:class:`RootSearch`), for ``options.budget``; its
+  :class:`RootReport` in ``Outcome.root``. ``on_chunk`` gets the progress after every root
+  visit."""
+  search = RootSearch(puzzle, root, options)
   started = time.perf_counter()
-  history = search.run(budget["seconds"], budget["max_simulations"], budget["memory"],
-                       budget["on_chunk"])
+  history = search.run(options.budget.seconds, options.budget.max_simulations, on_chunk)
   searched = time.perf_counter() - started
   best = search.best_live()
   if best is None:  # nothing could be searched: the game has no first guess worth one
     raise ValueError("solve_puzzle: no first guess left to search")
-  trees = jax.tree.map(np.asarray, best.loop.final_trees())
+  trees = best.loop.final_trees()
   started = time.perf_counter()
   evaluation, policy, sub_totals = _opening_policy(puzzle, best.name, best.outcomes, trees,
                                                    best.rows)
   extract_s = time.perf_counter() - started
   search.release_unless_provable(best, evaluation.total_guesses)
   started = time.perf_counter()
-  deadline = time.monotonic() + certify_seconds
+  deadline = time.monotonic() + options.budget.certify_seconds
   settled = _settle(puzzle, trees, dict(enumerate(sub_totals)), deadline, None)
   policy, evaluation = _corrected(puzzle, policy, evaluation, best.outcomes, 0, settled)
   certified = [one.proven for one in settled.values()]
@@ -441,20 +428,20 @@ def _solve_root(puzzle, options: RootOptions, kwargs: dict, certify_seconds: flo
             "device_s": sum(o.phases["device_s"] for o in search.openings)}
   phases["host_share"] = (max(searched - phases["first_chunk_s"] - phases["device_s"], 0.0)
                           / max(searched - phases["first_chunk_s"], 1e-9))
-  found = {"simulations": search.simulations(), "nodes": search.nodes(), "seconds": searched,
-           "history": history,
-           "memory": search.memory, "phases": phases, "opening_rows": (0, len(best.rows))}
   # ``proven``: optimal given the first guess; the report says whether for the game too.
-  outcome = (found, trees, policy, evaluation, search.incumbent, search.game_upper(),
-             all(certified), (int(sum(certified)), len(certified)))
-  return outcome, report
+  return Outcome(policy=policy, evaluation=evaluation, bound_total=search.incumbent,
+                 upper_total=search.game_upper(), proven=all(certified),
+                 simulations=search.simulations(), nodes=search.nodes(), seconds=searched,
+                 history=history, phases=phases, memory=search.memory, trees=trees,
+                 subproblems=(int(sum(certified)), len(certified)),
+                 opening_rows=(0, len(best.rows)), root=report)
 
 
 def _others_certified(puzzle, search: RootSearch, best: _Opening, total: int,
                       deadline: float) -> dict:
   """``{action: bool}``: which live first guesses other than ``best``, not already ruled out
   by their exact one-step bound, are certified on their trees to need ``total`` or more."""
-  return {o.action: _certified(puzzle, jax.tree.map(np.asarray, o.loop.final_trees()), o.rows,
-                               total, len(puzzle.secrets), deadline, None, o.name)
+  return {o.action: _certified(puzzle, o.loop.final_trees(), o.rows, total,
+                               len(puzzle.secrets), deadline, None, o.name)
           for o in search.openings if o is not best and o.loop is not None
           and not search.lower[o.action] >= total}

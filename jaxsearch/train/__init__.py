@@ -8,12 +8,17 @@ Modules (small and flat):
   losses      ``(v − z)² − πᵀ log p + λ‖θ‖²`` (+ action-value regression), optax AdamW.
   value_scale the game's values <-> the value head's [-1, 1] (identity, linear, MuZero's h).
   checkpoint  orbax checkpoints of the whole training state, with mismatch checks.
-  config      TrainConfig and the per-game presets.
-  loop        the training loop (deterministic in seed and step).
-  evaluators  the loop's default evaluation of each game.
+  config      TrainConfig.
+  loop        the training loop (deterministic in seed and step), given the game's module.
+  evaluators  the loop's default evaluation: matches against a random player and UCT.
   metrics     metrics.jsonl rows, plots, the progress bar.
-  evaluate    evaluation against exact oracles (tic-tac-toe minimax, Connect Four test sets),
-              from agents (players and adapters), matches and connect4_sets.
+  agents      players and adapters (random, UCT with rollouts, a search, a network's argmax,
+              the best move by an oracle's action values), run over a set of positions.
+  matches     two-player matches in lock-step, one-player mean returns.
+
+Game-agnostic: no module here imports a game. The per-game presets, the games' exact oracles
+(tic-tac-toe minimax, the Connect Four test sets) and the evaluation API built on them are the
+application layer's (:mod:`jaxsearch.app.training`, :mod:`jaxsearch.app.evaluate`).
 
 Submodules load on first use (``jaxsearch.train.loop``), so importing the package is cheap.
 """
@@ -21,8 +26,7 @@ Submodules load on first use (``jaxsearch.train.loop``), so importing the packag
 import importlib
 
 _SUBMODULES = ("networks", "replay", "selfplay", "losses", "checkpoint", "config", "loop",
-               "evaluators", "metrics", "evaluate", "agents", "matches", "connect4_sets",
-               "value_scale")
+               "evaluators", "metrics", "agents", "matches", "value_scale")
 
 __all__ = list(_SUBMODULES)
 

@@ -1,5 +1,7 @@
 """Agents for evaluation: ``act_fn(key, states[B]) -> i32[B]``, and running one over a set of
-positions (see :mod:`jaxsearch.train.evaluate` for what they are measured with).
+positions. Game-agnostic: a game's exact oracles (tic-tac-toe minimax, the Connect Four test
+sets) belong to the application layer, :mod:`jaxsearch.app.evaluate`, which measures these
+agents against them.
 
 An :class:`Agent` holds its parameters as a pytree, so that evaluating a network or a search
 again after a training step re-uses the compiled program.
@@ -19,8 +21,6 @@ from flax import struct
 from jaxsearch import estimators as estimators_lib
 from jaxsearch import policies as policies_lib
 from jaxsearch.game import Game, per_item_keys
-
-from jaxsearch.games import tictactoe as t3
 
 ActFn = Callable[[jax.Array, Any], jax.Array]
 """``(key, states[B]) -> i32[B]`` actions."""
@@ -133,24 +133,25 @@ def random_player(game: Game) -> Agent:
   return Agent(fn=BoundFn(_random_act, game))
 
 
-def _perfect_act(params, key, states):
+def _best_value_act(action_values, params, key, states):
   del params
-  qs = jax.vmap(t3.minimax_action_values)(states)  # [B, 9], -inf illegal
+  qs = jax.vmap(action_values)(states)  # [B, A], -inf illegal
   best = jnp.max(qs, axis=-1, keepdims=True)
   optimal = jnp.isfinite(qs) & (qs == best)
   return _sample_masked(key, optimal)
 
 
-def perfect_player(game: Optional[Game] = None) -> Agent:
-  """The perfect tic-tac-toe player: a uniformly random minimax-optimal move (ties broken with
-  the key, so games between perfect players vary); ``-1`` at terminal states.
+def best_value_player(action_values: Callable[[Any], jax.Array]) -> Agent:
+  """A uniformly random move among the best by an exact oracle (ties broken with the key, so
+  games between two such players vary); ``-1`` where no move has a finite value.
 
   Args:
-    game: optional, must be tic-tac-toe (accepted for symmetry with :func:`random_player`).
+    action_values: ``state -> f32[A]`` of one (unbatched) state, ``-inf`` for illegal moves
+      (e.g. tic-tac-toe's minimax action values: :func:`jaxsearch.app.evaluate.perfect_player`).
+      It is part of the compiled program's identity: pass the same function object to re-use
+      the compilation.
   """
-  if game is not None and game.name != t3.GAME.name:
-    raise ValueError(f"perfect_player knows tic-tac-toe only, got game {game.name!r}")
-  return Agent(fn=BoundFn(_perfect_act))
+  return Agent(fn=BoundFn(_best_value_act, action_values))
 
 
 # Search agents: one temperature-0 copy per Search object, so the jit-static identity is stable.
@@ -266,8 +267,8 @@ class MoveReport:
   Attributes:
     states: the positions (a batched state, leaves ``[P, ...]``).
     actions: ``i32[P]`` the agent's moves.
-    correct: ``bool[P]`` the move is optimal (tic-tac-toe) / not an error (Connect Four);
-      illegal moves are never correct.
+    correct: ``bool[P]`` the oracle accepts the move (tic-tac-toe: optimal; Connect Four: not
+      an error); illegal moves are never correct.
     values: ``f32[P, A]`` the oracle's value of each move (tic-tac-toe: minimax action values,
       ``-inf`` illegal; Connect Four: the test set's scores, ``-1000`` full column).
   """

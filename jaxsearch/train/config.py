@@ -1,7 +1,8 @@
-"""Training configuration: :class:`TrainConfig` and the per-game :func:`preset`.
+"""Training configuration: :class:`TrainConfig`.
 
 A configuration defines a run completely (with its seed, a run is a deterministic function
-of it and the step count); :mod:`jaxsearch.train.loop` builds and runs it.
+of it and the step count); :mod:`jaxsearch.train.loop` builds and runs it. The per-game
+defaults (``preset``) are the application layer's: :func:`jaxsearch.app.training.preset`.
 """
 
 from __future__ import annotations
@@ -9,13 +10,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional
 
-import jax
+from jaxsearch.enums import SearchPolicy, ValueScaleKind, ValueTarget, coerce
 
-from jaxsearch.train.value_scale import KINDS as VALUE_SCALES
-
-GAMES = ("tictactoe", "connect_four")
-PGX_PREFIX = "pgx:"  # "pgx:ENV_ID" trains on a pgx environment (games.pgx_env)
-POLICIES = ("alphazero", "avts", "gumbel")
 # Configuration fields a resumed run may change (they do not change what a step computes;
 # ``devices`` changes the updates only by float summation order).
 MAY_CHANGE = ("steps", "minutes", "checkpoint_every", "eval_every", "eval_games",
@@ -30,11 +26,14 @@ ADDED_SETTINGS = ("pibar_target", "gumbel_c_scale", "ones_plane", "value_scale")
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
-  """Everything that defines a training run (see :func:`preset` for the per-game defaults).
+  """Everything that defines a training run (see :func:`jaxsearch.app.training.preset` for
+  the per-game defaults).
 
   Attributes:
-    game: ``"tictactoe"``, ``"connect_four"`` or ``"pgx:ENV_ID"``, any pgx environment
-      (:mod:`jaxsearch.games.pgx_env`; its observation is the network input).
+    game: the game's name, as the application's registry knows it
+      (:mod:`jaxsearch.app.registry`: ``"tictactoe"``, ``"connect_four"`` or ``"pgx:ENV_ID"``,
+      any pgx environment). The trainer is given the game's module itself; the name is kept
+      so that a checkpoint says what it was trained on.
     policy: ``"alphazero"`` (PUCT + root Dirichlet noise), ``"avts"`` (needs the action-value
       head, added automatically; its targets are the search's root q̂3) or ``"gumbel"``
       (Gumbel MuZero: the Gumbel draw explores, the improved policy is the policy target;
@@ -88,7 +87,7 @@ class TrainConfig:
   """
 
   game: str = "tictactoe"
-  policy: str = "alphazero"
+  policy: SearchPolicy = SearchPolicy.ALPHAZERO
   seed: int = 0
   network: str = "mlp"
   hidden: tuple = (64, 64)
@@ -104,8 +103,8 @@ class TrainConfig:
   random_opening: int = 0
   dirichlet_fraction: float = 0.25
   dirichlet_alpha: float = 1.0
-  value_target: str = "outcome"
-  value_scale: str = "auto"
+  value_target: ValueTarget = ValueTarget.OUTCOME
+  value_scale: ValueScaleKind = ValueScaleKind.AUTO
   reuse: bool = True
   pibar_target: bool = False
   gumbel_c_scale: float = 0.1
@@ -131,12 +130,12 @@ class TrainConfig:
   devices: int = 0
 
   def __post_init__(self):
-    if self.game not in GAMES and not str(self.game).startswith(PGX_PREFIX):
-      raise ValueError(f"game must be one of {GAMES} or 'pgx:ENV_ID', got {self.game!r}")
-    if self.policy not in POLICIES:
-      raise ValueError(f"policy must be one of {POLICIES}, got {self.policy!r}")
-    if self.value_scale not in VALUE_SCALES:
-      raise ValueError(f"value_scale must be one of {VALUE_SCALES}, got {self.value_scale!r}")
+    if not isinstance(self.game, str) or not self.game:
+      raise ValueError(f"game must be a game's name, got {self.game!r}")
+    # Given as strings (presets, --set, a checkpoint's JSON) or members: members from here on.
+    for name, kind in (("policy", SearchPolicy), ("value_target", ValueTarget),
+                       ("value_scale", ValueScaleKind)):
+      object.__setattr__(self, name, coerce(kind, getattr(self, name), name))
     for name in ("batch_size", "simulations", "moves_per_step", "replay_capacity",
                  "train_batch", "eval_simulations"):
       if int(getattr(self, name)) < 1:
@@ -150,7 +149,7 @@ class TrainConfig:
     if int(self.eval_games) < 2 or int(self.eval_games) % 2:
       raise ValueError(f"eval_games must be an even number >= 2 (each side half the games), "
                        f"got {self.eval_games!r}")
-    if self.pibar_target and self.policy != "alphazero":
+    if self.pibar_target and self.policy is not SearchPolicy.ALPHAZERO:
       raise ValueError("pibar_target needs policy='alphazero' (PUCT)")
     if int(self.devices) < 0:
       raise ValueError(f"devices must be >= 0 (0 = one device), got {self.devices!r}")
@@ -167,57 +166,5 @@ class TrainConfig:
     return dataclasses.asdict(self)
 
 
-
 CONFIG_DEFAULTS = {field.name: field.default for field in dataclasses.fields(TrainConfig)
                    if field.name in ADDED_SETTINGS}
-
-def preset(game: str, **overrides) -> TrainConfig:
-  """The default configuration for ``game``, with ``overrides``."""
-  if game == "tictactoe":
-    base = dict(game=game, network="mlp", hidden=(64, 64), batch_size=128, simulations=32,
-                temperature_moves=2, random_opening=6, dirichlet_alpha=1.0,
-                replay_capacity=20000, min_replay=512, train_batch=256, updates_per_step=1,
-                learning_rate=2e-3, decay_steps=3000, checkpoint_every=250, eval_every=250,
-                eval_simulations=64, eval_games=100)
-  elif game == "connect_four":
-    # Gumbel, not PUCT: see docs/training.md (PUCT's visit-count targets at 32 simulations
-    # never learnt immediate wins and blocks).
-    base = dict(game=game, policy="gumbel", value_target="mix", network="resnet",
-                channels=16, blocks=1, head_hidden=32, ones_plane=True,
-                batch_size=128, simulations=32, temperature_moves=4, random_opening=8,
-                dirichlet_alpha=1.0, replay_capacity=100000, min_replay=4096,
-                train_batch=256, updates_per_step=2, learning_rate=2e-3, decay_steps=20000,
-                checkpoint_every=500, eval_every=1000, eval_simulations=128, eval_games=100,
-                eval_uct_simulations=200)
-  elif str(game).startswith(PGX_PREFIX):
-    base = _pgx_preset(game)
-  else:
-    raise ValueError(f"no preset for game {game!r}; expected one of {GAMES} or 'pgx:ENV_ID'")
-  base.update(overrides)
-  return TrainConfig(**base)
-
-
-def _pgx_preset(game: str) -> dict:
-  """Defaults for any pgx game: Gumbel MuZero self-play (as pgx's own AlphaZero example), a
-  small ResNet over ``[H, W, C]`` observations (an MLP over others), evaluation against a
-  random player (and, at the end, UCT with random rollouts)."""
-  from jaxsearch.games import pgx_env
-  module = pgx_env.module_for(game)
-  obs = jax.eval_shape(module.observe, module.GAME.init(jax.random.PRNGKey(0)))
-  network = (dict(network="resnet", channels=16, blocks=2, head_hidden=32, ones_plane=True)
-             if len(obs.shape) == 3 else dict(network="mlp", hidden=(128, 128)))
-  return dict(game=game, policy="gumbel", value_target="mix", **network, batch_size=64,
-              simulations=32, temperature_moves=4, random_opening=4, dirichlet_alpha=0.3,
-              replay_capacity=50000, min_replay=1024, train_batch=256, updates_per_step=2,
-              learning_rate=2e-3, decay_steps=20000, checkpoint_every=500, eval_every=50,
-              eval_simulations=32, eval_games=64, eval_uct_simulations=100)
-
-
-def game_module(name: str):
-  """The module under ``games`` of a training game (``GAME``, ``observe``, ``render``); for
-  ``"pgx:ENV_ID"`` the same three built by :func:`jaxsearch.games.pgx_env.module_for`."""
-  import importlib
-  if str(name).startswith(PGX_PREFIX):
-    from jaxsearch.games import pgx_env
-    return pgx_env.module_for(name)
-  return importlib.import_module(f"jaxsearch.games.{name}")

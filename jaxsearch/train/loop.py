@@ -8,8 +8,12 @@ configuration, seed and step count — which is what makes resuming exact: the w
 :class:`TrainState` (parameters, optimiser state, replay buffer, games in progress and their
 trees, key, step) is checkpointed, and a resumed run continues bit for bit.
 
-    trainer = Trainer(preset("tictactoe"), out_dir="runs/ttt")
+    trainer = Trainer(config, module, out_dir="runs/ttt")
     summary = trainer.run(minutes=5)          # or steps=...; resume=True continues
+
+The trainer names no game: it is given the game's module (``GAME``, ``observe``) and,
+optionally, how to evaluate it. :mod:`jaxsearch.app.training` builds one from a game's name
+(``trainer(preset("tictactoe"), out_dir=...)``), with the game's oracle evaluation.
 
 Outputs in ``out_dir``: ``metrics.jsonl`` (one JSON object per logged step; evaluation
 fields when evaluated), ``checkpoints/`` (orbax), ``config.json``, and with ``plot`` a PNG.
@@ -22,22 +26,26 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import jax
 import jax.numpy as jnp
 from flax import struct
 
 from jaxsearch import policies, sharding
+from jaxsearch.enums import SearchPolicy
 from jaxsearch.train import checkpoint as checkpoint_lib
 from jaxsearch.train import losses, networks, replay, selfplay
 from jaxsearch.train import value_scale as value_scale_lib
-from jaxsearch.train.config import CONFIG_DEFAULTS, MAY_CHANGE, TrainConfig, game_module
-from jaxsearch.train.config import GAMES, preset  # noqa: F401 (re-exported: the training API)
-from jaxsearch.train.evaluators import Evaluator, default_evaluator
+from jaxsearch.train.config import CONFIG_DEFAULTS, MAY_CHANGE, TrainConfig
+from jaxsearch.train.evaluators import MakeEvaluator, default_evaluator
 from jaxsearch.train.metrics import (ProgressBar, flatten_metrics, json_number, plot_metrics,
                                      truncate_metrics)
-from jaxsearch.train.metrics import read_metrics  # noqa: F401 (re-exported: the training API)
+from jaxsearch.train.metrics import read_metrics
+
+# The training API (``TrainConfig``, ``read_metrics`` and the settings' tables re-exported).
+__all__ = ["Trainer", "TrainState", "load_trained", "TrainConfig", "CONFIG_DEFAULTS",
+           "MAY_CHANGE", "read_metrics", "SLEEP_ENV"]
 
 SLEEP_ENV = "JAXSEARCH_TRAIN_STEP_SLEEP"  # tests: seconds to sleep after each step
 
@@ -71,20 +79,26 @@ class Trainer:
 
   Args:
     config: the run's :class:`TrainConfig`.
+    module: the game ``config.game`` names, as a module or namespace: ``GAME`` (a
+      :class:`jaxsearch.game.Game`) and ``observe`` (``state -> f32[...]``, the network's
+      input), and optionally ``num_players`` and ``alternating`` (read by
+      :func:`default_evaluator`). :func:`jaxsearch.app.registry.game_module` resolves a name.
     out_dir: where metrics, checkpoints and plots go (``None``: nothing is written).
-    evaluator: ``(params, key, final) -> dict``; default :func:`default_evaluator`. Pass
-      ``False`` to skip evaluation.
+    evaluator: builds the run's evaluation from this trainer, ``trainer -> (params, key,
+      final) -> dict`` (:data:`~jaxsearch.train.evaluators.MakeEvaluator`); default
+      :func:`default_evaluator` (matches against a random player and UCT). Pass ``False`` to
+      skip evaluation.
   """
 
-  def __init__(self, config: TrainConfig, out_dir: Optional[str | Path] = None,
-               evaluator: Optional[Evaluator] | bool = None):
+  def __init__(self, config: TrainConfig, module: Any, out_dir: Optional[str | Path] = None,
+               evaluator: Optional[MakeEvaluator] | bool = None):
     self.config = config
     self.out_dir = Path(out_dir) if out_dir is not None else None
-    self.module = game_module(config.game)
+    self.module = module
     self.game = self.module.GAME
     self.observe = self.module.observe
     obs_shape = jax.eval_shape(self.observe, self.game.init(jax.random.PRNGKey(0))).shape
-    self.action_values = config.policy == "avts"
+    self.action_values = config.policy is SearchPolicy.AVTS
     sizes = (dict(hidden=tuple(config.hidden)) if config.network == "mlp" else
              dict(channels=config.channels, blocks=config.blocks,
                   head_hidden=config.head_hidden, ones_plane=config.ones_plane))
@@ -106,8 +120,8 @@ class Trainer:
         random_opening=config.random_opening,
         # Gumbel's guarantees assume a fresh root: a reused one's old visits would decide
         # Sequential Halving and the final action, and self-play would stop exploring.
-        value_target=config.value_target, reuse=config.reuse and config.policy != "gumbel",
-        action_values=self.action_values, sample_visits=config.policy != "gumbel")
+        value_target=config.value_target, reuse=config.reuse and config.policy is not SearchPolicy.GUMBEL,
+        action_values=self.action_values, sample_visits=config.policy is not SearchPolicy.GUMBEL)
     self.optimizer = losses.make_optimizer(
         config.learning_rate, warmup_steps=config.warmup_steps,
         decay_steps=config.decay_steps, weight_decay=config.weight_decay)
@@ -116,11 +130,10 @@ class Trainer:
                                              value_scale=self.value_scale)
     self.play_move = selfplay.make_step(self.selfplay)
     self.iterate = jax.jit(self._iterate, donate_argnums=0)
-    if evaluator is None and config.eval_every >= 0:
-      evaluator = default_evaluator(self)
-    if config.eval_every < 0:
-      evaluator = False
-    self.evaluator = evaluator or None
+    if evaluator is None:
+      evaluator = default_evaluator
+    # The evaluation is built last: it reads the searches and the network built above.
+    self.evaluator = evaluator(self) if evaluator and config.eval_every >= 0 else None
 
   # ---- building blocks ----
 
@@ -129,10 +142,10 @@ class Trainer:
     """A temperature-0 search of the configured policy with this network as estimator
     (its batch split over ``devices``, if given)."""
     config = self.config
-    if config.policy == "avts":
+    if config.policy is SearchPolicy.AVTS:
       return policies.avts(self.game, self.estimator, num_simulations=simulations,
                            max_nodes=max(max_nodes, simulations + 1), devices=devices)
-    if config.policy == "gumbel":
+    if config.policy is SearchPolicy.GUMBEL:
       if not hasattr(policies, "gumbel"):
         raise ValueError("policy 'gumbel' needs jaxsearch.policies.gumbel, which this "
                          "version does not have yet; use 'alphazero' or 'avts'")
@@ -370,9 +383,17 @@ class _RunProgress:
   last_final: bool = False
 
 
-def load_trained(out_dir: str | Path, step: Optional[int] = None) -> tuple[Trainer, Any]:
+def load_trained(out_dir: str | Path, game_module: Callable[[str], Any],
+                 step: Optional[int] = None) -> tuple[Trainer, Any]:
   """``(trainer, params)`` of a run's newest checkpoint (or ``step``), the configuration read
   from its ``config.json``; no evaluator is built.
+
+  Args:
+    out_dir: the run's output directory.
+    game_module: the game's module from its name (``config.game``), e.g.
+      :func:`jaxsearch.app.registry.game_module` (:func:`jaxsearch.app.training.load_trained`
+      passes it).
+    step: the checkpoint to read (default: the newest).
 
   Raises:
     FileNotFoundError: no ``config.json`` or no checkpoint in ``out_dir``.
@@ -391,7 +412,8 @@ def load_trained(out_dir: str | Path, step: Optional[int] = None) -> tuple[Train
         f"{config_path} has settings this version does not know: {', '.join(unknown)}")
   fields["hidden"] = tuple(fields.get("hidden", ()))
   fields["devices"] = 0  # play on whatever this machine has
-  trainer = Trainer(TrainConfig(**fields), out_dir=out_dir, evaluator=False)
+  config = TrainConfig(**fields)
+  trainer = Trainer(config, game_module(config.game), out_dir=out_dir, evaluator=False)
   ckpt = trainer.checkpointer()
   try:
     state, _ = ckpt.restore(jax.eval_shape(trainer.init_state), step)

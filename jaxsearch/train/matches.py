@@ -9,9 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsearch.game import Game, per_item_keys
-from jaxsearch.train.agents import ActFn, Agent, as_agent, perfect_player
-
-from jaxsearch.games import tictactoe as t3
+from jaxsearch.train.agents import ActFn, Agent, as_agent
 
 
 # ---------------------------------------------------------------------------------------------
@@ -226,12 +224,3 @@ def mean_return(game: Game, act_fn: Union[ActFn, Agent], key: jax.Array, num_gam
   returns = _returns_jit(game, int(num_games), int(max_steps), as_agent(act_fn), key)
   return float(np.mean(np.asarray(returns)))
 
-
-def tictactoe_vs_perfect(act_fn: Union[ActFn, Agent], key: jax.Array,
-                         num_games: int = 100) -> dict[str, Any]:
-  """:func:`play_match` of the agent against :func:`perfect_player` (half the games each side);
-  ``"losses"`` counts the agent's losses (0 for a perfect agent)."""
-  return play_match(t3.GAME, act_fn, _PERFECT, key, num_games)
-
-
-_PERFECT = perfect_player()

@@ -30,11 +30,11 @@ import jax.numpy as jnp
 from flax import struct
 
 from jaxsearch import tree as tree_lib
+from jaxsearch.enums import ValueTarget, coerce
 from jaxsearch.game import Game, per_item_keys
 from jaxsearch.policies import Search
 from jaxsearch.train import replay
 
-VALUE_TARGETS = ("outcome", "search", "mix")
 
 
 @struct.dataclass
@@ -95,15 +95,14 @@ class SelfPlay:
   batch_size: int
   temperature_moves: int = 2
   random_opening: int = 0
-  value_target: str = "outcome"
+  value_target: ValueTarget = ValueTarget.OUTCOME
   reuse: bool = True
   action_values: bool = False
   sample_visits: bool = True
 
   def __post_init__(self):
-    if self.value_target not in VALUE_TARGETS:
-      raise ValueError(f"value_target must be one of {VALUE_TARGETS}, got "
-                       f"{self.value_target!r}")
+    object.__setattr__(self, "value_target",
+                       coerce(ValueTarget, self.value_target, "value_target"))
     if self.game.max_length is None:
       raise ValueError(f"self-play needs a game with max_length, {self.game.name!r} has none")
     if self.search.temperature != 0.0:
@@ -271,9 +270,9 @@ def _add_finished_games(selfplay: SelfPlay, buffer: replay.Buffer, state: SelfPl
   to the buffer with their value targets, oldest game first, in ply order."""
   batch, horizon = selfplay.batch_size, selfplay.max_length
   outcome_z = _returns(reward, discount)
-  if selfplay.value_target == "outcome":
+  if selfplay.value_target is ValueTarget.OUTCOME:
     value = outcome_z
-  elif selfplay.value_target == "search":
+  elif selfplay.value_target is ValueTarget.SEARCH:
     value = trajectory.value
   else:
     value = 0.5 * (outcome_z + trajectory.value)

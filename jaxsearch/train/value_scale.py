@@ -43,7 +43,8 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
-KINDS = ("auto", "identity", "linear", "muzero")
+from jaxsearch.enums import ValueScaleKind, coerce
+
 EPSILON = 1e-3  # MuZero's ε (Appendix F): keeps h⁻¹ Lipschitz and h strictly monotone
 
 
@@ -86,26 +87,28 @@ class ValueScale:
     epsilon: MuZero's ε (``muzero`` only).
   """
 
-  kind: str = "identity"
+  kind: ValueScaleKind = ValueScaleKind.IDENTITY
   lo: float = -1.0
   hi: float = 1.0
   epsilon: float = EPSILON
 
   def __post_init__(self):
-    if self.kind not in KINDS[1:]:
-      raise ValueError(f"value scale kind must be one of {KINDS[1:]}, got {self.kind!r}")
-    if self.kind != "identity" and not float(self.hi) > float(self.lo):
-      raise ValueError(f"value scale {self.kind!r} needs hi > lo, got ({self.lo}, {self.hi})")
-    if self.kind == "muzero" and not float(self.epsilon) >= 0.0:
+    object.__setattr__(self, "kind", coerce(ValueScaleKind, self.kind, "value scale kind"))
+    if self.kind is ValueScaleKind.AUTO:
+      raise ValueError("value scale kind 'auto' is resolved by for_game, not a scale itself")
+    if self.kind is not ValueScaleKind.IDENTITY and not float(self.hi) > float(self.lo):
+      raise ValueError(f"value scale {self.kind.value!r} needs hi > lo, got ({self.lo}, "
+                       f"{self.hi})")
+    if self.kind is ValueScaleKind.MUZERO and not float(self.epsilon) >= 0.0:
       raise ValueError(f"muzero's epsilon must be >= 0, got {self.epsilon}")
 
   @property
   def is_identity(self) -> bool:
-    return self.kind == "identity"
+    return self.kind is ValueScaleKind.IDENTITY
 
   def _inner(self, x: jax.Array) -> jax.Array:
     """The monotone part before the affine map (``h`` for muzero)."""
-    return h(x, self.epsilon) if self.kind == "muzero" else jnp.asarray(x, jnp.float32)
+    return h(x, self.epsilon) if self.kind is ValueScaleKind.MUZERO else jnp.asarray(x, jnp.float32)
 
   def encode(self, x: jax.Array) -> jax.Array:
     """``f32[...]``: game values ``x`` in the head's units, clipped to ``[-1, 1]``
@@ -123,7 +126,7 @@ class ValueScale:
       return y
     lo, hi = self._inner(self.lo), self._inner(self.hi)
     inner = lo + (jnp.clip(jnp.asarray(y, jnp.float32), -1.0, 1.0) + 1.0) * 0.5 * (hi - lo)
-    if self.kind == "muzero":
+    if self.kind is ValueScaleKind.MUZERO:
       # h is monotone, so the result lies in [lo, hi] up to rounding; clip that away.
       return jnp.clip(h_inverse(inner, self.epsilon), self.lo, self.hi)
     return inner
@@ -145,13 +148,13 @@ def identity() -> ValueScale:
 
 def linear(lo: float, hi: float) -> ValueScale:
   """The affine map of ``[lo, hi]`` onto ``[-1, 1]``."""
-  return ValueScale("linear", float(lo), float(hi))
+  return ValueScale(ValueScaleKind.LINEAR, float(lo), float(hi))
 
 
 def muzero(lo: float, hi: float, epsilon: float = EPSILON) -> ValueScale:
   """MuZero's ``h`` (Schrittwieser et al. 2020, App. F), then ``[h(lo), h(hi)]`` onto
   ``[-1, 1]``."""
-  return ValueScale("muzero", float(lo), float(hi), float(epsilon))
+  return ValueScale(ValueScaleKind.MUZERO, float(lo), float(hi), float(epsilon))
 
 
 def for_game(game, kind: str = "auto") -> ValueScale:
@@ -166,12 +169,11 @@ def for_game(game, kind: str = "auto") -> ValueScale:
     heavy-tailed returns: 2048's ``(0, 10000)``);
   * ``"identity"``, ``"linear"``, ``"muzero"``: that kind over the range.
   """
-  if kind not in KINDS:
-    raise ValueError(f"value_scale must be one of {KINDS}, got {kind!r}")
+  kind = coerce(ValueScaleKind, kind, "value_scale")
   declared = getattr(game, "value_bounds", None)
   lo, hi = (float(v) for v in (declared if declared is not None else game.value_range))
-  if kind == "identity" or (kind == "auto" and -1.0 <= lo and hi <= 1.0):
+  if kind is ValueScaleKind.IDENTITY or (kind is ValueScaleKind.AUTO and -1.0 <= lo and hi <= 1.0):
     return IDENTITY
-  if kind == "auto":
-    kind = "linear" if declared is not None else "muzero"
-  return linear(lo, hi) if kind == "linear" else muzero(lo, hi)
+  if kind is ValueScaleKind.AUTO:
+    kind = ValueScaleKind.LINEAR if declared is not None else ValueScaleKind.MUZERO
+  return linear(lo, hi) if kind is ValueScaleKind.LINEAR else muzero(lo, hi)

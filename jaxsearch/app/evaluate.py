@@ -1,5 +1,9 @@
 """Evaluation against exact oracles: tic-tac-toe minimax and the Connect Four test sets.
 
+The application layer's (it names games); the agents and matches it measures are the
+library's, game-agnostic (:mod:`jaxsearch.train.agents`, :mod:`jaxsearch.train.matches`), and
+their names are importable from here too.
+
 An **agent** is anything callable as ``act_fn(key, states[B]) -> i32[B]``: one action per state
 of a batch, ``-1`` (or any illegal action) where it has nothing to play. Plain functions work;
 :class:`Agent` is the same thing with its parameters held as a pytree, so that evaluating a
@@ -24,7 +28,8 @@ Measures:
 
 Agents: :func:`random_player`, :func:`perfect_player` (tic-tac-toe), :func:`uct_rollout_player`
 (the UCT + random rollouts baseline), :func:`connect4_oracle_player` (plays a best move of a
-loaded test set), and the adapters :func:`search_act_fn` and :func:`greedy_act_fn`.
+loaded test set), :func:`best_value_player` (the best move by any exact oracle's action
+values), and the adapters :func:`search_act_fn` and :func:`greedy_act_fn`.
 """
 
 from __future__ import annotations
@@ -34,26 +39,59 @@ from typing import Any, Optional, Union
 import jax
 import numpy as np
 
-# The agents, matches and Connect Four sets live in their own modules; this module is the
-# evaluation API and keeps their names importable from here.
-from jaxsearch.train.agents import (ActFn, Agent, MoveReport,  # noqa: F401
-                                    act_on_positions, as_agent, greedy_act_fn,
-                                    perfect_player, random_player, search_act_fn,
-                                    uct_rollout_player)
-from jaxsearch.train.connect4_sets import (CONNECT4_ENV, CONNECT4_SETS,  # noqa: F401
-                                           DEFAULT_CONNECT4_DIR, Connect4Set,
-                                           connect4_data_dir, connect4_error_rate,
-                                           connect4_expected_random_error,
-                                           connect4_move_errors, connect4_oracle_player,
-                                           load_connect4_set)
-from jaxsearch.train.matches import (match_outcomes, mean_return, play_match,  # noqa: F401
-                                     tictactoe_vs_perfect)
+# The game-agnostic agents and matches (the library's) and the Connect Four sets live in their
+# own modules; this module is the evaluation API and keeps their names importable from here.
+from jaxsearch.app.connect4_sets import (CONNECT4_ENV, CONNECT4_SETS, DEFAULT_CONNECT4_DIR,
+                                         Connect4Set, connect4_data_dir, connect4_error_rate,
+                                         connect4_expected_random_error, connect4_move_errors,
+                                         connect4_oracle_player, load_connect4_set)
+from jaxsearch.game import Game
+from jaxsearch.train.agents import (ActFn, Agent, MoveReport, act_on_positions, as_agent,
+                                    best_value_player, greedy_act_fn, random_player,
+                                    search_act_fn, uct_rollout_player)
+from jaxsearch.train.matches import match_outcomes, mean_return, play_match
 
 from jaxsearch.games import tictactoe as t3
+
+__all__ = [
+    # tic-tac-toe against minimax (this module)
+    "perfect_player", "tictactoe_vs_perfect", "tictactoe_positions", "tictactoe_optimal_moves",
+    "tictactoe_optimal_fraction",
+    # the Connect Four test sets (jaxsearch.app.connect4_sets)
+    "CONNECT4_ENV", "CONNECT4_SETS", "DEFAULT_CONNECT4_DIR", "Connect4Set", "connect4_data_dir",
+    "connect4_error_rate", "connect4_expected_random_error", "connect4_move_errors",
+    "connect4_oracle_player", "load_connect4_set",
+    # agents and matches (jaxsearch.train.agents, jaxsearch.train.matches)
+    "ActFn", "Agent", "MoveReport", "act_on_positions", "as_agent", "best_value_player",
+    "greedy_act_fn", "random_player", "search_act_fn", "uct_rollout_player", "match_outcomes",
+    "mean_return", "play_match",
+]
 
 
 # ---------------------------------------------------------------------------------------------
 # Tic-tac-toe against minimax.
+
+
+def perfect_player(game: Optional[Game] = None) -> Agent:
+  """The perfect tic-tac-toe player: a uniformly random minimax-optimal move (ties broken with
+  the key, so games between perfect players vary); ``-1`` at terminal states.
+
+  Args:
+    game: optional, must be tic-tac-toe (accepted for symmetry with :func:`random_player`).
+  """
+  if game is not None and game.name != t3.GAME.name:
+    raise ValueError(f"perfect_player knows tic-tac-toe only, got game {game.name!r}")
+  return best_value_player(t3.minimax_action_values)
+
+
+def tictactoe_vs_perfect(act_fn: Union[ActFn, Agent], key: jax.Array,
+                         num_games: int = 100) -> dict[str, Any]:
+  """:func:`play_match` of the agent against :func:`perfect_player` (half the games each side);
+  ``"losses"`` counts the agent's losses (0 for a perfect agent)."""
+  return play_match(t3.GAME, act_fn, _PERFECT, key, num_games)
+
+
+_PERFECT = perfect_player()
 
 
 def tictactoe_positions() -> tuple[t3.State, np.ndarray]:

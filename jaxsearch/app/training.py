@@ -1,0 +1,66 @@
+"""Training a game of the registry: its preset, its trainer, a trained run read back.
+
+The library's trainer (:class:`jaxsearch.train.loop.Trainer`) names no game: it is given the
+game's module and its evaluation. This module looks both up in the registry
+(:mod:`jaxsearch.app.registry`) from the configuration's ``game``::
+
+    config = preset("tictactoe", simulations=64)
+    summary = trainer(config, out_dir="runs/ttt").run(minutes=5)
+    trained, params = load_trained("runs/ttt")
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+from jaxsearch.app import registry
+from jaxsearch.train import loop
+from jaxsearch.train.config import TrainConfig
+
+
+def games() -> tuple[str, ...]:
+  """The named games with a training preset (and any pgx environment, ``"pgx:ENV_ID"``)."""
+  return registry.names("training")
+
+
+def preset(game: str, **overrides) -> TrainConfig:
+  """The default configuration for ``game`` (:mod:`jaxsearch.app.presets`), with
+  ``overrides``.
+
+  Raises:
+    ValueError: a game the registry cannot train, or a bad override.
+  """
+  fields = registry.entry(game, "training").training.preset(game)
+  fields.update(overrides)
+  return TrainConfig(**fields)
+
+
+def default_minutes(game: str) -> float:
+  """``jaxsearch train``'s budget for ``game`` unless ``--minutes`` or ``--steps`` says
+  otherwise."""
+  return registry.entry(game, "training").training.minutes
+
+
+def trainer(config: TrainConfig, out_dir: Optional[str | Path] = None,
+            evaluator: Any = None) -> loop.Trainer:
+  """The :class:`~jaxsearch.train.loop.Trainer` of ``config``: the module of
+  ``config.game`` and its evaluation (the game's oracles where it has them, else the
+  library's matches) from the registry.
+
+  Args:
+    config: the run's configuration (e.g. from :func:`preset`).
+    out_dir: where metrics, checkpoints and plots go (``None``: nothing is written).
+    evaluator: ``None``: the game's; ``False``: no evaluation; else builds one from the
+      trainer (:data:`jaxsearch.train.evaluators.MakeEvaluator`).
+  """
+  found = registry.entry(config.game, "training")
+  if evaluator is None:
+    evaluator = found.training.evaluator
+  return loop.Trainer(config, found.load(), out_dir=out_dir, evaluator=evaluator)
+
+
+def load_trained(out_dir: str | Path, step: Optional[int] = None) -> tuple[loop.Trainer, Any]:
+  """``(trainer, params)`` of a run's newest checkpoint (or ``step``):
+  :func:`jaxsearch.train.loop.load_trained` with the game looked up in the registry."""
+  return loop.load_trained(out_dir, registry.game_module, step)

@@ -1,0 +1,365 @@
+"""The solver's options: one frozen, validated :class:`SolveOptions`, grouped by what they are.
+
+Every entry point (:func:`jaxsearch.solve.solve_puzzle`, :func:`~jaxsearch.solve.solve`,
+:func:`~jaxsearch.solve.solve_game`, :func:`jaxsearch.solve.loop.run`, the search over first
+guesses) takes the same object, checked once when it is built (a ``ValueError`` naming the
+option and what it accepts, a ``TypeError`` for an unknown one), and every search in a solve
+reads its :class:`jaxsearch.search.SearchConfig` from :meth:`SolveOptions.search_config`.
+Flat keywords build one too, which is how ``solve_puzzle(puzzle, seconds=30, chunk=32)`` is
+read::
+
+    options = SolveOptions.from_keywords(seconds=30, chunk=32, max_nodes=4000)
+    options = SolveOptions(budget=Budget(seconds=30), search=SearchRule(chunk=32),
+                           capacity=Capacity(max_nodes=4000))   # the same
+
+The parts: :class:`Budget` (when the search stops: ``seconds``, ``max_simulations``, and
+``certify_seconds`` for the certificates after it), :class:`Capacity` (the trees' sizes:
+``max_nodes``, ``num_slots``, ``bound_slots``, ``max_chance``, ``max_depth``, and the
+``memory`` budget), :class:`SearchRule` (how the trees grow: ``chunk``, ``seed``,
+``selection``, ``variance``, ``proof_every``), :class:`Checkpointing` (``checkpoint``,
+``resume``, ``checkpoint_seconds``) and ``devices``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import numbers
+import os
+from typing import Any, Optional, Union
+
+from jaxsearch.enums import Variance, coerce
+
+# Simulations descend at most this many moves below a root unless the game has a
+# ``max_length``: far more than an optimal guessing policy needs (Mastermind 4×6 and Wordle
+# take at most 6 guesses), cheap (a path is ``O(D)``), and independent of the chunk size.
+DEFAULT_MAX_DEPTH = 24
+
+
+def _set(obj, name: str, value) -> None:
+  object.__setattr__(obj, name, value)  # normalising a frozen dataclass's field
+
+
+def _int(obj, name: str, least: int, optional: bool = False) -> None:
+  """``obj.name`` is an int ``>= least`` (or ``None`` where ``optional``); stored as ``int``."""
+  value = getattr(obj, name)
+  if value is None and optional:
+    return
+  if (isinstance(value, bool) or not isinstance(value, numbers.Integral)
+      or value < least):
+    allowed = f"an int >= {least}" + (" or None" if optional else "")
+    raise ValueError(f"SolveOptions: {name} must be {allowed}, got {value!r}")
+  _set(obj, name, int(value))
+
+
+def _seconds(obj, name: str, *, positive: bool = False, finite: bool = False,
+             optional: bool = False, label: Optional[str] = None) -> None:
+  """``obj.name`` is a number of seconds (or bytes): not NaN, ``>= 0`` (``> 0`` where
+  ``positive``), ``inf`` allowed unless ``finite``; stored as ``float``; ``label`` names it
+  in the message (default ``name``). NaN is refused
+  because every comparison with it is false: a NaN budget would switch its check off."""
+  value = getattr(obj, name)
+  if value is None and optional:
+    return
+  bad = (isinstance(value, bool) or not isinstance(value, numbers.Real)
+         or math.isnan(value) or value < 0 or (positive and value == 0)
+         or (finite and math.isinf(value)))
+  if bad:
+    allowed = ("a positive" if positive else "a non-negative") + (
+        " finite number" if finite else " number (inf: no limit)") + (
+        " or None" if optional else "")
+    raise ValueError(f"SolveOptions: {label or name} must be {allowed}, got {value!r}")
+  _set(obj, name, float(value))
+
+
+@dataclasses.dataclass(frozen=True)
+class Budget:
+  """When the search stops, and how long the certificates may work after it.
+
+  Attributes:
+    seconds: search wall-clock budget, checked between chunks (``inf``: none). With a
+      checkpoint, the search time of every run together.
+    max_simulations: simulations per tree (``None``: no limit); with a checkpoint, the
+      total of every run.
+    certify_seconds: after the search, the time the certificates may spend in the game's
+      exact search of small sets (0: none; what they cannot show by then is not claimed).
+  """
+
+  seconds: float = 60.0
+  max_simulations: Optional[int] = None
+  certify_seconds: float = 600.0
+
+  def __post_init__(self):
+    _seconds(self, "seconds")
+    _int(self, "max_simulations", 1, optional=True)
+    _seconds(self, "certify_seconds")
+
+
+@dataclasses.dataclass(frozen=True)
+class Capacity:
+  """The trees' sizes and the memory they may take.
+
+  Attributes:
+    max_nodes: node capacity ``N`` of one tree; given to a batch of trees (a first guess's
+      feedback sub-problems), the batch's budget, shared out (:meth:`SolveOptions.for_trees`).
+    num_slots: guesses kept per node ``K`` (``None``: every action); a cutoff ``K < A`` keeps
+      the top ``K`` by q̂1 and forgoes the proof at nodes where it cut.
+    bound_slots: of the ``K`` slots, how many hold the best action bounds instead of the best
+      q̂1 (:class:`jaxsearch.search.AvtsOptions`): what a proof through cut nodes needs.
+    max_chance: chance records per tree ``C`` (``None``: ``max_nodes // 2``, ``// 4`` for
+      games of at least 64 outcomes; at most ``max_nodes``).
+    max_depth: the longest path a simulation descends ``D`` (``None``: the game's
+      ``max_length``, else :data:`DEFAULT_MAX_DEPTH`).
+    memory: bytes the run may use (``None``: the memory available now); a run whose
+      estimate exceeds it is refused before anything is compiled.
+  """
+
+  max_nodes: int = 100_000
+  num_slots: Optional[int] = 64
+  bound_slots: int = 0
+  max_chance: Optional[int] = None
+  max_depth: Optional[int] = None
+  memory: Optional[float] = None
+
+  def __post_init__(self):
+    _int(self, "max_nodes", 1)
+    _int(self, "num_slots", 1, optional=True)
+    _int(self, "bound_slots", 0)
+    _int(self, "max_chance", 1, optional=True)
+    _int(self, "max_depth", 1, optional=True)
+    _seconds(self, "memory", positive=True, finite=True, optional=True)
+    if self.num_slots is not None and self.bound_slots >= self.num_slots:
+      raise ValueError(f"SolveOptions: bound_slots must be in [0, num_slots), got "
+                       f"{self.bound_slots} with num_slots={self.num_slots}")
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchRule:
+  """How the trees grow.
+
+  Attributes:
+    chunk: simulations per compiled call; the budgets and the progress are checked between
+      chunks.
+    seed: PRNG seed (chunk ``i`` draws from ``fold_in(key(seed), simulations before it)``).
+    selection: the AVTS selection rule (:mod:`jaxsearch.selection`; ``None``: Thompson
+      sampling).
+    variance: AVTS's variance model (:class:`jaxsearch.enums.Variance`).
+    proof_every: where the game has an optimistic bound, every ``proof_every``-th chunk runs
+      the proof-directed rule (:func:`jaxsearch.selection.optimistic`) on the same trees, the
+      others ``selection``; 0 never. The default, 1, runs only the proof rule.
+  """
+
+  chunk: int = 128
+  seed: int = 0
+  selection: Any = None
+  variance: Variance = Variance.AVTS
+  proof_every: int = 1
+
+  def __post_init__(self):
+    _int(self, "chunk", 1)
+    if isinstance(self.seed, bool) or not isinstance(self.seed, numbers.Integral):
+      raise ValueError(f"SolveOptions: seed must be an int, got {self.seed!r}")
+    _set(self, "seed", int(self.seed))
+    from jaxsearch.selection.base import SelectionRule
+    if self.selection is not None and not isinstance(self.selection, SelectionRule):
+      raise TypeError(f"SolveOptions: selection must be a jaxsearch.selection rule or None, "
+                      f"got {self.selection!r}")
+    _set(self, "variance", coerce(Variance, self.variance, "SolveOptions: variance"))
+    _int(self, "proof_every", 0)
+
+
+@dataclasses.dataclass(frozen=True)
+class Checkpointing:
+  """Where and how often a run's state is saved, so that a killed run can go on
+  (:mod:`jaxsearch.solve.checkpoint`).
+
+  Attributes:
+    directory: the checkpoint directory (``None``: none kept).
+    resume: go on from the state ``directory`` holds (a directory holding none starts
+      afresh); without it, a directory that holds a run's state is refused.
+    every_seconds: seconds of search between saves (0: after every chunk); the search's
+      end is always saved.
+  """
+
+  directory: Optional[Union[str, os.PathLike]] = None
+  resume: bool = False
+  every_seconds: float = 10.0
+
+  def __post_init__(self):
+    if self.directory is not None and not isinstance(self.directory, (str, os.PathLike)):
+      raise TypeError(f"SolveOptions: checkpoint must be a directory (a path) or None, got "
+                      f"{self.directory!r}")
+    if not isinstance(self.resume, bool):
+      raise ValueError(f"SolveOptions: resume must be True or False, got {self.resume!r}")
+    if self.resume and self.directory is None:
+      raise ValueError("SolveOptions: resume needs a checkpoint directory (checkpoint=DIR)")
+    _seconds(self, "every_seconds", label="checkpoint_seconds")
+
+
+# The flat keywords (``solve_puzzle(puzzle, seconds=30, ...)``): name -> (part, field).
+_KEYWORDS = {
+    "seconds": ("budget", "seconds"),
+    "max_simulations": ("budget", "max_simulations"),
+    "certify_seconds": ("budget", "certify_seconds"),
+    "max_nodes": ("capacity", "max_nodes"),
+    "num_slots": ("capacity", "num_slots"),
+    "bound_slots": ("capacity", "bound_slots"),
+    "max_chance": ("capacity", "max_chance"),
+    "max_depth": ("capacity", "max_depth"),
+    "memory": ("capacity", "memory"),
+    "chunk": ("search", "chunk"),
+    "seed": ("search", "seed"),
+    "selection": ("search", "selection"),
+    "variance": ("search", "variance"),
+    "proof_every": ("search", "proof_every"),
+    "checkpoint": ("checkpointing", "directory"),
+    "resume": ("checkpointing", "resume"),
+    "checkpoint_seconds": ("checkpointing", "every_seconds"),
+    "devices": (None, "devices"),
+}
+
+
+
+@functools.lru_cache(maxsize=None)
+def _default_rules():
+  """``(thompson, optimistic)``: the default selection rule and the proof rule, one object
+  each per process, so that configs built from the same options are equal and the compiled
+  programs keyed by them are reused (:func:`jaxsearch.solve.loop._cached_program`)."""
+  from jaxsearch import selection
+  return selection.thompson(), selection.optimistic()
+
+
+@dataclasses.dataclass(frozen=True)
+class SolveOptions:
+  """Everything a solve is asked to do, apart from the problem and the way its first guess
+  is chosen (see the module docstring). Frozen and validated when built; derived options
+  (a batch's share of the node budget, regrown trees) are new objects, never edits.
+
+  Attributes:
+    budget: :class:`Budget`. capacity: :class:`Capacity`. search: :class:`SearchRule`.
+    checkpointing: :class:`Checkpointing`.
+    devices: split each batch of trees over devices (:mod:`jaxsearch.sharding`: ``None``,
+      an int, or devices; normalised to a tuple of devices). Not with a checkpoint.
+  """
+
+  budget: Budget = Budget()
+  capacity: Capacity = Capacity()
+  search: SearchRule = SearchRule()
+  checkpointing: Checkpointing = Checkpointing()
+  devices: Any = None
+
+  def __post_init__(self):
+    for name, kind in (("budget", Budget), ("capacity", Capacity), ("search", SearchRule),
+                       ("checkpointing", Checkpointing)):
+      if not isinstance(getattr(self, name), kind):
+        raise TypeError(f"SolveOptions: {name} must be a {kind.__name__}, got "
+                        f"{getattr(self, name)!r}")
+    if self.capacity.max_nodes < self.search.chunk + 1:
+      raise ValueError(f"SolveOptions: max_nodes {self.capacity.max_nodes} is too small for "
+                       f"chunks of {self.search.chunk} simulations: a tree needs chunk + 1 = "
+                       f"{self.search.chunk + 1} nodes")
+    if self.devices is not None:
+      from jaxsearch import sharding
+      _set(self, "devices", sharding.resolve_devices(self.devices))
+      if self.checkpointing.directory is not None:
+        raise ValueError("SolveOptions: a checkpoint cannot be kept of a search split over "
+                         "devices; pass checkpoint=None or devices=None")
+
+  @classmethod
+  def from_keywords(cls, where: str = "SolveOptions", **keywords) -> "SolveOptions":
+    """The options of flat keywords (the defaults for those not given): ``seconds``,
+    ``max_simulations``, ``certify_seconds`` (:class:`Budget`); ``max_nodes``,
+    ``num_slots``, ``bound_slots``, ``max_chance``, ``max_depth``, ``memory``
+    (:class:`Capacity`); ``chunk``, ``seed``, ``selection``, ``variance``, ``proof_every``
+    (:class:`SearchRule`); ``checkpoint``, ``resume``, ``checkpoint_seconds``
+    (:class:`Checkpointing`); ``devices``.
+
+    Raises:
+      TypeError: an unknown keyword (``where`` names the caller in the message).
+      ValueError: a bad value, naming it.
+    """
+    return cls().override(where, **keywords)
+
+  def override(self, where: str = "SolveOptions", **keywords) -> "SolveOptions":
+    """These options with the flat ``keywords`` (:meth:`from_keywords`) replacing theirs."""
+    unknown = sorted(set(keywords) - set(_KEYWORDS))
+    if unknown:
+      raise TypeError(f"{where}: unknown option{'s' * (len(unknown) > 1)} "
+                      f"{', '.join(unknown)}; the options are {', '.join(_KEYWORDS)}")
+    parts: dict = {}
+    top: dict = {}
+    for name, value in keywords.items():
+      part, field = _KEYWORDS[name]
+      (top if part is None else parts.setdefault(part, {}))[field] = value
+    replaced = {part: dataclasses.replace(getattr(self, part), **fields)
+                for part, fields in parts.items()}
+    return dataclasses.replace(self, **replaced, **top)
+
+  def with_capacity(self, **fields) -> "SolveOptions":
+    """These options with some :class:`Capacity` fields replaced (validated again)."""
+    return dataclasses.replace(self, capacity=dataclasses.replace(self.capacity, **fields))
+
+  def for_trees(self, count: int, least: int) -> "SolveOptions":
+    """The options of each of ``count`` trees that share ``max_nodes`` (a batch's budget),
+    each given at least ``least`` nodes (a smaller share is raised to it).
+
+    Raises:
+      ValueError: the share is below ``chunk + 1``.
+    """
+    share = max(self.capacity.max_nodes // max(int(count), 1), int(least))
+    try:
+      return self.with_capacity(max_nodes=share)
+    except ValueError as error:
+      raise ValueError(f"{error} (max_nodes {self.capacity.max_nodes} shared out between "
+                       f"{count} trees)") from None
+
+  def max_depth_for(self, game) -> int:
+    """``D``: ``capacity.max_depth``, else the game's ``max_length``, else the default."""
+    return self.capacity.max_depth or game.max_length or DEFAULT_MAX_DEPTH
+
+  def max_chance_for(self, game) -> int:
+    """``C``: ``capacity.max_chance``, else by the game's outcomes; at most ``max_nodes``."""
+    max_nodes, max_chance = self.capacity.max_nodes, self.capacity.max_chance
+    if max_chance is None:
+      # Nodes per record = possible outcomes per expansion: measured 5.4 on Wordle after
+      # tarse (243 feedbacks), 2.7 on Mastermind 3×3 (9).
+      max_chance = max(max_nodes // (4 if game.num_outcomes >= 64 else 2), 1)
+    return min(max_chance, max_nodes)
+
+  def proves(self, game) -> bool:
+    """Whether any chunk runs the proof rule (the game has an optimistic bound)."""
+    return game.optimistic_value is not None and self.search.proof_every > 0
+
+  def proof_chunk(self, game, chunk_number: int) -> bool:
+    """Whether chunk ``chunk_number`` (1-based, every run's) runs the proof rule."""
+    return self.proves(game) and chunk_number % self.search.proof_every == 0
+
+  def tree_options(self, game) -> dict:
+    """The options that shape the trees, with the game's defaults filled in (JSON-able):
+    what a checkpoint's fingerprint compares (:func:`jaxsearch.solve.loop.fingerprint`)."""
+    capacity = self.capacity
+    return dict(num_simulations=self.search.chunk, max_nodes=capacity.max_nodes,
+                max_depth=self.max_depth_for(game), num_slots=capacity.num_slots,
+                bound_slots=capacity.bound_slots, variance=self.search.variance.value,
+                max_chance=self.max_chance_for(game))
+
+  def search_config(self, game, *, proof: bool = False):
+    """The :class:`jaxsearch.search.SearchConfig` of one chunk on these options' trees:
+    AVTS (the Bellman backup with progressive widening and debiasing) with
+    ``search.selection`` (Thompson sampling by default) or, with ``proof``, the proof rule
+    (:func:`jaxsearch.selection.optimistic`, the ``gap`` outcome rule)."""
+    from jaxsearch.enums import Backup, OutcomeRule
+    from jaxsearch.search import AvtsOptions, SearchConfig
+    thompson, optimistic = _default_rules()
+    if proof:
+      rule, outcome_rule = optimistic, OutcomeRule.GAP
+    else:
+      rule, outcome_rule = self.search.selection or thompson, OutcomeRule.BALANCED
+    return SearchConfig(
+        num_simulations=self.search.chunk, selection=rule, max_nodes=self.capacity.max_nodes,
+        max_depth=self.max_depth_for(game), backup=Backup.BELLMAN, outcome_rule=outcome_rule,
+        num_slots=self.capacity.num_slots,
+        avts=AvtsOptions(widening=True, debias=True, variance=self.search.variance,
+                         bound_slots=self.capacity.bound_slots,
+                         max_chance=self.max_chance_for(game)))
