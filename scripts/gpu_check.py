@@ -24,6 +24,11 @@ The parts, in order:
   says mctx is missing);
 * ``profile``: the trace named above (with ``--profile``);
 * ``mastermind``: ``jaxsearch solve mastermind`` (4×6) end to end, with its phases;
+* ``mastermind_graphs`` (when named): the same with XLA's CUDA graphs over loops
+  (:data:`GRAPH_FLAGS` added to ``XLA_FLAGS``);
+* ``solve_profile`` (when named): a ``jax.profiler`` trace of one chunk of Mastermind's
+  search, with the optimised HLO of its search programs, in ``solve_profile.tar.gz``
+  (read it with ``scripts/profile_search.py --from``);
 * ``train``: ``jaxsearch train connect_four`` for 60 s with the default preset: self-play
   positions and updates per second;
 * ``wordle``: ``jaxsearch solve wordle --first tarse`` with a bounded search: when the
@@ -52,11 +57,18 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # Seconds each part may take at most (the full run; --smoke uses SMOKE_CAPS).
 CAPS = {"env": 60, "bench": 170, "variants": 120, "profile": 45, "mastermind": 100,
-        "train": 100, "wordle": 120}
+        "mastermind_graphs": 100, "solve_profile": 90, "train": 100, "wordle": 120}
 SMOKE_CAPS = {"env": 60, "bench": 120, "variants": 120, "profile": 60, "mastermind": 90,
-              "train": 90, "wordle": 90}
-ORDER = ("env", "variants", "bench", "profile", "mastermind", "train", "wordle")
-OPTIONAL = ("variants", "profile")  # run only when named (or --profile)
+              "mastermind_graphs": 90, "solve_profile": 120, "train": 90, "wordle": 90}
+ORDER = ("env", "variants", "bench", "profile", "mastermind", "mastermind_graphs",
+         "solve_profile", "train", "wordle")
+# Run only when named (profile also with --profile).
+OPTIONAL = ("variants", "profile", "mastermind_graphs", "solve_profile")
+
+# XLA's CUDA graphs over loops too (``mastermind_graphs``): each trip of a data-dependent loop
+# then runs inside a graph on the device instead of handing its condition to the host.
+GRAPH_FLAGS = ("--xla_gpu_enable_command_buffer=FUSION,CUBLAS,CUBLASLT,CUSTOM_CALL,CUDNN,"
+               "CONDITIONAL,WHILE")
 
 # The bench grid.
 BATCHES, SIMULATIONS = (256, 4096, 32768), (32, 128)
@@ -145,8 +157,13 @@ def part_variants(args) -> None:
   with_mctx = bench.has_mctx()
   batches, sims = ((SMOKE_BATCHES, SMOKE_SIMULATIONS[0]) if args.smoke
                    else (BATCHES, SIMULATIONS[0]))
+  if args.variant_batches:
+    batches = tuple(int(b) for b in args.variant_batches.split(","))
   workers = _workers(args)
-  games = (bench.hashed,) if args.smoke else (bench.hashed, bench.connect_four)
+  makers = {"hashed": bench.hashed, "connect_four": bench.connect_four}
+  names = (args.variant_games.split(",") if args.variant_games
+           else ["hashed"] if args.smoke else ["hashed", "connect_four"])
+  games = tuple(makers[name.strip()] for name in names)
   variants = VARIANTS[::3] if args.smoke else VARIANTS
   for batch_size in batches:
     workloads = []
@@ -187,13 +204,16 @@ def part_profile(args) -> None:
   _emit({"written": str(Path(args.out) / "profile.tar.gz"), "device": str(jax.devices()[0])})
 
 
-def _cli(argv: list[str], cap: float) -> tuple[int, str, float]:
-  """Runs ``python -m jaxsearch.cli ARGV`` under ``cap`` seconds: ``(status, stdout,
-  seconds)``; status 124 when the cap ended it."""
+def _cli(argv: list[str], cap: float, xla_flags: str = "") -> tuple[int, str, float]:
+  """Runs ``python -m jaxsearch.cli ARGV`` under ``cap`` seconds (``xla_flags`` added to
+  ``XLA_FLAGS``): ``(status, stdout, seconds)``; status 124 when the cap ended it."""
+  env = _child_env()
+  if xla_flags:
+    env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} {xla_flags}".strip()
   start = time.perf_counter()
   try:
     done = subprocess.run([sys.executable, "-m", "jaxsearch.cli", *argv], cwd=ROOT,
-                          env=_child_env(), capture_output=True, text=True, timeout=cap)
+                          env=env, capture_output=True, text=True, timeout=cap)
     status, stdout = done.returncode, done.stdout
     if status:
       sys.stderr.write(done.stderr[-4000:])
@@ -216,14 +236,71 @@ def _last_json(stdout: str):
   return None
 
 
-def part_mastermind(args) -> None:
+def part_mastermind(args, xla_flags: str = "") -> None:
   size = ["--pegs", "2", "--colours", "3"] if args.smoke else []
   status, stdout, wall = _cli(["solve", "mastermind", *size, "--json", "--quiet"],
-                              args.cap - 2)
+                              args.cap - 2, xla_flags)
   found = _last_json(stdout) or {}
-  _emit({"status": status, "wall_s": round(wall, 2), **{k: found.get(k) for k in (
-      "total_guesses", "proven_optimal", "simulations", "nodes", "seconds", "phases",
-      "memory_estimate_gb")}})
+  _emit({"status": status, "wall_s": round(wall, 2), "xla_flags": xla_flags,
+         **{k: found.get(k) for k in ("total_guesses", "proven_optimal", "simulations",
+                                      "nodes", "seconds", "phases", "memory_estimate_gb")}})
+
+
+def part_mastermind_graphs(args) -> None:
+  part_mastermind(args, GRAPH_FLAGS)
+
+
+def part_solve_profile(args) -> None:
+  """One chunk of Mastermind's search (32 simulations; the second chunk, so no compilation)
+  traced by ``jax.profiler``, the run made in-process through the command line, with the
+  optimised HLO of the search programs (XLA's dump), packed as ``profile_search.py --from``
+  reads it."""
+  import tarfile
+  folder = Path(tempfile.mkdtemp())
+  dump = folder / "dump"
+  os.environ["XLA_FLAGS"] = (f"{os.environ.get('XLA_FLAGS', '')} --xla_dump_to={dump} "
+                             "--xla_dump_hlo_as_text").strip()
+  import jax  # after XLA_FLAGS: XLA reads them once
+
+  sys.path.insert(0, str(ROOT))
+  from jaxsearch import cli
+  from jaxsearch.solve import loop
+  traced = folder / "solve"
+  traced.mkdir()
+  chunk_of_loop, timing = loop._chunk, {}
+
+  def traced_chunk(the_loop, *rest):  # the second chunk of the run, under the profiler
+    if the_loop.chunks != 1:
+      return chunk_of_loop(the_loop, *rest)
+    jax.profiler.start_trace(str(traced / "trace"))
+    start = time.perf_counter()
+    try:
+      return chunk_of_loop(the_loop, *rest)
+    finally:
+      timing["chunk_s"] = time.perf_counter() - start
+      timing["simulations"] = the_loop.options.search.chunk
+      jax.profiler.stop_trace()
+
+  loop._chunk = traced_chunk
+  size = ["--pegs", "3", "--colours", "4", "--chunk", "1"] if args.smoke else []
+  cli.main(["solve", "mastermind", *size, "--simulations", "64", "--certify-seconds", "5",
+            "--quiet"])
+  if not timing:
+    raise RuntimeError("solve_profile: the search ended within its first chunk")
+  # The search programs (step, for the search and the proof rule's chunks): their
+  # instruction names label the trace's kernels with the engine's phases.
+  modules = sorted(p for p in dump.glob("*after_optimizations.txt")
+                   if "jit_step" in p.name)
+  (traced / "module.hlo.txt").write_text("\n".join(p.read_text() for p in modules))
+  settings = {"policy": "solve mastermind (one chunk)", "batch": "openings",
+              "simulations": timing.get("simulations"), "repeats": 1,
+              "traced_seconds_per_search": round(timing.get("chunk_s", float("nan")), 4),
+              "modules": [p.name for p in modules], "device": str(jax.devices()[0])}
+  (traced / "settings.json").write_text(json.dumps(settings))
+  archive_path = Path(args.out) / "solve_profile.tar.gz"
+  with tarfile.open(archive_path, "w:gz") as archive:
+    archive.add(traced, arcname="solve_profile")
+  _emit({**settings, "written": str(archive_path), "bytes": archive_path.stat().st_size})
 
 
 def part_wordle(args) -> None:
@@ -287,8 +364,9 @@ def _train_rates(rows: list[dict]) -> dict:
 
 
 PARTS = {"env": part_env, "bench": part_bench, "variants": part_variants,
-         "profile": part_profile,
-         "mastermind": part_mastermind, "train": part_train, "wordle": part_wordle}
+         "profile": part_profile, "mastermind": part_mastermind,
+         "mastermind_graphs": part_mastermind_graphs, "solve_profile": part_solve_profile,
+         "train": part_train, "wordle": part_wordle}
 
 
 # --- the driver ------------------------------------------------------------------------------
@@ -309,6 +387,9 @@ def _run_part(name: str, args, cap: float, results) -> dict:
              str(args.out), "--part-cap", str(cap), "--repeats", str(args.repeats),
              "--compile-workers", str(args.compile_workers)]
   command += ["--smoke"] if args.smoke else []
+  for option in ("variant_batches", "variant_games"):
+    if getattr(args, option):
+      command += [f"--{option.replace('_', '-')}", getattr(args, option)]
   start = time.perf_counter()
   process = subprocess.Popen(command, cwd=ROOT, env=_child_env(), stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
@@ -380,7 +461,8 @@ def _summary(records: list[dict], statuses: list[dict]) -> str:
           f"| {r['workload']} | {r['batch']} | {r['setting']} | {r['xla_flags'] or '–'} | "
           f"{mega(r, 'sims_per_s_ours')} | {mega(r, 'sims_per_s_ours_gumbel')} | "
           f"{mega(r, 'sims_per_s_mctx_muzero')} | {mega(r, 'sims_per_s_mctx_gumbel')} |")
-  for part in ("mastermind", "train", "wordle", "profile"):
+  for part in ("mastermind", "mastermind_graphs", "solve_profile", "train", "wordle",
+               "profile"):
     for r in by_part.get(part, []):
       if "status_record" not in r:
         shown = {k: v for k, v in r.items() if k != "part"}
@@ -405,6 +487,10 @@ def main(argv=None) -> int:
   parser.add_argument("--compile-workers", type=int, default=0, metavar="N",
                       help="threads compiling a batch's programs (default: one per core, up "
                            "to 8; 1 compiles one at a time)")
+  parser.add_argument("--variant-batches", default=None, metavar="B,B",
+                      help="batch sizes of the variants part (default: the grid's)")
+  parser.add_argument("--variant-games", default=None, metavar="GAME,GAME",
+                      help="games of the variants part: hashed, connect_four (default both)")
   parser.add_argument("--part", default=None, help=argparse.SUPPRESS)
   parser.add_argument("--part-cap", dest="cap", type=float, default=None,
                       help=argparse.SUPPRESS)
