@@ -56,8 +56,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 # Seconds each part may take at most (the full run; --smoke uses SMOKE_CAPS).
-CAPS = {"env": 60, "bench": 170, "variants": 120, "profile": 45, "mastermind": 100,
-        "mastermind_graphs": 100, "solve_profile": 90, "train": 100, "wordle": 120}
+CAPS = {"env": 60, "bench": 170, "variants": 120, "profile": 90, "mastermind": 100,
+        "mastermind_graphs": 100, "solve_profile": 120, "train": 100, "wordle": 120}
 SMOKE_CAPS = {"env": 60, "bench": 120, "variants": 120, "profile": 60, "mastermind": 90,
               "mastermind_graphs": 90, "solve_profile": 120, "train": 90, "wordle": 90}
 ORDER = ("env", "variants", "bench", "profile", "mastermind", "mastermind_graphs",
@@ -165,6 +165,9 @@ def part_variants(args) -> None:
            else ["hashed"] if args.smoke else ["hashed", "connect_four"])
   games = tuple(makers[name.strip()] for name in names)
   variants = VARIANTS[::3] if args.smoke else VARIANTS
+  if args.variant_settings:
+    variants = tuple((update, int(levels)) for update, levels in (
+        setting.split("/") for setting in args.variant_settings.split(",")))
   for batch_size in batches:
     workloads = []
     for make in games:
@@ -182,8 +185,19 @@ def part_variants(args) -> None:
              **bench.measure(workload, mine, repeats=args.repeats)})
 
 
+# The searches ``profile`` traces: (policy, game, B, SearchConfig keywords), at S = 32.
+PROFILES = {
+    "puct_hashed": ("puct", "hashed", 4096, {}),
+    "gumbel_hashed": ("gumbel", "hashed", 4096, {}),
+    "puct_connect_four_whole_path": ("puct", "connect_four", 32768,
+                                     {"path_update": "whole_path"}),
+    "puct_connect_four_per_level": ("puct", "connect_four", 32768,
+                                    {"path_update": "per_level"}),
+}
+
+
 def part_profile(args) -> None:
-  """A trace of one PUCT and one Gumbel search on the hashed MDP, with their HLO, packed into
+  """Traces of the searches of :data:`PROFILES`, with their HLO, packed into
   ``profile.tar.gz`` for ``scripts/profile_search.py --from``."""
   import tarfile
 
@@ -192,13 +206,14 @@ def part_profile(args) -> None:
   sys.path.insert(0, str(ROOT))
   sys.path.insert(0, str(ROOT / "scripts"))
   import profile_search
-  batch, sims = (8, 4) if args.smoke else (4096, 32)
   with tempfile.TemporaryDirectory() as folder:
     folder = Path(folder)
-    for policy in ("puct", "gumbel"):
-      record = profile_search.record(policy, batch, sims, repeats=3,
-                                     folder=folder / policy)
-      _emit({"policy": policy, "batch": batch, "simulations": sims, **record})
+    for name, (policy, game, batch, options) in PROFILES.items():
+      batch = min(batch, 8) if args.smoke else batch
+      sims = 4 if args.smoke else 32
+      record = profile_search.record(policy, batch, sims, repeats=3, folder=folder / name,
+                                     game_name=game, options=options)
+      _emit({"profile": name, **record})
     with tarfile.open(Path(args.out) / "profile.tar.gz", "w:gz") as archive:
       archive.add(folder, arcname="profile")
   _emit({"written": str(Path(args.out) / "profile.tar.gz"), "device": str(jax.devices()[0])})
@@ -251,7 +266,7 @@ def part_mastermind_graphs(args) -> None:
 
 
 def part_solve_profile(args) -> None:
-  """One chunk of Mastermind's search (32 simulations; the second chunk, so no compilation)
+  """One chunk of Mastermind's search (4 simulations; the second chunk, so no compilation)
   traced by ``jax.profiler``, the run made in-process through the command line, with the
   optimised HLO of the search programs (XLA's dump), packed as ``profile_search.py --from``
   reads it."""
@@ -282,8 +297,9 @@ def part_solve_profile(args) -> None:
       jax.profiler.stop_trace()
 
   loop._chunk = traced_chunk
-  size = ["--pegs", "3", "--colours", "4", "--chunk", "1"] if args.smoke else []
-  cli.main(["solve", "mastermind", *size, "--simulations", "64", "--certify-seconds", "5",
+  # Chunks of 4 simulations keep the trace (a kernel event each) small enough to come back.
+  size = ["--pegs", "3", "--colours", "4", "--chunk", "1"] if args.smoke else ["--chunk", "4"]
+  cli.main(["solve", "mastermind", *size, "--simulations", "8", "--certify-seconds", "5",
             "--quiet"])
   if not timing:
     raise RuntimeError("solve_profile: the search ended within its first chunk")
@@ -387,7 +403,7 @@ def _run_part(name: str, args, cap: float, results) -> dict:
              str(args.out), "--part-cap", str(cap), "--repeats", str(args.repeats),
              "--compile-workers", str(args.compile_workers)]
   command += ["--smoke"] if args.smoke else []
-  for option in ("variant_batches", "variant_games"):
+  for option in ("variant_batches", "variant_games", "variant_settings"):
     if getattr(args, option):
       command += [f"--{option.replace('_', '-')}", getattr(args, option)]
   start = time.perf_counter()
@@ -491,6 +507,9 @@ def main(argv=None) -> int:
                       help="batch sizes of the variants part (default: the grid's)")
   parser.add_argument("--variant-games", default=None, metavar="GAME,GAME",
                       help="games of the variants part: hashed, connect_four (default both)")
+  parser.add_argument("--variant-settings", default=None, metavar="UPDATE/LEVELS,...",
+                      help="loop settings of the variants part, e.g. per_level/1,whole_path/2 "
+                           "(default: all four)")
   parser.add_argument("--part", default=None, help=argparse.SUPPRESS)
   parser.add_argument("--part-cap", dest="cap", type=float, default=None,
                       help=argparse.SUPPRESS)

@@ -24,6 +24,7 @@ import json
 import re
 import sys
 import tempfile
+from typing import Optional
 
 import jax
 
@@ -49,8 +50,11 @@ def _kernel_info(hlo_text: str) -> dict[str, tuple[str, str, str, str]]:
   return info
 
 
-def record(policy: str, batch: int, simulations: int, repeats: int, folder) -> dict:
-  """Compiles one search on the hashed MDP, traces ``repeats`` runs of it into ``folder``
+def record(policy: str, batch: int, simulations: int, repeats: int, folder,
+           game_name: str = "hashed", options: Optional[dict] = None) -> dict:
+  """Compiles one search on the hashed MDP (or Connect Four after 6 random plies,
+  ``game_name="connect_four"``; ``options``: more :class:`jaxsearch.SearchConfig` keywords,
+  e.g. ``{"path_update": "per_level"}``), traces ``repeats`` runs of it into ``folder``
   (``jax.profiler``) and writes its optimised HLO and settings beside the trace; returns
   the settings and the traced runs' mean seconds. Needs only JAX (no xprof)."""
   import time
@@ -61,13 +65,20 @@ def record(policy: str, batch: int, simulations: int, repeats: int, folder) -> d
 
   folder = Path(folder)
   folder.mkdir(parents=True, exist_ok=True)
-  game, estimator = hashed.make(16), hashed.estimator(16)
-  roots = hashed.distinct_roots(game, batch)
+  if game_name == "connect_four":
+    from jaxsearch.app.bench import _random_positions
+    from jaxsearch.games import connect_four
+    game, estimator = connect_four.GAME, js.estimators.uniform()
+    roots = _random_positions(game, batch, plies=6)
+  else:
+    game, estimator = hashed.make(16), hashed.estimator(16)
+    roots = hashed.distinct_roots(game, batch)
+  options = dict(options or {})
   if policy == "puct":
-    search = js.policies.puct(game, estimator, num_simulations=simulations)
+    search = js.policies.puct(game, estimator, num_simulations=simulations, **options)
   else:
     search = js.policies.gumbel(game, estimator, num_simulations=simulations,
-                                max_num_considered_actions=16)
+                                max_num_considered_actions=16, **options)
   key = jax.random.PRNGKey(0)
   compiled = jax.jit(lambda key, roots: search(None, key, roots)).lower(key, roots).compile()
   jax.block_until_ready(compiled(key, roots))
@@ -77,8 +88,8 @@ def record(policy: str, batch: int, simulations: int, repeats: int, folder) -> d
       jax.block_until_ready(compiled(key, roots))
   seconds = (time.perf_counter() - start) / repeats
   (folder / "module.hlo.txt").write_text(compiled.as_text())
-  settings = {"policy": policy, "batch": batch, "simulations": simulations,
-              "repeats": repeats, "traced_seconds_per_search": round(seconds, 5),
+  settings = {"policy": policy, "game": game_name, "options": options, "batch": batch,
+              "simulations": simulations, "repeats": repeats, "traced_seconds_per_search": round(seconds, 5),
               "device": str(jax.devices()[0])}
   (folder / "settings.json").write_text(json.dumps(settings))
   return settings

@@ -104,6 +104,10 @@ def _running_mean(value, count, g):
   return (value * count + g) / (count + 1.0)
 
 
+# Levels of the whole-path return recursion fused into one kernel (see _backup_whole_path).
+_RETURNS_BLOCK = 8
+
+
 def _backup_whole_path(tree: Tree, path: Path, leaf_value, last_outcome) -> Tree:
   """:func:`_backup`'s updates as one ``[B, D]`` write per array, with no loop.
 
@@ -126,28 +130,37 @@ def _backup_whole_path(tree: Tree, path: Path, leaf_value, last_outcome) -> Tree
   outcome = jnp.where(at_last, last_outcome[:, None], jnp.maximum(steps.outcome, 0))
   reward = chance.reward[batch_ids, record, outcome]  # [B, D]
   discount = chance.discount[batch_ids, record, outcome]
+  # Gathered once: the recursion below would otherwise repeat each gather at every depth.
+  reward, discount = jax.lax.optimization_barrier((reward, discount))
   returns, g = [None] * max_depth, leaf_value
-  for depth in reversed(range(max_depth)):
+  for count, depth in enumerate(reversed(range(max_depth)), start=1):
     g = jnp.where(on_path[:, depth], reward[:, depth] + discount[:, depth] * g, g)
     returns[depth] = g
+    if count % _RETURNS_BLOCK == 0:
+      # XLA fuses the whole recursion into the kernel writing ``returns``, where each of
+      # the D columns would redo the chain from the end (D²/2 steps a row); a barrier
+      # every few levels keeps each column's chain to at most that many steps.
+      g = jax.lax.optimization_barrier(g)
   returns = jnp.stack(returns, axis=1)
   node = jnp.concatenate([jnp.zeros_like(steps.child[:, :1]), steps.child[:, :-1]], axis=1)
-  node = jnp.where(on_path, node, tree.max_nodes)  # past the end: dropped
+  # Past the end: dropped, each depth at an index of its own. A path visits each node once,
+  # so every write below is at distinct indices, and XLA is told so (no atomics or sorting
+  # for repeated indices on a GPU).
+  node = jnp.where(on_path, node, tree.max_nodes + depths)
   slot = jnp.maximum(steps.slot, 0)
-  node_visits = nodes.visits.at[batch_ids[:, 0], leaf].add(1, mode="drop")
-  node_values = nodes.value.at[batch_ids[:, 0], leaf].set(leaf_mean, mode="drop")
+  unique = {"mode": "drop", "unique_indices": True}
+  node_visits = nodes.visits.at[batch_ids[:, 0], leaf].add(1, **unique)
+  node_values = nodes.value.at[batch_ids[:, 0], leaf].set(leaf_mean, **unique)
   outcome_record = jnp.where(on_path, record, tree.max_chance)
   return tree.replace(
       nodes=nodes.replace(
-          visits=node_visits.at[batch_ids, node].add(1, mode="drop"),
+          visits=node_visits.at[batch_ids, node].add(1, **unique),
           value=node_values.at[batch_ids, node].set(
-              _running_mean(steps.node_value, steps.node_visits, returns),
-              mode="drop")),
+              _running_mean(steps.node_value, steps.node_visits, returns), **unique)),
       slots=slots.replace(
-          visits=slots.visits.at[batch_ids, node, slot].add(1, mode="drop"),
+          visits=slots.visits.at[batch_ids, node, slot].add(1, **unique),
           value=slots.value.at[batch_ids, node, slot].set(
-              _running_mean(steps.slot_value, steps.slot_visits, returns),
-              mode="drop")),
+              _running_mean(steps.slot_value, steps.slot_visits, returns), **unique)),
       chance=chance.replace(
           visits=chance.visits.at[batch_ids, outcome_record, outcome].add(1, mode="drop")))
 

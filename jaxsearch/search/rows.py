@@ -20,9 +20,10 @@ def flat_index(shape, *indices, drop: bool = True) -> jax.Array:
   (``[B, D1, ..., Dm, ...]``, each index ``i32[B]``) viewed as ``[B·D1·…·Dm, ...]``.
 
   Negative indices count from the end, as in NumPy. Out-of-range ones are sent past the end
-  (``drop=True``), where :func:`put` writes nothing, or clamped (``drop=False``, what a
-  gather does). Compute it once where several arrays of one shape are written at the same
-  entries.
+  (``drop=True``), each row to an index of its own, where :func:`put` writes nothing, or
+  clamped (``drop=False``, what a gather does). The result's entries are distinct either
+  way (one per row), which lets :func:`put_flat` tell XLA that its indices are unique.
+  Compute it once where several arrays of one shape are written at the same entries.
   """
   batch_size = shape[0]
   flat = jnp.arange(batch_size, dtype=jnp.int32)
@@ -36,7 +37,8 @@ def flat_index(shape, *indices, drop: bool = True) -> jax.Array:
       index = jnp.clip(index, 0, size - 1)
     flat = flat * size + index
   if drop:
-    flat = jnp.where(valid, flat, math.prod(shape[:1 + len(indices)]))
+    past_end = math.prod(shape[:1 + len(indices)]) + jnp.arange(batch_size, dtype=jnp.int32)
+    flat = jnp.where(valid, flat, past_end)
   return flat
 
 
@@ -62,8 +64,12 @@ def put(array: jax.Array, indices, values, *, add: bool = False) -> jax.Array:
 def put_flat(array: jax.Array, at: jax.Array, values, *, depth: int,
              add: bool = False) -> jax.Array:
   """:func:`put` at entries whose :func:`flat_index` ``at`` (``i32[B]``, over the first
-  ``1 + depth`` dimensions) is already computed: one index for several arrays of one shape."""
+  ``1 + depth`` dimensions) is already computed: one index for several arrays of one shape.
+
+  The indices are distinct (one entry per row, :func:`flat_index`), and XLA is told so: a
+  GPU then writes each entry directly, with no atomic update or sort for repeated indices.
+  """
   flat = _flat_view(array, depth)
-  flat = (flat.at[at].add(values, mode="drop") if add
-          else flat.at[at].set(values, mode="drop"))
+  flat = (flat.at[at].add(values, mode="drop", unique_indices=True) if add
+          else flat.at[at].set(values, mode="drop", unique_indices=True))
   return flat.reshape(array.shape)
