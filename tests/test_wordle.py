@@ -344,6 +344,28 @@ def test_small_estimator_matches_reference():
     np.testing.assert_allclose(bounds[b][finite], ref[finite], rtol=2e-6)
 
 
+def test_small_batched_estimator_in_guess_chunks(monkeypatch):
+  """The accelerator's way, its guesses taken in chunks (the last one shifted back to fit),
+  gives the one-by-one estimates."""
+  from jaxsearch.games import guessing_estimator
+  s = small()
+  monkeypatch.setattr(guessing_estimator, "_ONE_HOT_BYTES", 2 * 60 * 243 * 30)  # 30 a chunk
+  branching = len(set(s.table.reshape(-1).tolist()) - {wordle.SOLVED})
+  batched = guessing_estimator.entropic_estimator(
+      s.w.by_secret, s.w.secret_of_guess, wordle.NUM_PATTERNS, branching=branching,
+      batched=True)
+  rng = np.random.default_rng(7)
+  masks = rng.random((5, 60)) < np.asarray([1.0, 0.5, 0.2, 0.05, 0.0])[:, None]
+  masks[:, 3] = True
+  states = s.states(masks)
+  a, b = s.estimate(None, None, states), jax.jit(batched)(None, None, states)
+  finite = np.isfinite(np.asarray(a.action_values))
+  np.testing.assert_array_equal(np.isfinite(np.asarray(b.action_values)), finite)
+  np.testing.assert_allclose(np.asarray(b.action_values)[finite],
+                             np.asarray(a.action_values)[finite], rtol=1e-6)
+  np.testing.assert_allclose(np.asarray(b.action_bounds), np.asarray(a.action_bounds), rtol=1e-6)
+
+
 def test_small_game_and_estimator_under_jit_and_vmap():
   s = small()
   game = s.w.game

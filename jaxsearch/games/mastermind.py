@@ -39,8 +39,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsearch.games.guessing import State, bits_to_mask, feedback_branching, guessing_game
-from jaxsearch.games.guessing_estimator import (DEFAULT_GUESS_CHUNK, DEFAULT_TIERS, entropic_estimator,
-                                      greedy_guess)
+from jaxsearch.games.guessing_estimator import (DEFAULT_GUESS_CHUNK, DEFAULT_TIERS,
+                                                all_states_at_once, entropic_estimator,
+                                                greedy_guess)
 from jaxsearch.games.guessing_exact import ExactBounds
 from jaxsearch import policy_file
 from jaxsearch.game import Estimate, Estimator, Game
@@ -328,7 +329,8 @@ def _with_symmetry(game: Game, estimator: Estimator, symmetry: Symmetry):
 
   def estimate(params, key, states) -> Estimate:
     out = estimator(params, key, states.replace(symmetries=None))
-    redundant = jax.lax.map(symmetry.redundant, states.symmetries)
+    redundant = (jax.vmap(symmetry.redundant)(states.symmetries) if all_states_at_once()
+                 else jax.lax.map(symmetry.redundant, states.symmetries))
     return out.replace(action_values=jnp.where(redundant, -jnp.inf, out.action_values))
 
   return dataclasses.replace(game, init=init_with, step=step_with), estimate

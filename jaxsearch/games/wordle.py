@@ -397,8 +397,11 @@ def make(answers: Sequence[str], guesses: Sequence[str],
   def bind(table):
     game = guessing_game(name, table, NUM_PATTERNS, SOLVED, value_range=value_range,
                          max_length=max_length, branching=branching)
+    # One state at a time on every backend: batched, the full lists' histograms would be
+    # ~6 TFLOP of products per 256 states whatever their sizes, where most states of a
+    # search hold a few secrets that the compact tiers count cheaply.
     est = entropic_estimator(table, secret_of_guess, NUM_PATTERNS, tiers=tiers,
-                             guess_chunk=guess_chunk, branching=branching)
+                             guess_chunk=guess_chunk, branching=branching, batched=False)
     return game, est
 
   game, est = bind(by_secret)

@@ -32,7 +32,7 @@ def init_tree(model: Model, config: SearchConfig | SearchPlan, params, key, root
   """
   plan = plan_for(config, model)
   validation.check_inputs(model, plan.config, params, key, root_input, tree)  # trace time only
-  expansion = model.root(params, key, root_input)
+  expansion = _root_expansion(model, params, key, root_input, tree)
   batch_size, num_actions = expansion.legal.shape
   if num_actions != plan.num_actions:
     raise ValueError(f"root legal mask has {num_actions} actions, the model {plan.num_actions}")
@@ -49,6 +49,18 @@ def init_tree(model: Model, config: SearchConfig | SearchPlan, params, key, root
   return jax.tree.map(
       lambda old, new: jnp.where(keep.reshape((-1,) + (1,) * (old.ndim - 1)), old, new),
       tree, fresh)
+
+
+def _root_expansion(model: Model, params, key, root_input, tree: Optional[Tree]):
+  """``model.root``'s evaluation of the roots, skipped where ``tree`` keeps every row (a
+  solver's next chunk): a whole batch of estimates, the costliest step of such a chunk on a
+  GPU, whose result would be thrown away. Zeros stand in for it then (no row reads them)."""
+  if tree is None:
+    return model.root(params, key, root_input)
+  evaluate = lambda: model.root(params, key, root_input)  # noqa: E731
+  unused = lambda: jax.tree.map(  # noqa: E731
+      lambda x: jnp.zeros(x.shape, x.dtype), jax.eval_shape(evaluate))
+  return jax.lax.cond(jnp.all(tree.num_nodes > 0), unused, evaluate)
 
 
 def _check_reused(tree: Tree, fresh: Tree, config: SearchConfig) -> None:
