@@ -138,11 +138,13 @@ class SearchPolicy(enum.StrEnum):
 
 class ValueTarget(enum.StrEnum):
   """What a training position's value is regressed to: the game's ``OUTCOME`` (its return from
-  that ply), the ``SEARCH``'s root value, or their mean (``MIX``)."""
+  that ply), the ``SEARCH``'s root value, their mean (``MIX``), or MuZero's bootstrapped
+  ``N_STEP`` return (the next ``n`` rewards, then the search's root value ``n`` plies on)."""
 
   OUTCOME = "outcome"
   SEARCH = "search"
   MIX = "mix"
+  N_STEP = "n_step"
 
 
 class ValueScaleKind(enum.StrEnum):

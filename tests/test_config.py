@@ -223,7 +223,8 @@ def test_training_modes_are_the_librarys_enums():
   assert config.policy == "gumbel"  # a str enum: equal to its string, written as it in JSON
   with pytest.raises(ValueError, match="policy must be one of 'alphazero', 'avts', 'gumbel'"):
     TrainConfig(game="tictactoe", policy="muzero")
-  with pytest.raises(ValueError, match="value_target must be one of 'outcome', 'search', 'mix'"):
+  with pytest.raises(ValueError,
+                     match="value_target must be one of 'outcome', 'search', 'mix', 'n_step'"):
     TrainConfig(game="tictactoe", value_target="return")
   with pytest.raises(ValueError, match="value_scale must be one of 'auto'"):
     TrainConfig(game="tictactoe", value_scale="log")

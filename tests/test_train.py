@@ -145,6 +145,27 @@ def test_returns_follow_the_mover():
                                 [[1.0, -1.0, 1.0, 0.0]])
 
 
+def test_n_step_returns_bootstrap_from_the_root_value_n_plies_on():
+  # One player, rewards 1, 2, 4, 8 then the end (discount 0.5, then 0 into the terminal).
+  reward = jnp.array([[1.0, 2.0, 4.0, 8.0, 0.0]])
+  discount = jnp.array([[0.5, 0.5, 0.5, 0.0, 0.0]])
+  value = jnp.array([[10.0, 20.0, 30.0, 40.0, 99.0]])  # the last is past the end: unused
+  got = np.asarray(selfplay.n_step_returns(reward, discount, value, 2))
+  np.testing.assert_allclose(got, [[1 + 0.5 * 2 + 0.25 * 30, 2 + 0.5 * 4 + 0.25 * 40,
+                                    4 + 0.5 * 8, 8.0, 0.0]])
+  # n past every game's end: the outcome itself; n = 1: one reward then the next root.
+  np.testing.assert_allclose(np.asarray(selfplay.n_step_returns(reward, discount, value, 9)),
+                             np.asarray(selfplay._returns(reward, discount)))
+  np.testing.assert_allclose(np.asarray(selfplay.n_step_returns(reward, discount, value, 1))[0],
+                             [1 + 0.5 * 20, 2 + 0.5 * 30, 4 + 0.5 * 40, 8.0, 0.0])
+  # Two players: the discounts carry the sign to the next mover's view.
+  two = selfplay.n_step_returns(jnp.array([[0.0, 0.0, 1.0]]), jnp.array([[-1.0, -1.0, 0.0]]),
+                                jnp.array([[0.3, 0.7, 0.9]]), 1)
+  np.testing.assert_allclose(np.asarray(two), [[-0.7, -0.9, 1.0]])
+  with pytest.raises(ValueError, match="td_steps must be >= 1"):
+    js.train.config.TrainConfig(game="tictactoe", value_target="n_step", td_steps=0)
+
+
 def test_selfplay_games_are_recorded_with_their_outcome(trainer, trained):
   ts, _ = trained[-1]
   buf = ts.buffer

@@ -99,6 +99,10 @@ def test_games_outside_unit_range_are_scaled():
     vs.for_game(game_2048, "log")
   with pytest.raises(ValueError, match="value_scale"):
     training.preset("pgx:2048", value_scale="log")
+  # Returns summed over a long game learn from bootstrapped n-step returns; the others mix.
+  assert training.preset("pgx:2048").value_target == "n_step"
+  assert training.preset("pgx:backgammon").value_target == "mix"
+  assert training.preset("pgx:2048", value_target="mix").value_target == "mix"
 
 
 def test_loss_encodes_value_and_action_value_targets():

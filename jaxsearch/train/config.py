@@ -21,7 +21,7 @@ MAY_CHANGE = ("steps", "minutes", "checkpoint_every", "eval_every", "eval_games"
 # ``checkpoint.Checkpointer``), so a new setting's default must be the old behaviour.
 # (``value_scale="auto"`` is the old behaviour for every game whose values lie in [-1, 1]; an
 # older 2048 or backgammon checkpoint resumes with scaled value targets.)
-ADDED_SETTINGS = ("pibar_target", "gumbel_c_scale", "ones_plane", "value_scale")
+ADDED_SETTINGS = ("pibar_target", "gumbel_c_scale", "ones_plane", "value_scale", "td_steps")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,7 +51,8 @@ class TrainConfig:
     random_opening: games start with up to this many uniformly random plies, not recorded
       (see :mod:`selfplay`; 0 = off).
     dirichlet_fraction, dirichlet_alpha: root noise of the self-play search.
-    value_target: ``"outcome"``, ``"search"`` or ``"mix"`` (see :mod:`selfplay`).
+    value_target: ``"outcome"``, ``"search"``, ``"mix"`` or ``"n_step"`` (see :mod:`selfplay`).
+    td_steps: plies of rewards before the bootstrapped root value in ``"n_step"`` targets.
     value_scale: how the game's values are put in the value head's ``[-1, 1]``
       (:func:`jaxsearch.train.value_scale.for_game`): ``"auto"`` (identity for games whose
       values lie in ``[-1, 1]``; ``linear`` over declared ``value_bounds``, e.g. backgammon;
@@ -104,6 +105,7 @@ class TrainConfig:
   dirichlet_fraction: float = 0.25
   dirichlet_alpha: float = 1.0
   value_target: ValueTarget = ValueTarget.OUTCOME
+  td_steps: int = 10
   value_scale: ValueScaleKind = ValueScaleKind.AUTO
   reuse: bool = True
   pibar_target: bool = False
@@ -137,7 +139,7 @@ class TrainConfig:
                        ("value_scale", ValueScaleKind)):
       object.__setattr__(self, name, coerce(kind, getattr(self, name), name))
     for name in ("batch_size", "simulations", "moves_per_step", "replay_capacity",
-                 "train_batch", "eval_simulations"):
+                 "train_batch", "eval_simulations", "td_steps"):
       if int(getattr(self, name)) < 1:
         raise ValueError(f"{name} must be >= 1, got {getattr(self, name)!r}")
     if int(self.updates_per_step) < 1:

@@ -80,8 +80,9 @@ class SelfPlay:
     random_opening: each game starts with ``k ~ U{0..random_opening}`` uniformly random
       plies, not recorded (0 = off): every kind of position gets played and learnt, not only
       those self-play's own moves reach.
-    value_target: ``"outcome"`` (game result z), ``"search"`` (root value) or ``"mix"``
-      (their mean).
+    value_target: ``"outcome"`` (game result z), ``"search"`` (root value), ``"mix"``
+      (their mean) or ``"n_step"`` (:func:`n_step_returns` over ``td_steps`` plies).
+    td_steps: ``n`` of the ``"n_step"`` target.
     reuse: keep the played child's subtree for the next search.
     action_values: record the search's root action values as targets.
     sample_visits: sample the first ``temperature_moves`` moves from the visit counts (off
@@ -96,6 +97,7 @@ class SelfPlay:
   temperature_moves: int = 2
   random_opening: int = 0
   value_target: ValueTarget = ValueTarget.OUTCOME
+  td_steps: int = 10
   reuse: bool = True
   action_values: bool = False
   sample_visits: bool = True
@@ -103,6 +105,8 @@ class SelfPlay:
   def __post_init__(self):
     object.__setattr__(self, "value_target",
                        coerce(ValueTarget, self.value_target, "value_target"))
+    if int(self.td_steps) < 1:
+      raise ValueError(f"td_steps must be at least 1, got {self.td_steps}")
     if self.game.max_length is None:
       raise ValueError(f"self-play needs a game with max_length, {self.game.name!r} has none")
     if self.search.temperature != 0.0:
@@ -155,6 +159,35 @@ def _returns(reward: jax.Array, discount: jax.Array) -> jax.Array:
   _, z = jax.lax.scan(back, jnp.zeros(reward.shape[0], jnp.float32),
                       (reward.T, discount.T), reverse=True)
   return z.T
+
+
+def n_step_returns(reward: jax.Array, discount: jax.Array, value: jax.Array,
+                   steps: int) -> jax.Array:
+  """``f32[B, T]`` bootstrapped value targets of whole games (MuZero's, Schrittwieser et al.
+  2020, Appendix G): ``z_t = Σ_{i<n} (Π_{j<i} d_{t+j}) r_{t+i} + (Π_{j<n} d_{t+j}) v_{t+n}``,
+  ``v`` the search's root values, each from the view of the player to move there (the
+  discounts carry the sign between players). Past a game's end the discounts are 0, so a
+  target within ``n`` plies of the end is the game's return. Against the outcome, a target
+  whose variance does not grow with the game's length (2048's returns are sums over hundreds
+  of moves).
+
+  Args:
+    reward, discount: ``f32[B, T]``, each ply's transition.
+    value: ``f32[B, T]``, the root value searched at each ply.
+    steps: ``n >= 1``.
+  """
+  horizon = reward.shape[1]
+
+  def ahead(x, i):  # x[:, t + i], 0 past the last column
+    shift = min(i, horizon)
+    return jnp.pad(x[:, shift:], ((0, 0), (0, shift)))
+
+  target, scale = jnp.zeros_like(reward), jnp.ones_like(reward)
+  for i in range(steps):
+    target = target + scale * ahead(reward, i)
+    scale = scale * ahead(discount, i)
+  # A value past the end (stale or unset) is multiplied by a zero discount: kept out exactly.
+  return target + jnp.where(scale != 0, scale * ahead(value, steps), 0.0)
 
 
 def make_step(selfplay: SelfPlay) -> Callable:
@@ -274,6 +307,8 @@ def _add_finished_games(selfplay: SelfPlay, buffer: replay.Buffer, state: SelfPl
     value = outcome_z
   elif selfplay.value_target is ValueTarget.SEARCH:
     value = trajectory.value
+  elif selfplay.value_target is ValueTarget.N_STEP:
+    value = n_step_returns(reward, discount, trajectory.value, int(selfplay.td_steps))
   else:
     value = 0.5 * (outcome_z + trajectory.value)
   finished = trajectory.replace(value=value)
