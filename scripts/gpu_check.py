@@ -23,6 +23,8 @@ The parts, in order:
   device bytes, the process's peak device memory (without mctx: ours alone, and the record
   says mctx is missing);
 * ``profile``: the trace named above (with ``--profile``);
+* ``estimator``: ``scripts/bench_estimator.py``, Mastermind's estimator one state at a time
+  against all states at once (B = 1024);
 * ``mastermind``: ``jaxsearch solve mastermind`` (4×6) end to end, with its phases;
 * ``mastermind_graphs`` (when named): the same with XLA's CUDA graphs over loops
   (:data:`GRAPH_FLAGS` added to ``XLA_FLAGS``);
@@ -57,11 +59,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # Seconds each part may take at most (the full run; --smoke uses SMOKE_CAPS).
 CAPS = {"env": 60, "bench": 170, "variants": 120, "profile": 90, "mastermind": 100,
-        "mastermind_graphs": 100, "solve_profile": 120, "train": 100, "wordle": 120}
+        "mastermind_graphs": 100, "solve_profile": 120, "estimator": 90, "train": 100,
+        "wordle": 120}
 SMOKE_CAPS = {"env": 60, "bench": 120, "variants": 120, "profile": 60, "mastermind": 90,
-              "mastermind_graphs": 90, "solve_profile": 120, "train": 90, "wordle": 90}
-ORDER = ("env", "variants", "bench", "profile", "mastermind", "mastermind_graphs",
-         "solve_profile", "train", "wordle")
+              "mastermind_graphs": 90, "solve_profile": 120, "estimator": 90, "train": 90,
+              "wordle": 90}
+ORDER = ("env", "variants", "bench", "profile", "estimator", "mastermind",
+         "mastermind_graphs", "solve_profile", "train", "wordle")
 # Run only when named (profile also with --profile).
 OPTIONAL = ("variants", "profile", "mastermind_graphs", "solve_profile")
 
@@ -261,6 +265,17 @@ def part_mastermind(args, xla_flags: str = "") -> None:
                                       "nodes", "seconds", "phases", "memory_estimate_gb")}})
 
 
+def part_estimator(args) -> None:
+  batch = "16" if args.smoke else "1024"
+  done = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench_estimator.py"),
+                         "--batch", batch], cwd=ROOT, env=_child_env(), capture_output=True,
+                        text=True, timeout=args.cap - 2)
+  if done.returncode:
+    sys.stderr.write(done.stderr[-4000:])
+    raise SystemExit(done.returncode)
+  _emit(_last_json(done.stdout) or {})
+
+
 def part_mastermind_graphs(args) -> None:
   part_mastermind(args, GRAPH_FLAGS)
 
@@ -380,7 +395,7 @@ def _train_rates(rows: list[dict]) -> dict:
 
 
 PARTS = {"env": part_env, "bench": part_bench, "variants": part_variants,
-         "profile": part_profile, "mastermind": part_mastermind,
+         "profile": part_profile, "estimator": part_estimator, "mastermind": part_mastermind,
          "mastermind_graphs": part_mastermind_graphs, "solve_profile": part_solve_profile,
          "train": part_train, "wordle": part_wordle}
 
@@ -477,8 +492,8 @@ def _summary(records: list[dict], statuses: list[dict]) -> str:
           f"| {r['workload']} | {r['batch']} | {r['setting']} | {r['xla_flags'] or '–'} | "
           f"{mega(r, 'sims_per_s_ours')} | {mega(r, 'sims_per_s_ours_gumbel')} | "
           f"{mega(r, 'sims_per_s_mctx_muzero')} | {mega(r, 'sims_per_s_mctx_gumbel')} |")
-  for part in ("mastermind", "mastermind_graphs", "solve_profile", "train", "wordle",
-               "profile"):
+  for part in ("estimator", "mastermind", "mastermind_graphs", "solve_profile", "train",
+               "wordle", "profile"):
     for r in by_part.get(part, []):
       if "status_record" not in r:
         shown = {k: v for k, v in r.items() if k != "part"}
