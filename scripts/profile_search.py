@@ -89,7 +89,8 @@ def record(policy: str, batch: int, simulations: int, repeats: int, folder,
   seconds = (time.perf_counter() - start) / repeats
   (folder / "module.hlo.txt").write_text(compiled.as_text())
   settings = {"policy": policy, "game": game_name, "options": options, "batch": batch,
-              "simulations": simulations, "repeats": repeats, "traced_seconds_per_search": round(seconds, 5),
+              "simulations": simulations, "repeats": repeats,
+              "traced_seconds_per_search": round(seconds, 5),
               "device": str(jax.devices()[0])}
   (folder / "settings.json").write_text(json.dumps(settings))
   return settings

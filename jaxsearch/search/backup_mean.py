@@ -104,7 +104,7 @@ def _running_mean(value, count, g):
   return (value * count + g) / (count + 1.0)
 
 
-# Levels of the whole-path return recursion fused into one kernel (see _backup_whole_path).
+# Levels of the whole-path return recursion between two barriers (see _backup_whole_path).
 _RETURNS_BLOCK = 8
 
 
@@ -130,16 +130,16 @@ def _backup_whole_path(tree: Tree, path: Path, leaf_value, last_outcome) -> Tree
   outcome = jnp.where(at_last, last_outcome[:, None], jnp.maximum(steps.outcome, 0))
   reward = chance.reward[batch_ids, record, outcome]  # [B, D]
   discount = chance.discount[batch_ids, record, outcome]
-  # Gathered once: the recursion below would otherwise repeat each gather at every depth.
+  # Barriers: the gathers, and the recursion every few levels, each in kernels of their own
+  # rather than fused whole into the kernel writing ``returns``. Measured only together with
+  # the unique indices below (Connect Four, B = 32768 on an H200: 21 → 86 M simulations/s);
+  # neutral on a CPU. The values are the same either way.
   reward, discount = jax.lax.optimization_barrier((reward, discount))
   returns, g = [None] * max_depth, leaf_value
   for count, depth in enumerate(reversed(range(max_depth)), start=1):
     g = jnp.where(on_path[:, depth], reward[:, depth] + discount[:, depth] * g, g)
     returns[depth] = g
     if count % _RETURNS_BLOCK == 0:
-      # XLA fuses the whole recursion into the kernel writing ``returns``, where each of
-      # the D columns would redo the chain from the end (D²/2 steps a row); a barrier
-      # every few levels keeps each column's chain to at most that many steps.
       g = jax.lax.optimization_barrier(g)
   returns = jnp.stack(returns, axis=1)
   node = jnp.concatenate([jnp.zeros_like(steps.child[:, :1]), steps.child[:, :-1]], axis=1)

@@ -120,7 +120,8 @@ class Trainer:
         random_opening=config.random_opening,
         # Gumbel's guarantees assume a fresh root: a reused one's old visits would decide
         # Sequential Halving and the final action, and self-play would stop exploring.
-        value_target=config.value_target, td_steps=config.td_steps, reuse=config.reuse and config.policy is not SearchPolicy.GUMBEL,
+        value_target=config.value_target, td_steps=config.td_steps,
+        reuse=config.reuse and config.policy is not SearchPolicy.GUMBEL,
         action_values=self.action_values, sample_visits=config.policy is not SearchPolicy.GUMBEL)
     self.optimizer = losses.make_optimizer(
         config.learning_rate, warmup_steps=config.warmup_steps,
