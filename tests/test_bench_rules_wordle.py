@@ -1,7 +1,8 @@
-"""scripts/bench_rules_wordle.py and scripts/wordle_exact.py: the exact solver against the
+"""scripts/bench_rules_wordle.py, scripts/bench_rules_wordle_full.py,
+scripts/bench_wordle_default_rule.py and scripts/wordle_exact.py: the exact solver against the
 plain exhaustive recursion of tests/test_wordle.py on tiny synthetic lists, the feedback
-classes, the reach / ratio figures on hand-made histories, and (slow: five compiles) the whole
-script on a tiny word list."""
+classes, the reach / ratio / summary figures on hand-made histories, and (slow: several
+compiles) the whole scripts on tiny word lists."""
 
 import importlib.util
 import json
@@ -142,15 +143,21 @@ def test_full_scale_ratio_is_exact_or_a_lower_bound():
                     "puct_value_prior", "thompson_avts") == {}
 
 
-@pytest.mark.slow
-def test_full_scale_script_on_a_tiny_word_list(tmp_path, capsys):
-  """Every rule from the empty board of a tiny Wordle until the brute-force optimum."""
-  rng = np.random.default_rng(3)
+def _tiny_lists(tmp_path, seed: int):
+  """12 answers and 20 guesses written to ``tmp_path/a.txt`` and ``g.txt``; returns
+  ``(answers, guesses, game)``."""
+  rng = np.random.default_rng(seed)
   answers = sorted(_random_words(rng, 12))
   guesses = sorted(answers + _random_words(rng, 8, letters="abcdefg", exclude=answers))
   (tmp_path / "a.txt").write_text("\n".join(answers) + "\n")
   (tmp_path / "g.txt").write_text("\n".join(guesses) + "\n")
-  w = wordle.make(answers, guesses)
+  return answers, guesses, wordle.make(answers, guesses)
+
+
+@pytest.mark.slow
+def test_full_scale_script_on_a_tiny_word_list(tmp_path, capsys):
+  """Every rule from the empty board of a tiny Wordle until the brute-force optimum."""
+  answers, guesses, w = _tiny_lists(tmp_path, seed=3)
   optimum = _solver(np.asarray(w.feedback), w.secret_of_guess)(frozenset(range(12)))
   plot = tmp_path / "rules.png"
   assert full.main(["--answers", str(tmp_path / "a.txt"), "--guesses", str(tmp_path / "g.txt"),
@@ -164,3 +171,57 @@ def test_full_scale_script_on_a_tiny_word_list(tmp_path, capsys):
     assert rule["reached"] == (rule["best_total"] == optimum), name
   assert found["rules"]["thompson_avts"]["reached"]
   assert plot.stat().st_size > 1000
+
+
+_RULE_SPEC = importlib.util.spec_from_file_location("bench_wordle_default_rule",
+                                                    _SCRIPTS / "bench_wordle_default_rule.py")
+default_rule = importlib.util.module_from_spec(_RULE_SPEC)
+_RULE_SPEC.loader.exec_module(default_rule)
+
+
+def test_default_rule_bench_reads_the_first_chunk_at_the_target_and_summarises():
+  """scripts/bench_wordle_default_rule.py: the first chunk whose achievable bound is at most
+  the target; per rule, medians over the runs that reached it and nothing where none did."""
+  history = [(4, 10.0, 11230.0, 9000.0), (8, 20.04, 11219.0, 9000.0), (12, 30.0, 11219.0, 9.0)]
+  assert default_rule.first_reached(history, 11219) == (8, 20.0)
+  assert default_rule.first_reached(history, 11218) == (None, None)
+
+  def run(rule, seed, simulations, seconds, total):
+    return {"rule": rule, "seed": seed, "reached_in_search": simulations is not None,
+            "simulations_to_target": simulations, "search_seconds_to_target": seconds,
+            "search_bound": 11219.0 if simulations else 11221.0, "total": total,
+            "proven_given_first": total == 11219, "wall_seconds": 100.0 + seed}
+
+  found = default_rule.summary([run("a", 0, 8, 20.0, 11219), run("b", 0, None, None, 11220),
+                                run("a", 1, 16, 40.0, 11219), run("b", 1, None, None, 11219),
+                                run("a", 2, None, None, 11219), run("b", 2, 4, 9.0, 11219)])
+  assert list(found) == ["a", "b"]
+  assert found["a"]["reached_in_search"] == 2 and found["a"]["median_simulations_to_target"] == 12
+  assert found["a"]["median_search_seconds_to_target"] == 30.0
+  assert found["b"]["reached_in_search"] == 1 and found["b"]["median_simulations_to_target"] == 4
+  assert found["b"]["totals"] == [11220, 11219, 11219] and found["b"]["proven_given_first"] == 2
+  assert found["a"]["median_wall_seconds"] == 101.0
+
+
+@pytest.mark.slow
+def test_default_rule_script_on_a_tiny_word_list(tmp_path, capsys):
+  """Both rules with a fixed first guess of a tiny Wordle reach the brute-force optimum given
+  that guess, proven, end to end."""
+  answers, guesses, w = _tiny_lists(tmp_path, seed=4)
+  table = np.asarray(w.feedback)
+  solve = _solver(table, w.secret_of_guess)
+  first = guesses.index(answers[0])
+  # The optimum given the first guess: one guess, then each feedback's class solved.
+  classes = {}
+  for secret in range(12):
+    classes.setdefault(int(table[first, secret]), set()).add(secret)
+  given = 12 + sum(solve(frozenset(c)) for pattern, c in classes.items()
+                   if pattern != wordle.SOLVED)
+  assert default_rule.main(["--answers", str(tmp_path / "a.txt"), "--guesses",
+                            str(tmp_path / "g.txt"), "--first", answers[0], "--target",
+                            str(given), "--seconds", "20", "--seeds", "0",
+                            "--nodes", "4000"]) == 0
+  found = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+  for rule in ("optimistic", "hoeffding"):
+    assert found["rules"][rule]["totals"] == [given], rule
+    assert found["rules"][rule]["proven_given_first"] == 1, rule

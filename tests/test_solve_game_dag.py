@@ -159,7 +159,7 @@ def test_completion_must_be_a_non_negative_integer(tolerance_case):
 
 def test_dyadic_arithmetic_is_exact():
   # The exact part computes in dyadic rationals n·2^e (no gcds); they must agree with Fraction.
-  from jaxsearch.solve.state_graph import _Dyadic
+  from jaxsearch.solve.dyadic import Dyadic
   rng = np.random.default_rng(0)
   specials = np.array([0.0, -0.0, 1.0, -1.0, np.finfo(np.float32).tiny, 1e-45, 3.4e38, -2.5e-7],
                       np.float32)
@@ -168,8 +168,8 @@ def test_dyadic_arithmetic_is_exact():
   for _ in range(300):
     a, b, c = (float(x) for x in rng.choice(values, 3))
     exact = Fraction(a) * Fraction(b) + Fraction(c)
-    mine = _Dyadic.of(a) * _Dyadic.of(b) + _Dyadic.of(c)
+    mine = Dyadic.of(a) * Dyadic.of(b) + Dyadic.of(c)
     assert mine.fraction() == exact == mine.reduced().fraction()
-    assert (mine < _Dyadic.of(a)) == (exact < Fraction(a))
-    assert (mine > _Dyadic.of(a)) == (exact > Fraction(a))
-    assert (mine == _Dyadic.of(c)) == (exact == Fraction(c))
+    assert (mine < Dyadic.of(a)) == (exact < Fraction(a))
+    assert (mine > Dyadic.of(a)) == (exact > Fraction(a))
+    assert (mine == Dyadic.of(c)) == (exact == Fraction(c))

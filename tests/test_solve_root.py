@@ -103,3 +103,35 @@ def test_cli_wordle_without_first_searches_the_first_guess_and_proves_a_small_on
   # A checkpoint needs a fixed first guess or one tree: refused before any work.
   assert cli.main(argv + ["--checkpoint", str(tmp_path / "ck")]) == 2
   assert "--checkpoint is not supported" in capsys.readouterr().err
+
+
+def test_live_trees_are_dropped_for_the_extraction_only_where_no_proof_needs_them():
+  """``release_unless_provable`` with a lower bound on the policy's total (what the solver
+  passes before the extraction, the total unknown then) drops the other live first guesses'
+  trees only where the exact total would too: unless every first guess that is not live is
+  ruled out by its exact one-step bound."""
+  from types import SimpleNamespace
+  from jaxsearch.solve.root import RootSearch
+
+  def search(lower):
+    found = object.__new__(RootSearch)  # only what the method reads
+    found.q1 = np.zeros(4)
+    found.lower = np.asarray(lower, np.int64)
+    found.openings = [SimpleNamespace(action=a, loop=object()) for a in (0, 1)]
+    return found
+
+  # First guesses 2 and 3 are not live; 3 could beat any total of 100 or more: drop at the
+  # lower bound 100 (a policy opening with the best first guess needs at least its
+  # optimistic bound).
+  found = search([95, 96, 120, 99])
+  found.release_unless_provable(found.openings[0], 100.0)
+  assert found.openings[0].loop is not None and found.openings[1].loop is None
+  # Every first guess not live is ruled out at 100: kept, since a policy of total 100 could
+  # be proven optimal with them; the exact total decides later.
+  found = search([95, 96, 120, 100])
+  found.release_unless_provable(found.openings[0], 100.0)
+  assert all(o.loop is not None for o in found.openings)
+  found.release_unless_provable(found.openings[0], 100)
+  assert all(o.loop is not None for o in found.openings)
+  found.release_unless_provable(found.openings[0], 101)
+  assert found.openings[1].loop is None

@@ -16,6 +16,7 @@ import pytest
 
 from jaxsearch.games import guessing
 from jaxsearch.games import wordle
+from jaxsearch.games import wordle_lists
 from guessing_jit import JittedGame
 
 VECTORS = [("erase", "melee", "YBBBG"), ("erase", "agree", "YYYBG"), ("erase", "widen", "YBBBB"),
@@ -198,7 +199,7 @@ def test_load_words_and_errors(tmp_path, monkeypatch):
   with pytest.raises(ValueError):
     wordle.default_paths("nope")
   # A shipped file missing means a broken install.
-  monkeypatch.setattr(wordle, "shipped_data_dir", lambda: tmp_path)
+  monkeypatch.setattr(wordle_lists, "shipped_data_dir", lambda: tmp_path)
   with pytest.raises(FileNotFoundError, match="the install is broken, reinstall jaxsearch"):
     wordle.load_default("nyt")
 

@@ -47,7 +47,8 @@ from jaxsearch.game import Estimator, Game
 from jaxsearch.solve import checkpoint as checkpoint_lib
 from jaxsearch.solve import loop
 from jaxsearch.solve.options import SolveOptions
-from jaxsearch.solve.state_graph import _Dyadic, _Graph, _Oracle, _expected, _keys, _take
+from jaxsearch.solve.dyadic import Dyadic, expected
+from jaxsearch.solve.state_graph import _Graph, _Oracle, _keys, _take
 from jaxsearch.solve.tree_reader import TreeReader
 
 def _child(node: dict, outcome: int):
@@ -116,9 +117,9 @@ def exact_value(game: Game, state, policy: dict, *, max_depth: int = 10_000) -> 
 def _exact_value(oracle: _Oracle, state, policy: dict, max_depth: int = 10_000) -> Fraction:
   states = jax.tree.map(lambda x: np.asarray(x)[None], state)
   levels = _evaluate_levels(oracle, states, [policy], max_depth)
-  values: list[_Dyadic] = []
+  values: list[Dyadic] = []
   for edges in reversed(levels):
-    values = [_expected([(None, _Dyadic.of(p), _Dyadic.of(r), _Dyadic.of(d), i)
+    values = [expected([(None, Dyadic.of(p), Dyadic.of(r), Dyadic.of(d), i)
                          for p, r, d, i in item], values) for item in edges]
   return values[0].fraction()
 

@@ -37,6 +37,7 @@ of feedbacks share one compiled program.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import time
 from typing import Optional
 
@@ -342,11 +343,12 @@ class RootSearch:
     an exact one-step bound of ``total`` or more."""
     return (~np.isfinite(self.q1)) | (self.lower >= total)
 
-  def release_unless_provable(self, best: _Opening, total: int) -> None:
+  def release_unless_provable(self, best: _Opening, total: float) -> None:
     """Drops the trees of the live first guesses other than ``best`` (memory for the
-    certificates) unless certifying them could complete a proof for the game: unless every
-    first guess that is not live is shown by its exact one-step bound to need ``total`` or
-    more."""
+    extraction and the certificates) unless certifying them could complete a proof for the
+    game: unless every first guess that is not live is shown by its exact one-step bound to
+    need ``total`` or more. A ``total`` below the policy's (a lower bound on it) drops them
+    only where the policy's own total would too."""
     ruled = self._ruled_out_by_bounds(total)
     for opening in self.openings:
       if opening.loop is not None:
@@ -408,6 +410,13 @@ def _solve_root(puzzle, root: RootOptions, options: SolveOptions, on_chunk) -> O
   best = search.best_live()
   if best is None:  # nothing could be searched: the game has no first guess worth one
     raise ValueError("solve_puzzle: no first guess left to search")
+  # The other live first guesses' trees go before the extraction where no total the policy
+  # can have would let them complete a proof (a policy that opens with ``best`` needs at
+  # least its optimistic bound, a float sum: one guess of slack), so that they do not add to
+  # the extraction's memory.
+  search.release_unless_provable(best, search.game_upper() if best.upper_total is None
+                                 else best.upper_total - 1.0)
+  gc.collect()
   trees = best.loop.final_trees()
   started = time.perf_counter()
   evaluation, policy, sub_totals = _opening_policy(puzzle, best.name, best.outcomes, trees,

@@ -3,8 +3,9 @@ arithmetic.
 
 * :class:`_Oracle` steps a game's states in padded batches and remembers each distinct state
   (keyed by the bytes of its leaves);
-* :class:`_Dyadic` is exact arithmetic on the game's float32 numbers (``n·2^e``; sums and
-  products of floats stay dyadic), turned into :class:`fractions.Fraction` for results;
+* :class:`~jaxsearch.solve.dyadic.Dyadic` (its own module) is exact arithmetic on the game's
+  float32 numbers (``n·2^e``; sums and products of floats stay dyadic), turned into
+  :class:`fractions.Fraction` for results;
 * :class:`_Graph` reads searched trees into one entry per distinct state, extracts the best
   policy it holds, bounds it from above by a Bellman recursion, and opens more of the game
   (the exact completion) until the bounds meet — all by iterative traversals.
@@ -13,7 +14,6 @@ arithmetic.
 from __future__ import annotations
 
 import time
-from fractions import Fraction
 from typing import Any, Optional
 
 import jax
@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsearch.game import Estimator, Game
+from jaxsearch.solve.dyadic import ZERO, Dyadic, expected, expected_float
 
 _MIN_BUCKET = 64  # batches are padded to 64, 256, 1024... rows: few shapes to compile
 
@@ -104,86 +105,6 @@ class _Oracle:
     return self._call(self._greedy, states)
 
 
-class _Dyadic:
-  """An exact dyadic rational ``n · 2**e``: every finite float is one, and so are the sums and
-  products of floats this module forms, so this is exact arithmetic like
-  :class:`fractions.Fraction`, without its gcd at every step (values hundreds of moves deep
-  have numerators of thousands of bits)."""
-
-  __slots__ = ("n", "e")
-
-  def __init__(self, n: int, e: int = 0):
-    self.n, self.e = n, (e if n else 0)
-
-  @staticmethod
-  def of(x) -> "_Dyadic":
-    numerator, denominator = float(x).as_integer_ratio()  # the denominator is a power of 2
-    return _Dyadic(numerator, 1 - denominator.bit_length())
-
-  def __add__(self, other: "_Dyadic") -> "_Dyadic":
-    if self.e <= other.e:
-      return _Dyadic(self.n + (other.n << (other.e - self.e)), self.e)
-    return _Dyadic((self.n << (self.e - other.e)) + other.n, other.e)
-
-  def __mul__(self, other: "_Dyadic") -> "_Dyadic":
-    return _Dyadic(self.n * other.n, self.e + other.e)
-
-  def _aligned(self, other: "_Dyadic") -> tuple[int, int]:
-    if self.e <= other.e:
-      return self.n, other.n << (other.e - self.e)
-    return self.n << (self.e - other.e), other.n
-
-  def __eq__(self, other) -> bool:
-    a, b = self._aligned(other)
-    return a == b
-
-  def __lt__(self, other) -> bool:
-    a, b = self._aligned(other)
-    return a < b
-
-  def __gt__(self, other) -> bool:
-    a, b = self._aligned(other)
-    return a > b
-
-  __hash__ = None
-
-  def reduced(self) -> "_Dyadic":
-    """The same number with an odd numerator (or 0), so that it stays small."""
-    if not self.n:
-      return self
-    zeros = (self.n & -self.n).bit_length() - 1
-    return _Dyadic(self.n >> zeros, self.e + zeros)
-
-  def fraction(self) -> Fraction:
-    if self.e >= 0:
-      return Fraction(self.n << self.e)
-    return Fraction(self.n, 1 << -self.e)
-
-
-_ZERO = _Dyadic(0)
-
-
-def _expected(edge, values) -> _Dyadic:
-  """``Σ_o p_o (r_o + d_o · values[child_o])`` exactly, 0 after an outcome that ends the game.
-  ``edge`` is a tuple of ``(o, p, r, d, child or None)`` with :class:`_Dyadic` numbers."""
-  total = _ZERO
-  for _, p, r, d, child in edge:
-    total = total + p * (r if child is None else r + d * values[child])
-  return total.reduced()
-
-
-def _expected_float(edge, values, default) -> float:
-  """:func:`_expected` in float64 (``default[child]`` where ``values`` has no entry)."""
-  total = 0.0
-  for p, r, d, child in edge:
-    if child is None:
-      total += p * r
-    else:
-      value = values.get(child)
-      total += p * (r + d * (default[child] if value is None else value))
-  return total
-
-
 class _Graph:
   """Every state met, keyed by its bytes (:func:`_keys`): the game's transitions from it (one
   entry per action stepped: its outcomes with ``p > 0``), its legal actions, the game's
@@ -204,7 +125,7 @@ class _Graph:
     self.ids: dict[tuple, int] = {}
     self.keys: list[tuple] = []
     self.legal: list[np.ndarray] = []
-    self.optimistic: list[Optional[_Dyadic]] = []
+    self.optimistic: list[Optional[Dyadic]] = []
     self.optimistic_float: list[float] = []
     self.greedy: list[int] = []  # -1 where nothing is legal
     self.edges: list[dict[int, tuple]] = []  # action -> ((o, p, r, d, child), ...) exact
@@ -247,7 +168,7 @@ class _Graph:
         self.ids[keys[row]] = node
         self.keys.append(keys[row])
         self.legal.append(legal[k])
-        self.optimistic.append(None if optimistic is None else _Dyadic.of(optimistic[k]))
+        self.optimistic.append(None if optimistic is None else Dyadic.of(optimistic[k]))
         self.optimistic_float.append(np.inf if optimistic is None else float(optimistic[k]))
         playable = bool(legal[k].any())
         self.greedy.append(int(greedy[k]) if playable and greedy is not None else -1)
@@ -288,7 +209,7 @@ class _Graph:
       for (node, action), found in zip(chunk, outcomes):
         self.negative_discount |= any(d < 0 for _, _, _, d, _ in found)
         self.edges[node][action] = tuple(
-            (o, _Dyadic.of(p), _Dyadic.of(r), _Dyadic.of(d), c) for o, p, r, d, c in found)
+            (o, Dyadic.of(p), Dyadic.of(r), Dyadic.of(d), c) for o, p, r, d, c in found)
         self.float_edges[node][action] = tuple(
             (float(p), float(r), float(d), c) for _, p, r, d, c in found)
     self.version += 1
@@ -354,17 +275,17 @@ class _Graph:
     cached = self._passes.get(("lower", root))
     if cached is not None and cached[0] == self.version:
       return cached[1]
-    value: dict[int, _Dyadic] = {}
+    value: dict[int, Dyadic] = {}
     choice: dict[int, int] = {}
     for node in self.order(root):
       best, action = None, -1
       first = self.greedy[node]
       for a in ([first] if first in self.edges[node] else []) + sorted(
           a for a in self.edges[node] if a != first):
-        q = _expected(self.edges[node][a], value)
+        q = expected(self.edges[node][a], value)
         if best is None or q > best:
           best, action = q, a
-      value[node], choice[node] = (_ZERO if best is None else best), action
+      value[node], choice[node] = (ZERO if best is None else best), action
     self._passes[("lower", root)] = (self.version, (value, choice))
     return value, choice
 
@@ -379,10 +300,10 @@ class _Graph:
     cached = self._passes.get(("upper", root))
     if cached is not None and cached[0] == self.version:
       return cached[1]
-    value: dict[int, _Dyadic] = {}
+    value: dict[int, Dyadic] = {}
     for node in self.order(root):
       if self.terminal(node):
-        value[node] = _ZERO
+        value[node] = ZERO
         continue
       own = self.optimistic[node]
       if self.unstepped(node):  # some action is only bounded by ``own``: the bound is ``own``
@@ -390,7 +311,7 @@ class _Graph:
         continue
       best = None
       for edge in self.edges[node].values():
-        q = _expected(edge, value)
+        q = expected(edge, value)
         best = q if best is None or q > best else best
       value[node] = own if own < best else best
     self._passes[("upper", root)] = (self.version, value)
@@ -407,13 +328,13 @@ class _Graph:
       if self.terminal(node):
         lower[node] = upper[node] = 0.0
         continue
-      qs = [_expected_float(edge, lower, None) for edge in self.float_edges[node].values()]
+      qs = [expected_float(edge, lower, None) for edge in self.float_edges[node].values()]
       lower[node] = max(qs) if qs else 0.0
       own = self.optimistic_float[node]
       if self.unstepped(node):
         upper[node] = own
       else:
-        upper[node] = min(own, max(_expected_float(edge, upper, None)
+        upper[node] = min(own, max(expected_float(edge, upper, None)
                                    for edge in self.float_edges[node].values()))
     return lower, upper
 
@@ -421,7 +342,7 @@ class _Graph:
     """The stepped action with the best float upper bound (children not in ``upper`` are
     bounded by their own optimistic value)."""
     return max(self.float_edges[node], key=lambda a: (
-        _expected_float(self.float_edges[node][a], upper, self.optimistic_float), -a))
+        expected_float(self.float_edges[node][a], upper, self.optimistic_float), -a))
 
   def _tips(self, root: int, upper: dict) -> list[int]:
     """The states with unstepped legal actions that the optimistic policy reaches (at a fully

@@ -1,0 +1,109 @@
+"""Where our Gumbel MuZero search spends its time at few simulations: its selection formulas
+replaced by trivial ones, side by side with the real search and ``mctx.gumbel_muzero_policy``.
+
+On the hashed MDP (``jaxsearch bench``'s workload, 16 actions, ``max_num_considered_actions
+= 16``), in one process, interleaved, median of ``--repeats`` runs each:
+
+  ours            ``js.policies.gumbel`` as it is
+  cheap_root      the root's Sequential Halving score replaced by ``g + logits`` on the slots
+                  at the schedule's visit count (no completed Q, no σ)
+  cheap_interior  the interior rule ``argmax π′ − n/(1+N)`` replaced by ``logits − n``
+  cheap_both      both
+  mctx            ``mctx.gumbel_muzero_policy`` (if installed)
+
+The cheap variants build other trees: they are not searches anyone should run, only a
+measure of what the two Gumbel formulas (completed Q, its min-max rescaling, σ, the
+improved policy's softmax: a dozen reductions over the ``K`` slots of a node) cost inside a
+search. Prints one JSON line: milliseconds per search and each variant's share saved.
+
+    python scripts/bench_gumbel_parts.py --batch 64 --simulations 32
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+
+import jaxsearch as js  # noqa: E402
+from jaxsearch import gumbel as gumbel_lib  # noqa: E402
+from jaxsearch.app.bench import has_mctx  # noqa: E402
+from jaxsearch.games import hashed  # noqa: E402
+from jaxsearch.selection.base import RootRule, SelectionRule  # noqa: E402
+
+VARIANTS = ("ours", "cheap_root", "cheap_interior", "cheap_both")
+CONSIDERED = 16
+
+
+def _search(game, estimator, simulations: int, variant: str):
+  """Our Gumbel search with the variant's rules (the real ones from ``js.policies.gumbel``)."""
+  search = js.policies.gumbel(game, estimator, num_simulations=simulations,
+                              max_num_considered_actions=CONSIDERED)
+  config = search.config
+  if variant in ("cheap_root", "cheap_both"):
+    table = jnp.asarray(gumbel_lib.sequential_halving_table(CONSIDERED, simulations))
+    real = config.root_selection
+
+    def root_score(view, context):
+      considered = table[jnp.minimum(CONSIDERED, jnp.sum(view.legal)), context.simulation]
+      return jnp.where(view.legal & (view.child_visits == considered),
+                       context.noise + view.prior_logits, -jnp.inf)
+
+    config = dataclasses.replace(
+        config, root_selection=RootRule("cheap_root", root_score, real.noise))
+  if variant in ("cheap_interior", "cheap_both"):
+    config = dataclasses.replace(config, selection=SelectionRule(
+        "cheap_interior", lambda view, key: view.prior_logits - view.child_visits,
+        reads_prior_probs=True))
+  return dataclasses.replace(search, config=config)
+
+
+def main(argv=None) -> int:
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument("--batch", type=int, default=64)
+  parser.add_argument("--simulations", type=int, default=32)
+  parser.add_argument("--repeats", type=int, default=15)
+  args = parser.parse_args(argv)
+  game, estimator = hashed.make(16), hashed.estimator(16)
+  roots = hashed.distinct_roots(game, args.batch)
+  key = jax.random.PRNGKey(0)
+  programs = {}
+  for variant in VARIANTS:
+    search = _search(game, estimator, args.simulations, variant)
+    programs[variant] = (jax.jit(lambda k, r, s=search: s(None, k, r)).lower(key, roots)
+                         .compile(), (key, roots))
+  if has_mctx():
+    import mctx
+    root_fn, recurrent_fn = js.compat.to_mctx(game, estimator)
+    root, _ = root_fn(None, key, roots)
+    programs["mctx"] = (jax.jit(lambda k, r: mctx.gumbel_muzero_policy(
+        None, k, r, recurrent_fn, args.simulations,
+        max_num_considered_actions=CONSIDERED)).lower(key, root).compile(), (key, root))
+  times = {name: [] for name in programs}
+  for compiled, inputs in programs.values():
+    jax.block_until_ready(compiled(*inputs))
+  for _ in range(args.repeats):
+    for name, (compiled, inputs) in programs.items():
+      start = time.perf_counter()
+      jax.block_until_ready(compiled(*inputs))
+      times[name].append(time.perf_counter() - start)
+  ms = {name: statistics.median(t) * 1e3 for name, t in times.items()}
+  print(json.dumps({
+      "batch": args.batch, "simulations": args.simulations, "device": str(jax.devices()[0]),
+      "ms_per_search": {name: round(v, 3) for name, v in ms.items()},
+      "share_saved": {name: round(1 - ms[name] / ms["ours"], 3) for name in VARIANTS[1:]},
+      "mctx_over_ours": round(ms["mctx"] / ms["ours"], 3) if "mctx" in ms else None}))
+  return 0
+
+
+if __name__ == "__main__":
+  raise SystemExit(main())
