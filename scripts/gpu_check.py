@@ -35,7 +35,10 @@ The parts, in order:
   positions and updates per second;
 * ``wordle``: ``jaxsearch solve wordle --first tarse`` with a bounded search: when the
   search's achievable bound reached 11219, and whether the certificates (on the host's cores)
-  prove it.
+  prove it;
+* ``wordle_empty`` (when named): ``jaxsearch solve wordle`` from the empty board (the first
+  guess searched too) with a bounded search: the best first guess's bound after each root
+  visit, the exported total and its first guess.
 
 mctx is not a dependency. On a machine without a network, carry its pure-Python wheel: on a
 machine with one, ``pip download --no-deps -d .whl mctx`` into a folder git ignores, copy it
@@ -60,14 +63,14 @@ ROOT = Path(__file__).resolve().parents[1]
 # Seconds each part may take at most (the full run; --smoke uses SMOKE_CAPS).
 CAPS = {"env": 60, "bench": 170, "variants": 120, "profile": 90, "mastermind": 100,
         "mastermind_graphs": 100, "solve_profile": 120, "estimator": 90, "train": 100,
-        "wordle": 120}
+        "wordle": 120, "wordle_empty": 300}
 SMOKE_CAPS = {"env": 60, "bench": 120, "variants": 120, "profile": 60, "mastermind": 90,
               "mastermind_graphs": 90, "solve_profile": 120, "estimator": 90, "train": 90,
-              "wordle": 90}
+              "wordle": 90, "wordle_empty": 120}
 ORDER = ("env", "variants", "bench", "profile", "estimator", "mastermind",
-         "mastermind_graphs", "solve_profile", "train", "wordle")
+         "mastermind_graphs", "solve_profile", "train", "wordle", "wordle_empty")
 # Run only when named (profile also with --profile).
-OPTIONAL = ("variants", "profile", "mastermind_graphs", "solve_profile")
+OPTIONAL = ("variants", "profile", "mastermind_graphs", "solve_profile", "wordle_empty")
 
 # XLA's CUDA graphs over loops too (``mastermind_graphs``): each trip of a data-dependent loop
 # then runs inside a graph on the device instead of handing its condition to the host.
@@ -354,6 +357,23 @@ def part_wordle(args) -> None:
              "simulations", "nodes", "seconds", "phases")}})
 
 
+def part_wordle_empty(args) -> None:
+  """From the empty board with a bounded search (``--cap`` leaves the certificates 60 s):
+  the bound over time says how far the GPU gets towards 11219."""
+  if args.smoke:
+    lists = _small_wordle_lists(Path(args.out))
+    extra = ["--answers", str(lists[0]), "--guesses", str(lists[1]), "--seconds", "10"]
+  else:
+    extra = ["--seconds", str(max(args.cap - 150, 30)), "--certify-seconds", "60"]
+  status, stdout, wall = _cli(["solve", "wordle", *extra, "--json", "--quiet"], args.cap - 2)
+  found = _last_json(stdout) or {}
+  history = [(sims, round(secs, 1), bound) for sims, secs, bound, _ in
+             found.get("history") or ()]
+  _emit({"status": status, "wall_s": round(wall, 2), "bound_history": history,
+         **{k: found.get(k) for k in ("total_guesses", "first_guess", "proven_given_first",
+                                       "simulations", "nodes", "seconds", "phases")}})
+
+
 def _small_wordle_lists(folder: Path) -> tuple[Path, Path, str]:
   """The first 40 answers of the default lists (the smoke run's puzzle)."""
   sys.path.insert(0, str(ROOT))
@@ -397,7 +417,7 @@ def _train_rates(rows: list[dict]) -> dict:
 PARTS = {"env": part_env, "bench": part_bench, "variants": part_variants,
          "profile": part_profile, "estimator": part_estimator, "mastermind": part_mastermind,
          "mastermind_graphs": part_mastermind_graphs, "solve_profile": part_solve_profile,
-         "train": part_train, "wordle": part_wordle}
+         "train": part_train, "wordle": part_wordle, "wordle_empty": part_wordle_empty}
 
 
 # --- the driver ------------------------------------------------------------------------------
