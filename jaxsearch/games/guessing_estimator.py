@@ -90,6 +90,16 @@ def _slot_parts(at, weights, bound_levels, axis):
   return jnp.sum(weights * _counting_total(at, bound_levels) / at, axis=axis)
 
 
+def _histogram_stats(hist: jax.Array, n, bound_levels: Optional[tuple]):
+  """``(info, top, parts)`` of histograms ``hist`` ``f32[..., O]`` over the bins of sets of
+  ``n`` secrets (``n`` broadcasting against ``hist[..., :1]``), each ``f32[...]``."""
+  safe = jnp.maximum(hist, 1.0)
+  info = jnp.sum(jnp.where(hist > 0, hist * jnp.log1p((n - safe) / safe), 0.0), axis=-1)
+  parts = (jnp.zeros(info.shape, jnp.float32) if bound_levels is None else
+           jnp.sum(_counting_total(hist, bound_levels), axis=-1))
+  return info, jnp.max(hist, axis=-1), parts
+
+
 def _scatter_stats(codes: jax.Array, weights: jax.Array, n: jax.Array, num_outcomes: int,
                    bound_levels: Optional[tuple] = None):
   """Like :func:`_pairwise_stats`, by ``segment_sum`` into a ``[c, O]`` histogram."""
@@ -100,11 +110,7 @@ def _scatter_stats(codes: jax.Array, weights: jax.Array, n: jax.Array, num_outco
                              flat.reshape(-1), num_segments=width * num_outcomes)
   hist = hist.reshape(width, num_outcomes)
   if size > num_outcomes:  # fewer bins than slots: sum over the bins
-    safe = jnp.maximum(hist, 1.0)
-    info = jnp.sum(jnp.where(hist > 0, hist * jnp.log1p((n - safe) / safe), 0.0), axis=-1)
-    parts = (jnp.zeros((width,), jnp.float32) if bound_levels is None else
-             jnp.sum(_counting_total(hist, bound_levels), axis=-1))
-    return info, jnp.max(hist, axis=-1), parts
+    return _histogram_stats(hist, n, bound_levels)
   # Σ_b h_b ln(n / h_b) = Σ_k w_k ln(n / h(code of slot k)): K logs per guess instead of O.
   at = jnp.maximum(jnp.take_along_axis(hist, codes.T, axis=1), 1.0)  # [c, K]
   info = jnp.sum(weights[None, :] * jnp.log1p((n - at) / at), axis=-1)
@@ -220,11 +226,7 @@ def _matmul_histograms(by_secret: jax.Array, masks: jax.Array, counts: jax.Array
   def stats(codes):  # u8[S, c] -> three f32[B, c]
     one_hot = (codes[:, :, None] == outcomes).astype(jnp.bfloat16)  # [S, c, O]
     hist = jnp.einsum("bs,sco->bco", weights, one_hot, preferred_element_type=jnp.float32)
-    safe = jnp.maximum(hist, 1.0)
-    info = jnp.sum(jnp.where(hist > 0, hist * jnp.log1p((n - safe) / safe), 0.0), axis=-1)
-    parts = (jnp.zeros(info.shape, jnp.float32) if bound_levels is None else
-             jnp.sum(_counting_total(hist, bound_levels), axis=-1))
-    return info, jnp.max(hist, axis=-1), parts
+    return _histogram_stats(hist, n, bound_levels)
 
   chunk = max(1, min(num_guesses, _ONE_HOT_BYTES // (2 * num_secrets * num_outcomes)))
   if chunk == num_guesses:
