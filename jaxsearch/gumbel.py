@@ -203,12 +203,39 @@ def root_scores(gumbel: jax.Array, prior_logits: jax.Array, sigma_q: jax.Array,
     considered_visits: ``i32[]``.
   """
   legal = jnp.asarray(legal, bool)
+  score = (jnp.asarray(gumbel, jnp.float32) + _log_prior(prior_logits, legal) +
+           jnp.asarray(sigma_q, jnp.float32))
+  return jnp.where(legal & (visits == considered_visits), score, -jnp.inf)
+
+
+def _log_prior(prior_logits: jax.Array, legal: jax.Array) -> jax.Array:
+  """``f32[K]`` the log-softmax of the legal logits (``-inf`` elsewhere)."""
   logits = jnp.where(legal, jnp.asarray(prior_logits, jnp.float32), -jnp.inf)
   top = jnp.max(logits)
   log_prior = logits - jnp.where(jnp.isfinite(top), top, 0.0)
-  log_prior = log_prior - jnp.log(jnp.sum(jnp.where(legal, jnp.exp(log_prior), 0.0)))
-  score = jnp.asarray(gumbel, jnp.float32) + log_prior + jnp.asarray(sigma_q, jnp.float32)
-  return jnp.where(legal & (visits == considered_visits), score, -jnp.inf)
+  return log_prior - jnp.log(jnp.sum(jnp.where(legal, jnp.exp(log_prior), 0.0)))
+
+
+def gumbel_top_m(gumbel: jax.Array, prior_logits: jax.Array, legal: jax.Array,
+                 num_considered: int, num_simulations: int,
+                 width: int) -> tuple[jax.Array, jax.Array]:
+  """``(slots i32[width], count i32[])`` Sequential Halving's first phase from a fresh root:
+  the first ``count = min(num_considered, #legal, num_simulations)`` simulations visit
+  ``slots[:count]``, the legal slots in decreasing order of ``g + log π`` (ties: the lower
+  slot first), one visit each. ``width <= K`` is static.
+
+  This is the order :func:`root_scores` gives them one simulation at a time: while they are
+  unvisited, the slots share one completed value, so σ adds the same number to every score
+  (exactly 0 at the first simulation). Where adding it rounds two of the scores to one float,
+  the simulation-by-simulation argmax takes the lower slot and this order the higher score:
+  the exact Gumbel-top-m of the paper.
+  """
+  legal = jnp.asarray(legal, bool)
+  scores = jnp.where(legal, jnp.asarray(gumbel, jnp.float32) + _log_prior(prior_logits, legal),
+                     -jnp.inf)
+  _, slots = jax.lax.top_k(scores, width)
+  count = jnp.minimum(jnp.minimum(num_considered, jnp.sum(legal)), num_simulations)
+  return slots.astype(jnp.int32), count.astype(jnp.int32)
 
 
 def interior_policy(view: NodeView, c_visit: float = 50.0, c_scale: float = 0.1,
@@ -277,7 +304,8 @@ def gumbel_root_rule(num_simulations: int, max_num_considered_actions: int = 16,
   one with the highest ``g(a) + log π(a) + σ(q̂(a))`` (:func:`root_scores`; σ of the root's
   completed Q with ``v_mix`` built from the estimator's raw root value). The first ``m``
   simulations therefore visit the Gumbel-top-m of ``g + logits`` in order, and each later
-  phase the best half of the survivors.
+  phase the best half of the survivors. Those first ``m`` are the rule's ``opening``
+  (:func:`gumbel_top_m`): a search from a fresh root evaluates them in one batched step.
 
   When no legal slot carries ``c_i`` (a reused tree arrives with visits already spent), the
   least visited legal slots compete instead.
@@ -310,7 +338,12 @@ def gumbel_root_rule(num_simulations: int, max_num_considered_actions: int = 16,
   def noise(key, shape):
     return gumbel_scale * jax.random.gumbel(key, shape, jnp.float32)
 
-  return RootRule("gumbel_root", score, noise)
+  def opening(logits, legal, gumbel, width):
+    return gumbel_top_m(gumbel, logits, legal, max_num_considered_actions, num_simulations,
+                        width)
+
+  return RootRule("gumbel_root", score, noise, opening=opening,
+                  opening_width=min(max_num_considered_actions, num_simulations))
 
 
 def root_decision(noise: jax.Array, prior_logits: jax.Array, values: jax.Array,

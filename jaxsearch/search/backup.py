@@ -112,6 +112,12 @@ class BackupRule(Protocol):
     ``expansion`` scope), evaluates the new states (``estimator``) and backs up (``backup``);
     returns the trees (``[B, ...]``)."""
 
+  def expand_root_children(self, model, plan, params, estimator_keys, tree, slots, count):
+    """A root rule's opening (:mod:`jaxsearch.search.opening`): the first ``count[b]``
+    simulations of fresh tree ``b``, each expanding root slot ``slots[b, j]``, as one step;
+    returns the trees as those simulations would have left them. ``None`` (a class attribute)
+    where the backup has no such step: the loop runs them."""
+
   # ---- root summary (jaxsearch.summary.root_summary) ------------------------------------
 
   def root_slots(self, tree, config) -> tuple[jax.Array, jax.Array, Optional[jax.Array]]:

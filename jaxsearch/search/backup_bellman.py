@@ -306,6 +306,8 @@ class BellmanBackup:
   options: AvtsOptions = AvtsOptions()
   kind: ClassVar[Backup] = Backup.BELLMAN
   keeps_bounds: ClassVar[bool] = True
+  # Every outcome of an expanded slot becomes a node: no batched opening.
+  expand_root_children: ClassVar[None] = None
   static_priors: ClassVar[bool] = False  # solved slots leave the legal set; widening adds
 
   @property

@@ -17,9 +17,9 @@ from jaxsearch.search.descent import Path, _choose_outcome, unpack_steps
 from jaxsearch.search import rows as rows_lib
 from jaxsearch.search.backup import SimulationKeys
 from jaxsearch.search.expansion import _expand_one, _outcome_probs, last_edge
-from jaxsearch.search.nodes import _node_rows
+from jaxsearch.search.nodes import _node_rows, _set_node
 from jaxsearch.search.subtree_entropy import _entropy_update
-from jaxsearch.tree import Tree
+from jaxsearch.tree import ChanceRecords, Tree
 
 
 def _leaf_value(path: Path, value):
@@ -201,6 +201,81 @@ def _mean_simulation(model: Model, plan: SearchPlan, params, keys: SimulationKey
   return tree
 
 
+def _expand_root_children(model: Model, plan: SearchPlan, params, estimator_keys, tree: Tree,
+                          slots, count) -> Tree:
+  """The first ``count[b]`` simulations of tree ``b``, each expanding root slot ``slots[b, j]``
+  (``i32[B, W]``), as one step (:mod:`jaxsearch.search.opening`): what
+  :func:`_mean_simulation` would write for each path of one edge, in order.
+
+  Args:
+    estimator_keys: ``[W]`` the estimator keys of simulations ``0 .. W - 1``.
+    tree: fresh trees (root only); one outcome per action, no subtree entropy.
+    slots, count: which root slots, and how many of them (``i32[B]``, at most ``W``).
+  """
+  width = slots.shape[1]
+  order = jnp.arange(width, dtype=jnp.int32)
+  root_states = jax.tree.map(lambda x: x[:, 0], tree.nodes.state)
+  actions = (slots if plan.slots_are_actions
+             else jnp.take_along_axis(tree.slots.action[:, 0], slots, axis=1))
+  outcomes = jnp.zeros((tree.batch_size,), jnp.int32)
+  with jax.named_scope("estimator"):
+    expansion = jax.vmap(lambda key, action: model.step(params, key, root_states, action,
+                                                        outcomes),
+                         in_axes=(0, 1), out_axes=1)(estimator_keys, actions)
+    expansion = jax.lax.optimization_barrier(expansion)  # see _mean_simulation
+  with jax.named_scope("expansion"):
+    # One [B·W] batch (not vmapped over W): the reductions over a node's slots then run as in
+    # a simulation's [B] batch, to the same bits.
+    flat = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), expansion)
+    rows = jax.tree.map(lambda x: x.reshape(slots.shape + x.shape[1:]), _node_rows(flat, plan))
+    tree = jax.vmap(_write_root_children, in_axes=(0, 0, 0, 0, 0, None))(
+        tree, expansion, rows, slots, order[None, :] < count[:, None], order)
+  return tree
+
+
+def _write_root_children(tree: Tree, expansion, rows, slots, valid, order) -> Tree:
+  """One tree's part of :func:`_expand_root_children`: children ``j`` with ``valid[j]`` become
+  nodes ``num_nodes + j`` under chance records ``num_chance + j`` of root slots ``slots[j]``,
+  and each one's return is backed up into its slot and, in order, the root's running mean
+  (``[W]`` rows; unbatched tree)."""
+  capacity, chance_capacity = tree.nodes.visits.shape[0], tree.chance.node.shape[0]
+  nodes, records = tree.num_nodes + order, tree.num_chance + order
+  at_nodes = jnp.where(valid, nodes, capacity)
+  at_records = jnp.where(valid, records, chance_capacity)
+  at_root = jnp.where(valid, 0, capacity)
+  tree = _set_node(tree, at_nodes, expansion, rows, 0, 1, stats=False)
+  chance = tree_lib.write(tree.chance, tree_lib.rows(
+      ChanceRecords, node=jnp.zeros_like(order), prob=jnp.ones((order.shape[0], 1))), at_records)
+  chance = tree_lib.write(chance, tree_lib.rows(
+      ChanceRecords, child=nodes, reward=expansion.reward, discount=expansion.discount),
+      (at_records, 0))
+  # The backup of each one-edge path: leaf, root slot, chance outcome, then the root in order.
+  leaf_value = rows.nodes.value
+  returns = chance.reward[records, 0] + chance.discount[records, 0] * leaf_value
+  slot_visits, slot_values = tree.slots.visits[0, slots], tree.slots.value[0, slots]
+  root_visits, root_value = tree.nodes.visits[0], tree.nodes.value[0]
+  for j in range(order.shape[0]):
+    root_value = jnp.where(valid[j], _running_mean(root_value, root_visits, returns[j]),
+                           root_value)
+    root_visits = root_visits + valid[j].astype(root_visits.dtype)
+  node_stats = tree.nodes
+  slot_stats = tree.slots
+  return tree.replace(
+      nodes=node_stats.replace(
+          visits=node_stats.visits.at[at_nodes].add(1, mode="drop").at[0].set(root_visits),
+          value=node_stats.value.at[at_nodes].set(leaf_value, mode="drop").at[0].set(root_value)),
+      slots=slot_stats.replace(
+          visits=slot_stats.visits.at[at_root, slots].add(1, mode="drop"),
+          value=slot_stats.value.at[at_root, slots].set(
+              _running_mean(slot_values, slot_visits, returns), mode="drop"),
+          chance=slot_stats.chance.at[at_root, slots].set(records, mode="drop")),
+      chance=chance.replace(visits=chance.visits.at[at_records, 0].add(1, mode="drop")),
+      num_nodes=tree.num_nodes + jnp.sum(valid, dtype=jnp.int32),
+      num_chance=tree.num_chance + jnp.sum(valid, dtype=jnp.int32),
+      nonfinite_estimates=tree.nonfinite_estimates + jnp.sum(rows.bad & valid,
+                                                             dtype=jnp.int32))
+
+
 @dataclasses.dataclass(frozen=True)
 class MeanBackup:
   """The running-mean backup (``backup="mean"``; :class:`~jaxsearch.search.backup.BackupRule`):
@@ -263,6 +338,9 @@ class MeanBackup:
 
   def expand_and_backup(self, model, plan, params, keys, tree, path):
     return _mean_simulation(model, plan, params, keys, tree, path)
+
+  def expand_root_children(self, model, plan, params, estimator_keys, tree, slots, count):
+    return _expand_root_children(model, plan, params, estimator_keys, tree, slots, count)
 
   def root_slots(self, tree, config):
     del config

@@ -136,16 +136,24 @@ class LoopOptions:
       (``"whole_path"``, an accelerator's).
     levels_per_trip: levels of the descent each trip of its loop takes (a walk that ended
       stays put for the rest of a trip); default 1 on a CPU, 2 on an accelerator.
+    batched_opening: where the root rule names its first simulations up front
+      (``RootRule.opening``, Gumbel MuZero's first phase), run them as one batched step
+      (:mod:`jaxsearch.search.opening`) rather than one simulation each (default ``True``).
+      The same tree, but where the sequential root rule meets a tie that float rounding
+      made (:func:`jaxsearch.gumbel.gumbel_top_m`).
   """
 
   path_update: Optional[PathUpdate] = None
   levels_per_trip: Optional[int] = None
+  batched_opening: bool = True
 
   def __post_init__(self):
     if self.path_update is not None:
       _set(self, "path_update", coerce(PathUpdate, self.path_update, "path_update"))
     if self.levels_per_trip is not None:
       _positive_int(self.levels_per_trip, "levels_per_trip")
+    if not isinstance(self.batched_opening, bool):
+      raise TypeError(f"batched_opening must be a bool, got {self.batched_opening!r}")
 
   def resolved(self) -> LoopOptions:
     """These options with the backend's defaults filled in (call at trace time)."""
@@ -154,7 +162,8 @@ class LoopOptions:
     return LoopOptions(
         path_update=self.path_update or (PathUpdate.PER_LEVEL if on_cpu
                                          else PathUpdate.WHOLE_PATH),
-        levels_per_trip=self.levels_per_trip or (1 if on_cpu else 2))
+        levels_per_trip=self.levels_per_trip or (1 if on_cpu else 2),
+        batched_opening=self.batched_opening)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -300,7 +309,8 @@ _PART_KEYWORDS = {
         "expand_chunk")}),
     "entropy": (EntropyOptions, {"subtree_entropy": "kind", "entropy_policy": "policy",
                                  "entropy_pibar_c": "pibar_c"}),
-    "loops": (LoopOptions, {"path_update": "path_update", "levels_per_trip": "levels_per_trip"}),
+    "loops": (LoopOptions, {name: name for name in ("path_update", "levels_per_trip",
+                                                    "batched_opening")}),
 }
 
 
@@ -311,7 +321,8 @@ def config_from_keywords(**options) -> SearchConfig:
   a fraction of 0, the default, is no noise), ``widening``, ``debias``, ``variance``,
   ``num_buckets``, ``bound_slots``, ``max_chance``, ``expand_chunk`` (:class:`AvtsOptions`),
   ``subtree_entropy`` (``None``: off), ``entropy_policy``, ``entropy_pibar_c``
-  (:class:`EntropyOptions`), ``path_update``, ``levels_per_trip`` (:class:`LoopOptions`)."""
+  (:class:`EntropyOptions`), ``path_update``, ``levels_per_trip``, ``batched_opening``
+  (:class:`LoopOptions`)."""
   parts = {}
   for part, (kind, keywords) in _PART_KEYWORDS.items():
     given = {field: options.pop(name) for name, field in keywords.items() if name in options}

@@ -283,12 +283,20 @@ def empty_steps(batch_size: int, depth_limit: int) -> jax.Array:
                           (batch_size, depth_limit, STEP_COLUMNS))
 
 
-def _root_cursor(tree: Tree, steps: jax.Array) -> _Cursor:
-  """Every walk at its root; a tree whose root is empty, terminal or solved does not walk."""
+def open_roots(tree: Tree) -> jax.Array:
+  """``bool[B]`` the trees whose root a simulation walks from: not empty, terminal or
+  solved."""
+  return (tree.num_nodes > 0) & ~tree.nodes.terminal[:, 0] & ~tree.bounds.solved[:, 0]
+
+
+def _root_cursor(tree: Tree, steps: jax.Array, walking: Optional[jax.Array]) -> _Cursor:
+  """Every walk at its root; a tree whose root is not open (:func:`open_roots`), or that
+  ``walking`` (``bool[B]``) leaves out, does not walk."""
   batch_size = tree.batch_size
-  root_open = (tree.num_nodes > 0) & ~tree.nodes.terminal[:, 0] & ~tree.bounds.solved[:, 0]
+  root_open = open_roots(tree)
+  go = root_open if walking is None else root_open & walking
   return _Cursor(jnp.zeros((batch_size,), jnp.int32), ~root_open,
-                 jnp.zeros((batch_size,), jnp.int32), steps, root_open)
+                 jnp.zeros((batch_size,), jnp.int32), steps, go)
 
 
 def _path_of(cursor: _Cursor, tree: Tree) -> Path:
@@ -326,7 +334,8 @@ def _path_of(cursor: _Cursor, tree: Tree) -> Path:
 
 
 def _select(tree: Tree, root: RootPrior, keys, steps: jax.Array, *, plan: SearchPlan,
-            root_context: Optional[RootContext] = None) -> tuple[Path, Tree]:
+            root_context: Optional[RootContext] = None,
+            walking: Optional[jax.Array] = None) -> tuple[Path, Tree]:
   """Descends every tree of the batch from its root to the edge its simulation will expand.
 
   The descent is batched by hand rather than vmapped: under ``vmap`` a ``while_loop`` with a
@@ -348,12 +357,14 @@ def _select(tree: Tree, root: RootPrior, keys, steps: jax.Array, *, plan: Search
       scores the roots at the first level instead of the interior rule. That level is peeled
       off the loop (every walk is at its root there), so the loop's levels score the interior
       rule alone and the first reads the roots by static slices.
+    walking: ``bool[B]`` the trees that take part in this simulation (``None``: all); the
+      others do not walk, as if their root were terminal.
   Returns:
     ``(path, tree)`` with a batched :class:`Path` (``[B, ...]``).
   """
   # The first level is peeled off the loop: every walk stands at its root there.
   with jax.named_scope("root_level"):
-    cursor = _descend_one_level(_root_cursor(tree, steps), tree, root, keys, plan=plan,
+    cursor = _descend_one_level(_root_cursor(tree, steps, walking), tree, root, keys, plan=plan,
                                 at_root=True, root_context=root_context)
 
   def body(carry):

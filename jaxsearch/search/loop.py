@@ -12,6 +12,7 @@ from jaxsearch import validation
 from jaxsearch.game import per_item_keys
 from jaxsearch.model import Model
 from jaxsearch.enums import OutcomeRule
+from jaxsearch.search import opening
 from jaxsearch.search.backup import SimulationKeys
 from jaxsearch.search.config import SearchConfig
 from jaxsearch.search.descent import _select, empty_steps, root_prior
@@ -94,9 +95,28 @@ def draw_root_noise(config: SearchConfig, key, batch_size: int, num_slots: int) 
   return jax.vmap(lambda k: rule.noise(k, (num_slots,)))(per_item_keys(key, batch_size))
 
 
+def _roots(plan: SearchPlan, tree: Tree, noise_key, root_noise: Optional[jax.Array]):
+  """``(RootPrior, root noise f32[B, K] or None)``: what the descents read of the roots, once
+  per search: the prior with any Dirichlet noise mixed in, and the root rule's draw (``None``
+  given draws it from ``noise_key``)."""
+  batch_size = tree.batch_size
+  root_logits = tree.slots.prior_logits[:, 0]
+  if plan.root_noise is not None:
+    root_logits = jax.vmap(_root_noise_logits, in_axes=(0, 0, 0, None, None))(
+        per_item_keys(noise_key, batch_size), root_logits, tree.slots.legal[:, 0],
+        plan.root_noise.fraction, plan.root_noise.alpha)
+  if plan.root_selection is not None and root_noise is None:
+    root_noise = draw_root_noise(plan.config, jax.random.fold_in(noise_key, 1), batch_size,
+                                 tree.num_slots)
+  return root_prior(tree, root_logits, plan=plan), root_noise
+
+
 def run(model: Model, config: SearchConfig | SearchPlan, params, key, root_input,
         tree: Optional[Tree] = None, root_noise: Optional[jax.Array] = None) -> Tree:
   """Runs ``config.num_simulations`` simulations on a batch of trees and returns them.
+
+  From fresh roots, the simulations a root rule names up front (Gumbel MuZero's first phase)
+  run first as one batched step (:mod:`jaxsearch.search.opening`), the rest in the loop.
 
   Args:
     model: the batched world (see :mod:`jaxsearch.model`).
@@ -119,38 +139,44 @@ def run(model: Model, config: SearchConfig | SearchPlan, params, key, root_input
   with jax.named_scope("init"):
     tree = init_tree(model, plan, params, root_key, root_input, tree)
   batch_size = tree.batch_size
-  root_logits = tree.slots.prior_logits[:, 0]
-  if plan.root_noise is not None:
-    root_logits = jax.vmap(_root_noise_logits, in_axes=(0, 0, 0, None, None))(
-        per_item_keys(noise_key, batch_size), root_logits, tree.slots.legal[:, 0],
-        plan.root_noise.fraction, plan.root_noise.alpha)
   needs_key = plan.selection.needs_key or (
       plan.num_outcomes > 1 and plan.outcome_rule is OutcomeRule.SAMPLE)
-  root = root_prior(tree, root_logits, plan=plan)
+  root, root_noise = _roots(plan, tree, noise_key, root_noise)
   root_raw_value = tree.nodes.raw_value[:, 0]
-  if plan.root_selection is not None and root_noise is None:
-    root_noise = draw_root_noise(plan.config, jax.random.fold_in(noise_key, 1), batch_size,
-                                 tree.num_slots)
+  opening_width = opening.width(plan, reused)
+  done = None  # i32[B] simulations each tree had before the loop (None: none)
+  if opening_width:
+    with jax.named_scope("opening"):
+      tree, done = opening.expand(model, plan, params, loop_key, tree, root, root_noise,
+                                  opening_width)
 
-  def simulate(sim, carry):
+  def simulate(trip, carry):
     tree, steps = carry
-    sim_key = jax.random.fold_in(loop_key, sim)
-    select_key, outcome_key, estimator_key = jax.random.split(sim_key, 3)
+    select_key, outcome_key, estimator_key = opening.simulation_keys(loop_key,
+                                                                     opening_width + trip)
     tree_keys = per_item_keys(select_key, batch_size) if needs_key else None
+    # After an opening, each tree continues from its own count; those with fewer simulations
+    # left sit out the last trips.
+    simulation = jnp.full((batch_size,), trip, jnp.int32) if done is None else done + trip
+    active = None if done is None else simulation < plan.num_simulations
     root_context = None
     if plan.root_selection is not None:
-      root_context = RootContext(noise=root_noise,
-                                 simulation=jnp.full((batch_size,), sim, jnp.int32),
+      root_context = RootContext(noise=root_noise, simulation=simulation,
                                  raw_value=root_raw_value, reused=reused)
     with jax.named_scope("descent"):
-      path, tree = _select(tree, root, tree_keys, steps, plan=plan, root_context=root_context)
+      path, tree = _select(tree, root, tree_keys, steps, plan=plan, root_context=root_context,
+                           walking=active)
     # Ties the tree's later reads and in-place writes to after the descent, so that XLA
     # updates the buffers the descent read instead of copying them (see _select).
     path, tree = jax.lax.optimization_barrier((path, tree))
     # The backup rule was resolved with the plan: one expansion and backup per search.
     tree = plan.backup.expand_and_backup(model, plan, params,
                                          SimulationKeys(outcome_key, estimator_key), tree, path)
+    if active is not None:
+      tree = opening.restore_idle_roots(tree, path, active)
     return tree, path.steps
 
-  return jax.lax.fori_loop(0, plan.num_simulations, simulate,
+  trips = (plan.num_simulations if done is None
+           else plan.num_simulations - jnp.min(done))
+  return jax.lax.fori_loop(0, trips, simulate,
                            (tree, empty_steps(batch_size, plan.max_depth)))[0]

@@ -98,11 +98,22 @@ class RootRule:
     score: ``(view, context) -> f32[K]``; the engine takes the first legal maximum.
     noise: ``(key, shape) -> f32[shape]``, the per-search draw handed to ``score`` as
       ``context.noise`` (shape ``[B, K]``); ``None`` draws nothing (zeros).
+    opening: ``(logits f32[K], legal bool[K], noise f32[K], width) -> (slots i32[width],
+      count i32[])`` where the rule's first simulations from a fresh root are known before
+      any of them runs: simulation ``i < count`` takes root slot ``slots[i]``, a different
+      unexpanded slot each time, whatever the earlier ones found (Gumbel MuZero's first
+      phase: the Gumbel-top-m of the logits). ``width`` (static) is at least ``count``
+      wherever ``count`` can be reached. The engine then evaluates those children in one
+      batched step instead of ``count`` simulations (:mod:`jaxsearch.search.opening`);
+      ``None``: the rule has no such simulations.
+    opening_width: the largest ``count`` ``opening`` returns (static; 0 without one).
   """
 
   name: str
   score: Callable[[NodeView, RootContext], jax.Array]
   noise: Optional[Callable[[jax.Array, tuple], jax.Array]] = None
+  opening: Optional[Callable[..., tuple[jax.Array, jax.Array]]] = None
+  opening_width: int = 0
 
 
 @dataclasses.dataclass(frozen=True)

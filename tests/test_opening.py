@@ -1,0 +1,166 @@
+"""The batched opening (``jaxsearch.search.opening``): Gumbel MuZero's first phase run as one
+step builds the tree the simulation loop builds one simulation at a time."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxsearch as js
+from jaxsearch import gumbel
+from jaxsearch.games import connect_four, garnet, hashed, stack_states, tictactoe
+from jaxsearch.search import opening
+from jaxsearch.search.plan import plan_for
+
+KEY = jax.random.PRNGKey(11)
+
+
+def _sequential_first_phase(noise, logits, legal, num_considered, num_simulations):
+  """The root rule's choices one simulation at a time (σ is 0 before any visit and shared by
+  every unvisited slot after)."""
+  visits = np.zeros(len(legal), np.int32)
+  chosen = []
+  count = min(num_considered, int(np.sum(legal)), num_simulations)
+  for _ in range(count):
+    scores = gumbel.root_scores(noise, logits, jnp.zeros(len(legal)), jnp.asarray(visits),
+                                legal, 0)
+    slot = int(jnp.argmax(scores))
+    chosen.append(slot)
+    visits[slot] += 1
+  return chosen
+
+
+@pytest.mark.parametrize("num_considered, num_simulations", [(4, 12), (16, 32), (16, 3)])
+def test_gumbel_top_m_is_the_root_rules_first_phase_under_jit_and_vmap(num_considered,
+                                                                       num_simulations):
+  rng = np.random.default_rng(num_considered + num_simulations)
+  batch, num_slots = 6, 9
+  noise = rng.gumbel(size=(batch, num_slots)).astype(np.float32)
+  logits = rng.normal(size=(batch, num_slots)).astype(np.float32)
+  legal = rng.random((batch, num_slots)) < 0.7
+  legal[0] = False  # nothing legal: count 0
+  legal[1] = True
+  width = min(num_considered, num_slots, num_simulations)
+  top_m = jax.jit(jax.vmap(lambda g, x, l: gumbel.gumbel_top_m(
+      g, x, l, num_considered, num_simulations, width)))
+  slots, count = top_m(noise, logits, legal)
+  assert slots.shape == (batch, width) and slots.dtype == jnp.int32
+  for b in range(batch):
+    expected = _sequential_first_phase(noise[b], logits[b], legal[b], num_considered,
+                                       num_simulations)
+    assert int(count[b]) == len(expected)
+    assert list(np.asarray(slots[b, :len(expected)])) == expected
+
+
+def _ttt_roots():
+  """Roots with 9, 7, 5 and 4 legal moves and one won game (a root that does not walk)."""
+  return stack_states([tictactoe.state_from_moves(m) for m in (
+      [], [4, 0], [0, 4, 8, 2], [0, 1, 2, 4, 3], [0, 3, 1, 4, 2])])
+
+
+def _noisy_hashed(num_actions):
+  """The hashed estimator with a value drawn from the key (the key must match too)."""
+  base = hashed.estimator(num_actions)
+
+  def estimate(params, key, states):
+    out = base(params, key, states)
+    return out.replace(value=out.value + jax.random.normal(key, out.value.shape))
+
+  return estimate
+
+
+def _run(fn, *args):
+  return jax.jit(fn)(*args)
+
+
+def _trees(game, estimator, roots, **options):
+  """The trees of a Gumbel search with the batched opening and without."""
+  found = []
+  for batched in (True, False):
+    search = js.policies.gumbel(game, estimator, batched_opening=batched, **options)
+    found.append(_run(lambda key, states, s=search: s(None, key, states).tree, KEY, roots))
+  return found
+
+
+def _assert_same(with_opening, without, loose=()):
+  """Every leaf equal bit for bit; those named in ``loose`` to within 4 ulp."""
+  paths = jax.tree_util.tree_leaves_with_path(with_opening)
+  for (path, left), right in zip(paths, jax.tree.leaves(without)):
+    name = jax.tree_util.keystr(path)
+    if any(part in name for part in loose):
+      np.testing.assert_array_max_ulp(np.asarray(left), np.asarray(right), maxulp=4)
+    else:
+      np.testing.assert_array_equal(np.asarray(left), np.asarray(right), err_msg=name)
+
+
+def test_the_opening_builds_the_simulations_tree_with_slot_cuts():
+  game = hashed.make(7, seed=2)
+  roots = hashed.distinct_roots(game, 5)
+  opened, looped = _trees(game, hashed.estimator(7), roots, num_simulations=12,
+                          max_num_considered_actions=4, num_slots=5, max_depth=6)
+  assert np.all(np.asarray(opened.num_nodes) == 13)
+  _assert_same(opened, looped)
+
+
+def test_the_opening_gives_a_drawing_estimator_the_loops_keys():
+  """The children get the keys their simulations would have had. The model runs vmapped over
+  the m children, and XLA may round a draw's last bit differently for that shape, so values
+  match to a few ulp (other keys would change them completely) and the rest bit for bit."""
+  game = hashed.make(7, seed=2)
+  roots = hashed.distinct_roots(game, 5)
+  opened, looped = _trees(game, _noisy_hashed(7), roots, num_simulations=12,
+                          max_num_considered_actions=4, num_slots=5, max_depth=6)
+  _assert_same(opened, looped, loose=("value",))
+
+
+def test_the_opening_with_fewer_legal_moves_than_m_and_a_finished_game():
+  """Rows whose opening is shorter catch up in extra trips while the others sit them out; a
+  won game's root does not walk, and gets its visits in the loop as before. K = A here: the
+  children's prior softmax is reduced over a batch of B·m rows instead of B, which XLA may
+  round differently in the last bit; everything else is the same bits."""
+  roots = _ttt_roots()
+  opened, looped = _trees(tictactoe.GAME, js.estimators.uniform(), roots, num_simulations=10,
+                          max_num_considered_actions=16)
+  assert bool(opened.nodes.terminal[4, 0]) and int(opened.num_nodes[4]) == 1
+  assert int(opened.nodes.visits[4, 0]) == 11
+  _assert_same(opened, looped, loose=("prior_probs",))
+
+
+def test_the_opening_on_connect_four_under_vmap():
+  """Searches vmapped over a batch of batches: the opening runs per inner batch."""
+  game = connect_four.GAME
+  states = stack_states([connect_four.GAME.init(jax.random.PRNGKey(i)) for i in range(4)])
+  search = js.policies.gumbel(game, js.estimators.uniform(), num_simulations=9,
+                              max_num_considered_actions=8)
+  sequential = js.policies.gumbel(game, js.estimators.uniform(), num_simulations=9,
+                                  max_num_considered_actions=8, batched_opening=False)
+  batched = jax.tree.map(lambda x: x.reshape((2, 2) + x.shape[1:]), states)
+  keys = jax.random.split(KEY, 2)
+  opened = _run(jax.vmap(lambda k, s: search(None, k, s).tree), keys, batched)
+  looped = _run(jax.vmap(lambda k, s: sequential(None, k, s).tree), keys, batched)
+  assert np.all(np.asarray(opened.num_nodes) == 10)
+  _assert_same(opened, looped, loose=("prior_probs",))
+
+
+def _plan(search):
+  return plan_for(search.config, search.model)
+
+
+def test_the_opening_applies_only_where_it_builds_the_same_tree():
+  game = hashed.make(6)
+  estimator = hashed.estimator(6)
+  gumbel_search = js.policies.gumbel(game, estimator, num_simulations=10,
+                                     max_num_considered_actions=4)
+  assert opening.width(_plan(gumbel_search), reused=False) == 4
+  assert opening.width(_plan(gumbel_search), reused=True) == 0  # a kept root has visits
+  few = js.policies.gumbel(game, estimator, num_simulations=3, max_num_considered_actions=16)
+  assert opening.width(_plan(few), reused=False) == 3
+  off = js.policies.gumbel(game, estimator, num_simulations=10, batched_opening=False)
+  assert opening.width(_plan(off), reused=False) == 0
+  puct = js.policies.puct(game, estimator, num_simulations=10)
+  assert opening.width(_plan(puct), reused=False) == 0  # no root rule
+  family = garnet.make_family(2, 4, 3, 2, 3, seed=1)  # two outcomes per action
+  chance = js.policies.gumbel(family.game, garnet.estimator(family), num_simulations=6)
+  assert opening.width(_plan(chance), reused=False) == 0
+  with pytest.raises(TypeError, match="batched_opening"):
+    js.search.LoopOptions(batched_opening="yes")
