@@ -231,9 +231,18 @@ def gumbel_top_m(gumbel: jax.Array, prior_logits: jax.Array, legal: jax.Array,
   the exact Gumbel-top-m of the paper.
   """
   legal = jnp.asarray(legal, bool)
-  scores = jnp.where(legal, jnp.asarray(gumbel, jnp.float32) + _log_prior(prior_logits, legal),
-                     -jnp.inf)
-  _, slots = jax.lax.top_k(scores, width)
+  scores = jnp.asarray(gumbel, jnp.float32) + _log_prior(prior_logits, legal)
+  # NaN only where every legal logit is -inf: then every score is, and the argmax takes the
+  # slots in index order, as ranking them all equal does.
+  scores = jnp.where(jnp.isnan(scores), -jnp.inf, scores)
+  # Each slot's rank (legal slots first, by score, ties by index) from a [K, K] comparison:
+  # on a CPU a few elementwise kernels, where top_k is a sort.
+  index = jnp.arange(scores.shape[0])
+  other_first = ((scores[None, :] > scores[:, None]) |
+                 ((scores[None, :] == scores[:, None]) & (index[None, :] < index[:, None])))
+  other_first = jnp.where(legal[None, :] == legal[:, None], other_first, legal[None, :])
+  rank = jnp.sum(other_first, axis=1)
+  slots = jnp.argmax(rank[None, :] == jnp.arange(width)[:, None], axis=1)
   count = jnp.minimum(jnp.minimum(num_considered, jnp.sum(legal)), num_simulations)
   return slots.astype(jnp.int32), count.astype(jnp.int32)
 

@@ -40,6 +40,8 @@ def test_gumbel_top_m_is_the_root_rules_first_phase_under_jit_and_vmap(num_consi
   legal = rng.random((batch, num_slots)) < 0.7
   legal[0] = False  # nothing legal: count 0
   legal[1] = True
+  logits[2] = -np.inf  # every legal logit -inf: the legal slots in index order
+  legal[2, :2] = False
   width = min(num_considered, num_slots, num_simulations)
   top_m = jax.jit(jax.vmap(lambda g, x, l: gumbel.gumbel_top_m(
       g, x, l, num_considered, num_simulations, width)))
