@@ -224,8 +224,8 @@ def _expand_root_children(model: Model, plan: SearchPlan, params, estimator_keys
                          in_axes=(0, 1), out_axes=1)(estimator_keys, actions)
     expansion = jax.lax.optimization_barrier(expansion)  # see _mean_simulation
   with jax.named_scope("expansion"):
-    # One [B·W] batch (not vmapped over W): the reductions over a node's slots then run as in
-    # a simulation's [B] batch, to the same bits.
+    # The node rows of one [B·W] batch, as a simulation builds those of its [B] (XLA may round
+    # a reduction over B·W rows differently in the last bit: tests/test_opening.py).
     flat = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), expansion)
     rows = jax.tree.map(lambda x: x.reshape(slots.shape + x.shape[1:]), _node_rows(flat, plan))
     tree = jax.vmap(_write_root_children, in_axes=(0, 0, 0, 0, 0, None))(
