@@ -232,19 +232,28 @@ def gumbel_top_m(gumbel: jax.Array, prior_logits: jax.Array, legal: jax.Array,
   """
   legal = jnp.asarray(legal, bool)
   scores = jnp.asarray(gumbel, jnp.float32) + _log_prior(prior_logits, legal)
-  # NaN only where every legal logit is -inf: then every score is, and the argmax takes the
-  # slots in index order, as ranking them all equal does.
+  count = jnp.minimum(jnp.minimum(num_considered, jnp.sum(legal)), num_simulations)
+  return top_slots(scores, legal, width), count.astype(jnp.int32)
+
+
+def top_slots(scores: jax.Array, legal: jax.Array, width: int) -> jax.Array:
+  """``i32[width]`` the first ``width`` slots in the order a simulation-by-simulation argmax
+  over ``scores`` (``f32[K]``) visits them: the legal slots by decreasing score, ties to the
+  lower slot, then the others. NaN scores rank as ``-inf`` (the argmax of all-NaN legal
+  scores takes the slots in index order too).
+
+  Each slot's rank comes from a ``[K, K]`` comparison: a few elementwise kernels on a CPU,
+  where ``jax.lax.top_k`` is a sort.
+  """
+  legal = jnp.asarray(legal, bool)
+  scores = jnp.asarray(scores, jnp.float32)
   scores = jnp.where(jnp.isnan(scores), -jnp.inf, scores)
-  # Each slot's rank (legal slots first, by score, ties by index) from a [K, K] comparison:
-  # on a CPU a few elementwise kernels, where top_k is a sort.
   index = jnp.arange(scores.shape[0])
   other_first = ((scores[None, :] > scores[:, None]) |
                  ((scores[None, :] == scores[:, None]) & (index[None, :] < index[:, None])))
   other_first = jnp.where(legal[None, :] == legal[:, None], other_first, legal[None, :])
   rank = jnp.sum(other_first, axis=1)
-  slots = jnp.argmax(rank[None, :] == jnp.arange(width)[:, None], axis=1)
-  count = jnp.minimum(jnp.minimum(num_considered, jnp.sum(legal)), num_simulations)
-  return slots.astype(jnp.int32), count.astype(jnp.int32)
+  return jnp.argmax(rank[None, :] == jnp.arange(width)[:, None], axis=1).astype(jnp.int32)
 
 
 def interior_policy(view: NodeView, c_visit: float = 50.0, c_scale: float = 0.1,

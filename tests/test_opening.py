@@ -1,6 +1,8 @@
 """The batched opening (``jaxsearch.search.opening``): Gumbel MuZero's first phase run as one
 step builds the tree the simulation loop builds one simulation at a time."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -166,3 +168,31 @@ def test_the_opening_applies_only_where_it_builds_the_same_tree():
   assert opening.width(_plan(chance), reused=False) == 0
   with pytest.raises(TypeError, match="batched_opening"):
     js.search.LoopOptions(batched_opening="yes")
+
+
+def test_the_mctx_drop_in_opens_with_mctxs_q_transforms_only():
+  """``compat.gumbel_muzero_policy`` takes its first phase in one step under mctx's own Q
+  transforms (every unvisited action shares one value there) and builds the tree the loop
+  builds, bit for bit; a transform of the user's runs every simulation in the loop."""
+  import jaxsearch.compat as compat
+  from jaxsearch.compat import action_selection, qtransforms
+
+  game = hashed.make(6, seed=4)
+  root_fn, recurrent_fn = compat.to_mctx(game, hashed.estimator(6))
+  root, _ = root_fn(None, KEY, hashed.distinct_roots(game, 4))
+
+  def own(tree, node):
+    return qtransforms.qtransform_completed_by_mix_value(tree, node)
+
+  def policy(qtransform):
+    return _run(lambda key, r: compat.gumbel_muzero_policy(
+        None, key, r, recurrent_fn, 10, max_num_considered_actions=4,
+        qtransform=qtransform).search_tree, KEY, root)
+
+  for qtransform, opens in ((qtransforms.qtransform_completed_by_mix_value, True),
+                            (functools.partial(qtransforms.qtransform_completed_by_mix_value,
+                                               rescale_values=False), True), (own, False)):
+    rule, _ = action_selection.gumbel_rules(num_simulations=10, max_num_considered_actions=4,
+                                            qtransform=qtransform)
+    assert (rule.opening is not None) == opens
+  _assert_same(policy(qtransforms.qtransform_completed_by_mix_value), policy(own))

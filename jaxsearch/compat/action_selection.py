@@ -23,6 +23,7 @@ import jax.numpy as jnp
 from jaxsearch.compat import qtransforms
 from jaxsearch.compat import seq_halving
 from jaxsearch.compat.tree import Tree, Unavailable, node_tree
+from jaxsearch.gumbel import top_slots
 from jaxsearch.selection.base import NodeView, RootContext, RootRule, SelectionRule
 
 TIE_NOISE = 1e-7
@@ -171,8 +172,26 @@ def gumbel_rules(*, num_simulations: int, max_num_considered_actions: int,
     del key
     return gumbel_interior_scores(node_tree(view), 0, qtransform)
 
-  return (RootRule("mctx_gumbel_root", root_score),
+  def opening(logits, legal, noise, width):
+    # Before a visit every score has q̂ = 0; after, the unvisited share one q̂.
+    scores = jnp.maximum(-1e9, noise + (logits - jnp.max(logits)))
+    count = jnp.minimum(jnp.minimum(max_num_considered_actions, jnp.sum(legal)),
+                        num_simulations)
+    return top_slots(scores, legal, width), count.astype(jnp.int32)
+
+  # mctx's Q transforms give every unvisited action one value, so the first phase's order is
+  # known up front (jaxsearch.search.opening); a user's transform might not.
+  builtin = getattr(qtransform, "func", qtransform) in _SHARED_UNVISITED_Q
+  return (RootRule("mctx_gumbel_root", root_score,
+                   opening=opening if builtin and max_num_considered_actions > 0 else None,
+                   opening_width=min(max_num_considered_actions, num_simulations)),
           SelectionRule("mctx_gumbel_interior", interior_score))
+
+
+# The Q transforms under which the unvisited actions of a node share one transformed value.
+_SHARED_UNVISITED_Q = (qtransforms.qtransform_completed_by_mix_value,
+                       qtransforms.qtransform_by_parent_and_siblings,
+                       qtransforms.qtransform_by_min_max)
 
 
 # ---- Stochastic MuZero -------------------------------------------------------------------
