@@ -140,7 +140,9 @@ class LoopOptions:
       (``RootRule.opening``, Gumbel MuZero's first phase), run them as one batched step
       (:mod:`jaxsearch.search.opening`) rather than one simulation each (default ``True``).
       The same tree, but where the sequential root rule meets a tie that float rounding
-      made (:func:`jaxsearch.gumbel.gumbel_top_m`).
+      made (:func:`jaxsearch.gumbel.gumbel_top_m`). That step calls the model once on
+      ``B·m`` states, ``m`` times a simulation's batch: turn it off where a large network's
+      activations for that many states would not fit.
   """
 
   path_update: Optional[PathUpdate] = None
