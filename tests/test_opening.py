@@ -10,7 +10,7 @@ import pytest
 
 import jaxsearch as js
 from jaxsearch import gumbel
-from jaxsearch.games import connect_four, garnet, hashed, stack_states, tictactoe
+from jaxsearch.games import garnet, hashed, stack_states, tictactoe
 from jaxsearch.search import opening
 from jaxsearch.search.plan import plan_for
 
@@ -117,32 +117,24 @@ def test_the_opening_gives_a_drawing_estimator_the_loops_keys():
   _assert_same(opened, looped, loose=("value",))
 
 
-def test_the_opening_with_fewer_legal_moves_than_m_and_a_finished_game():
+def test_the_opening_with_fewer_legal_moves_than_m_and_a_finished_game_under_vmap():
   """Rows whose opening is shorter catch up in extra trips while the others sit them out; a
-  won game's root does not walk, and gets its visits in the loop as before. K = A here: the
-  children's prior softmax is reduced over a batch of B·m rows instead of B, which XLA may
-  round differently in the last bit; everything else is the same bits."""
-  roots = _ttt_roots()
-  opened, looped = _trees(tictactoe.GAME, js.estimators.uniform(), roots, num_simulations=10,
-                          max_num_considered_actions=16)
-  assert bool(opened.nodes.terminal[4, 0]) and int(opened.num_nodes[4]) == 1
-  assert int(opened.nodes.visits[4, 0]) == 11
-  _assert_same(opened, looped, loose=("prior_probs",))
-
-
-def test_the_opening_on_connect_four_under_vmap():
-  """Searches vmapped over a batch of batches: the opening runs per inner batch."""
-  game = connect_four.GAME
-  states = stack_states([connect_four.GAME.init(jax.random.PRNGKey(i)) for i in range(4)])
-  search = js.policies.gumbel(game, js.estimators.uniform(), num_simulations=9,
-                              max_num_considered_actions=8)
-  sequential = js.policies.gumbel(game, js.estimators.uniform(), num_simulations=9,
-                                  max_num_considered_actions=8, batched_opening=False)
-  batched = jax.tree.map(lambda x: x.reshape((2, 2) + x.shape[1:]), states)
+  won game's root does not walk, and gets its visits in the loop as before. Searches vmapped
+  over a batch of batches: the opening runs per inner batch. K = A here: the children's prior
+  softmax is reduced over a batch of B·m rows instead of B, which XLA may round differently in
+  the last bit; everything else is the same bits."""
+  roots = jax.tree.map(lambda x: jnp.stack([x, x]), _ttt_roots())  # [2, 5]
   keys = jax.random.split(KEY, 2)
-  opened = _run(jax.vmap(lambda k, s: search(None, k, s).tree), keys, batched)
-  looped = _run(jax.vmap(lambda k, s: sequential(None, k, s).tree), keys, batched)
-  assert np.all(np.asarray(opened.num_nodes) == 10)
+  found = []
+  for batched in (True, False):
+    search = js.policies.gumbel(tictactoe.GAME, js.estimators.uniform(), num_simulations=10,
+                                max_num_considered_actions=16, batched_opening=batched)
+    found.append(_run(jax.vmap(lambda key, states, s=search: s(None, key, states).tree),
+                      keys, roots))
+  opened, looped = found
+  assert np.all(np.asarray(opened.nodes.terminal[:, 4, 0]))
+  assert np.all(np.asarray(opened.num_nodes[:, 4]) == 1)
+  assert np.all(np.asarray(opened.nodes.visits[:, 4, 0]) == 11)
   _assert_same(opened, looped, loose=("prior_probs",))
 
 
