@@ -7,7 +7,7 @@ no ``--first``, the search over first guesses) in a child process under
 
     {"first": ..., "total_guesses": ..., "proven_optimal": ..., "proven_given_first": ...,
      "upper_total": ...,
-     "seconds": ..., "wall_seconds": ..., "peak_rss_gb": ..., "nodes": ...,
+     "seconds": ..., "wall_seconds": ..., "peak_rss_gib": ..., "nodes": ...,
      "bytes_per_node": ..., "memory_estimate_gb": ..., "simulations": ..., "command": ...}
 
     python scripts/bench_wordle_solve.py --first tarse -- --seconds 60
@@ -64,7 +64,7 @@ def run(first: str, lists: str, extra: list[str], warm: bool) -> dict:
           "proven_given_first": found.get("proven_given_first"),
           "upper_total": found["upper_total"],
           "seconds": found["seconds"], "wall_seconds": round(wall, 1),
-          "peak_rss_gb": None if peak is None else round(peak / (1 << 30), 2),
+          "peak_rss_gib": None if peak is None else round(peak / (1 << 30), 2),
           "nodes": found["nodes"], "bytes_per_node": found.get("bytes_per_node"),
           "memory_estimate_gb": found.get("memory_estimate_gb"),
           "subproblems_proven": found.get("subproblems_proven"),

@@ -21,7 +21,7 @@ it cannot do better, and an opening that could at best tie does not beat it. Two
 
 Prints ``{"incumbent", "rule", "openings", "one_step": {ruled_out, seconds}, "two_step":
 {engine, order, bounded, ruled_out, seconds, seconds_per_opening}, "remaining",
-"incumbent_bounds", "best_two_step", "best_one_step", "seconds", "peak_rss_gb"}``: the
+"incumbent_bounds", "best_two_step", "best_one_step", "seconds", "peak_rss_gib"}``: the
 openings with the lowest two-step bound (of those bounded) and the lowest one-step bound.
 ``--plot F`` draws a histogram of the bounds with the incumbent marked. On a CPU the two-step
 bounds come from numpy (``--engine auto``; 0.45 s an opening against 0.8 s for the JAX kernel
@@ -158,7 +158,7 @@ def main(argv=None) -> int:
       "best_one_step": listing(one_step, np.ones(num_guesses, bool)),
       "load_seconds": round(loaded - started, 2),
       "seconds": round(time.perf_counter() - started, 2),
-      "peak_rss_gb": round(_peak_rss_bytes() / (1 << 30), 2),
+      "peak_rss_gib": round(_peak_rss_bytes() / (1 << 30), 2),
   }
   if args.plot:
     _plot(args.plot, one_step, two_step[bounded], incumbent, args.incumbent_opening, result)
