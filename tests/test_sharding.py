@@ -17,7 +17,7 @@ import pytest
 from flax import linen as nn
 
 import jaxsearch as js
-from jaxsearch.games import garnet
+from jaxsearch.games import garnet, hashed
 from jaxsearch import sharding
 from jaxsearch.game import per_item_keys
 
@@ -90,6 +90,19 @@ def test_avts_on_a_garnet_family_is_bit_identical_on_1_and_8_devices():
   other = _avts(8)(None, jax.random.PRNGKey(7), _roots())
   assert not np.array_equal(np.asarray(other.tree.slots.visits),
                             np.asarray(sharded.tree.slots.visits))
+
+
+def test_gumbel_and_its_batched_first_phase_are_bit_identical_on_1_and_8_devices():
+  """Each shard takes its trees' first phase in one step (``jaxsearch.search.opening``)."""
+  game = hashed.make(8, seed=2)
+  roots = hashed.distinct_roots(game, B)
+  key = jax.random.PRNGKey(9)
+  reference, sharded = (
+      jax.jit(js.policies.gumbel(game, hashed.estimator(8), num_simulations=12,
+                                 max_num_considered_actions=4, devices=devices))(None, key, roots)
+      for devices in (None, 8))
+  _assert_identical(reference, sharded)
+  assert np.all(np.asarray(sharded.tree.num_nodes) == 13)
 
 
 def test_a_tree_does_not_depend_on_its_neighbours_in_other_shards():
