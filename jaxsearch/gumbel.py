@@ -232,8 +232,15 @@ def gumbel_top_m(gumbel: jax.Array, prior_logits: jax.Array, legal: jax.Array,
   """
   legal = jnp.asarray(legal, bool)
   scores = jnp.asarray(gumbel, jnp.float32) + _log_prior(prior_logits, legal)
+  return (top_slots(scores, legal, width),
+          first_phase_count(num_considered, legal, num_simulations))
+
+
+def first_phase_count(num_considered: int, legal: jax.Array, num_simulations: int) -> jax.Array:
+  """``i32[]`` the simulations of Sequential Halving's first phase from a fresh root, one per
+  considered slot: ``min(num_considered, #legal, num_simulations)``."""
   count = jnp.minimum(jnp.minimum(num_considered, jnp.sum(legal)), num_simulations)
-  return top_slots(scores, legal, width), count.astype(jnp.int32)
+  return count.astype(jnp.int32)
 
 
 def top_slots(scores: jax.Array, legal: jax.Array, width: int) -> jax.Array:

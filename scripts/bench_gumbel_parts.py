@@ -40,7 +40,7 @@ import jax.numpy as jnp  # noqa: E402
 
 import jaxsearch as js  # noqa: E402
 from jaxsearch import gumbel as gumbel_lib  # noqa: E402
-from jaxsearch.app.bench import has_mctx  # noqa: E402
+from jaxsearch.app.bench import compile_all, has_mctx  # noqa: E402
 from jaxsearch.games import hashed  # noqa: E402
 from jaxsearch.selection.base import RootRule, SelectionRule  # noqa: E402
 
@@ -83,20 +83,18 @@ def main(argv=None) -> int:
   game, estimator = hashed.make(16), hashed.estimator(16)
   roots = hashed.distinct_roots(game, args.batch)
   key = jax.random.PRNGKey(0)
-  programs, compile_s = {}, {}
-  for variant in VARIANTS:
-    search = _search(game, estimator, args.simulations, variant)
-    start = time.perf_counter()
-    programs[variant] = (jax.jit(lambda k, r, s=search: s(None, k, r)).lower(key, roots)
-                         .compile(), (key, roots))
-    compile_s[variant] = round(time.perf_counter() - start, 2)
+  jobs = {variant: (lambda k, r, s=_search(game, estimator, args.simulations, variant):
+                    s(None, k, r), (key, roots)) for variant in VARIANTS}
   if has_mctx():
     import mctx
     root_fn, recurrent_fn = js.compat.to_mctx(game, estimator)
     root, _ = root_fn(None, key, roots)
-    programs["mctx"] = (jax.jit(lambda k, r: mctx.gumbel_muzero_policy(
-        None, k, r, recurrent_fn, args.simulations,
-        max_num_considered_actions=CONSIDERED)).lower(key, root).compile(), (key, root))
+    jobs["mctx"] = (lambda k, r: mctx.gumbel_muzero_policy(
+        None, k, r, recurrent_fn, args.simulations, max_num_considered_actions=CONSIDERED),
+        (key, root))
+  compiled = compile_all(jobs)
+  programs = {name: (compiled[name][0], jobs[name][1]) for name in jobs}
+  compile_s = {name: round(compiled[name][1], 2) for name in VARIANTS}
   times = {name: [] for name in programs}
   for compiled, inputs in programs.values():
     jax.block_until_ready(compiled(*inputs))

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 from jaxsearch.compat import qtransforms
 from jaxsearch.compat import seq_halving
 from jaxsearch.compat.tree import Tree, Unavailable, node_tree
-from jaxsearch.gumbel import top_slots
+from jaxsearch.gumbel import first_phase_count, top_slots
 from jaxsearch.selection.base import NodeView, RootContext, RootRule, SelectionRule
 
 TIE_NOISE = 1e-7
@@ -175,9 +175,8 @@ def gumbel_rules(*, num_simulations: int, max_num_considered_actions: int,
   def opening(logits, legal, noise, width):
     # Before a visit every score has q̂ = 0; after, the unvisited share one q̂.
     scores = jnp.maximum(-1e9, noise + (logits - jnp.max(logits)))
-    count = jnp.minimum(jnp.minimum(max_num_considered_actions, jnp.sum(legal)),
-                        num_simulations)
-    return top_slots(scores, legal, width), count.astype(jnp.int32)
+    return (top_slots(scores, legal, width),
+            first_phase_count(max_num_considered_actions, legal, num_simulations))
 
   # mctx's Q transforms give every unvisited action one value, so the first phase's order is
   # known up front (jaxsearch.search.opening); a user's transform might not.

@@ -39,6 +39,15 @@ class SimulationKeys(NamedTuple):
   estimator: jax.Array
 
 
+def simulation_keys(loop_key: jax.Array, index) -> tuple[jax.Array, jax.Array, jax.Array]:
+  """``(select, outcome, estimator)`` keys of simulation ``index`` of a search whose loop key is
+  ``loop_key`` (the opening, :mod:`jaxsearch.search.opening`, draws its estimator keys here
+  too, so that its children are evaluated with the keys the loop would have used)."""
+  select_key, outcome_key, estimator_key = jax.random.split(jax.random.fold_in(loop_key, index),
+                                                            3)
+  return select_key, outcome_key, estimator_key
+
+
 class BackupRule(Protocol):
   """One backup: what differs between backups, asked by the engine's phases.
 

@@ -13,7 +13,7 @@ from jaxsearch.game import per_item_keys
 from jaxsearch.model import Model
 from jaxsearch.enums import OutcomeRule
 from jaxsearch.search import opening
-from jaxsearch.search.backup import SimulationKeys
+from jaxsearch.search.backup import SimulationKeys, simulation_keys
 from jaxsearch.search.config import SearchConfig
 from jaxsearch.search.descent import _select, empty_steps, root_prior
 from jaxsearch.search.nodes import _node_rows, _root_noise_logits, _write_root
@@ -152,8 +152,7 @@ def run(model: Model, config: SearchConfig | SearchPlan, params, key, root_input
 
   def simulate(trip, carry):
     tree, steps = carry
-    select_key, outcome_key, estimator_key = opening.simulation_keys(loop_key,
-                                                                     opening_width + trip)
+    select_key, outcome_key, estimator_key = simulation_keys(loop_key, opening_width + trip)
     tree_keys = per_item_keys(select_key, batch_size) if needs_key else None
     # After an opening, each tree continues from its own count; those with fewer simulations
     # left sit out the last trips.

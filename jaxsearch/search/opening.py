@@ -10,7 +10,7 @@ call for the ``B·m`` children, their nodes and edges written together, the root
 mean updated child after child in the loop's order. The simulation loop then runs the rest.
 
 The tree is the one the loop builds simulation by simulation, with the same random keys
-(:func:`simulation_keys`); :func:`jaxsearch.gumbel.gumbel_top_m` says where float rounding can
+(:func:`~jaxsearch.search.backup.simulation_keys`); :func:`jaxsearch.gumbel.gumbel_top_m` says where float rounding can
 make the two orders differ. Trees whose opening is shorter (fewer legal actions than ``m``,
 or a root that does not walk) catch up in extra trips of the loop, in which the others sit
 out (:func:`restore_idle_roots`); their later simulations then draw from another
@@ -22,18 +22,10 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from jaxsearch.search.backup import simulation_keys
 from jaxsearch.search.descent import Path, RootPrior, open_roots
 from jaxsearch.search.plan import SearchPlan
 from jaxsearch.tree import Tree
-
-
-def simulation_keys(loop_key: jax.Array, index) -> tuple[jax.Array, jax.Array, jax.Array]:
-  """``(select, outcome, estimator)`` keys of simulation ``index`` of a search whose loop key is
-  ``loop_key`` (the opening draws its estimator keys here too, so that its children are
-  evaluated with the keys the loop would have used)."""
-  select_key, outcome_key, estimator_key = jax.random.split(jax.random.fold_in(loop_key, index),
-                                                            3)
-  return select_key, outcome_key, estimator_key
 
 
 def width(plan: SearchPlan, reused: bool) -> int:
@@ -49,8 +41,8 @@ def width(plan: SearchPlan, reused: bool) -> int:
       plan.backup.expand_root_children is None or plan.entropy is not None or
       plan.num_outcomes != 1):
     return 0
-  return max(0, min(rule.opening_width, plan.num_slots, plan.num_simulations,
-                    plan.max_nodes - 1, plan.max_chance))
+  return min(rule.opening_width, plan.num_slots, plan.num_simulations, plan.max_nodes - 1,
+             plan.max_chance)
 
 
 def expand(model, plan: SearchPlan, params, loop_key: jax.Array, tree: Tree, root: RootPrior,
@@ -60,7 +52,7 @@ def expand(model, plan: SearchPlan, params, loop_key: jax.Array, tree: Tree, roo
 
   Args:
     model, plan, params: the search's.
-    loop_key: the simulation loop's key (:func:`simulation_keys`).
+    loop_key: the simulation loop's key (:func:`~jaxsearch.search.backup.simulation_keys`).
     tree: fresh trees ``[B, ...]`` (root only).
     root: the roots' prior (:func:`~jaxsearch.search.descent.root_prior`).
     root_noise: ``f32[B, K]`` the root rule's per-search draw.
