@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxsearch.games import guessing, guessing_estimator
+from jaxsearch.games import guessing, guessing_estimator, mastermind_symmetry
 from jaxsearch.games import mastermind as mm
 from guessing_jit import JittedGame
 
@@ -449,7 +449,7 @@ def test_symmetry_masks_the_same_guesses_batched(monkeypatch):
                           jnp.int32(sym.outcome_index(feedback))).state
   states = jax.tree.map(lambda *x: jnp.stack(x), sym.initial_state(), state)
   one_by_one = sym.estimator(None, None, states)
-  monkeypatch.setattr(mm, "all_states_at_once", lambda batched=None: True)
+  monkeypatch.setattr(mastermind_symmetry, "all_states_at_once", lambda batched=None: True)
   at_once = jax.jit(sym.estimator)(None, None, states)
   np.testing.assert_array_equal(np.isfinite(at_once.action_values),
                                 np.isfinite(one_by_one.action_values))

@@ -65,7 +65,7 @@ class State:
     solved: ``bool[]``, the last feedback was all-correct (terminal).
     symmetries: Mastermind with ``symmetry=True`` only (else ``None``): ``i32[M]``, ids of
       colour-and-peg permutations that fix every guess made so far
-      (:class:`games.mastermind.Symmetry`), ``-1`` padded; ``[AT_START, -1, ...]`` before the
+      (:class:`games.mastermind_symmetry.Symmetry`), ``-1`` padded; ``[AT_START, -1, ...]`` before the
       first guess (the whole group).
   """
 
