@@ -100,8 +100,12 @@ def _ttt_action_values(params, key, states):
 # ---- the cases ------------------------------------------------------------------------------
 
 # XLA compiles dominate this file's time; without LLVM's backend optimisations they take about
-# half as long. Digests are only ever compared with others compiled the same way.
+# half as long. Digests are only ever compared with others compiled the same way: with XLA's
+# default CPU code generator, the one users get, even where the rest of the suite runs on the
+# older, faster-compiling one (tests/conftest.py).
 COMPILER_OPTIONS = {"xla_backend_optimization_level": 0}
+if "xla_cpu_use_fusion_emitters" in os.environ.get("XLA_FLAGS", ""):
+  COMPILER_OPTIONS["xla_cpu_use_fusion_emitters"] = True
 
 
 def _compiled(fn, *args):

@@ -14,6 +14,8 @@ from jaxsearch.games import garnet, hashed, stack_states, tictactoe
 from jaxsearch.search import opening
 from jaxsearch.search.plan import plan_for
 
+import bit_exact
+
 KEY = jax.random.PRNGKey(11)
 
 
@@ -45,7 +47,7 @@ def test_gumbel_top_m_is_the_root_rules_first_phase_under_jit_and_vmap(num_consi
   logits[2] = -np.inf  # every legal logit -inf: the legal slots in index order
   legal[2, :2] = False
   width = min(num_considered, num_slots, num_simulations)
-  top_m = jax.jit(jax.vmap(lambda g, x, l: gumbel.gumbel_top_m(
+  top_m = bit_exact.jit(jax.vmap(lambda g, x, l: gumbel.gumbel_top_m(
       g, x, l, num_considered, num_simulations, width)))
   slots, count = top_m(noise, logits, legal)
   assert slots.shape == (batch, width) and slots.dtype == jnp.int32
@@ -74,7 +76,7 @@ def _noisy_hashed(num_actions):
 
 
 def _run(fn, *args):
-  return jax.jit(fn)(*args)
+  return bit_exact.jit(fn)(*args)
 
 
 def _trees(game, estimator, roots, **options):

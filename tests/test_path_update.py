@@ -12,6 +12,8 @@ import pytest
 import jaxsearch as js
 from jaxsearch.games import garnet, hashed, stack_states, tictactoe
 
+import bit_exact
+
 GARNET = garnet.make_family(3, 4, 4, 2, 3, seed=7)
 
 
@@ -43,7 +45,7 @@ def test_whole_path_writes_the_same_tree_as_the_level_loop(build):
   levels_per_trip = 3 if build is _hashed_puct else 2
   for layout, levels in (("per_level", 1), ("whole_path", levels_per_trip)):
     search, roots = build(path_update=layout, levels_per_trip=levels)
-    trees[layout, levels] = jax.jit(search)(None, key, roots).tree
+    trees[layout, levels] = bit_exact.jit(search)(None, key, roots).tree
   reference = trees.pop(("per_level", 1))
   if build is _hashed_puct:  # the case is meant to walk deep paths
     assert int(np.asarray(reference.nodes.depth).max()) >= 4
@@ -60,8 +62,8 @@ def test_whole_path_under_vmap():
   the same trees as the batched call."""
   search, roots = _hashed_puct(path_update="whole_path", levels_per_trip=2)
   key = jax.random.PRNGKey(0)
-  batched = jax.jit(search)(None, key, roots).tree
-  per_root = jax.jit(jax.vmap(lambda root: search(None, key, jax.tree.map(
+  batched = bit_exact.jit(search)(None, key, roots).tree
+  per_root = bit_exact.jit(jax.vmap(lambda root: search(None, key, jax.tree.map(
       lambda x: x[None], root)).tree))(roots)
   for left, right in zip(jax.tree.leaves(batched), jax.tree.leaves(per_root)):
     np.testing.assert_array_equal(np.asarray(left), np.asarray(right)[:, 0])

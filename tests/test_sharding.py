@@ -21,6 +21,8 @@ from jaxsearch.games import garnet, hashed
 from jaxsearch import sharding
 from jaxsearch.game import per_item_keys
 
+import bit_exact
+
 pytestmark = pytest.mark.skipif(
     jax.device_count() < 8,
     reason="needs 8 devices: XLA_FLAGS=--xla_force_host_platform_device_count=8 before JAX "
@@ -46,13 +48,13 @@ def _puct(devices):
   search = js.policies.puct(FAMILY.game, ESTIMATOR, num_simulations=24, c=1.5,
                             dirichlet_fraction=0.25, temperature=1.0, outcome_rule="sample",
                             devices=devices)
-  return jax.jit(search)
+  return bit_exact.jit(search)
 
 
 @functools.lru_cache(maxsize=None)
 def _avts(devices):
   """AVTS: Bellman backup, Thompson sampling (a key per root and level), widening."""
-  return jax.jit(js.policies.avts(FAMILY.game, ESTIMATOR, num_simulations=24,
+  return bit_exact.jit(js.policies.avts(FAMILY.game, ESTIMATOR, num_simulations=24,
                                   devices=devices))
 
 
@@ -98,7 +100,7 @@ def test_gumbel_and_its_batched_first_phase_are_bit_identical_on_1_and_8_devices
   roots = hashed.distinct_roots(game, B)
   key = jax.random.PRNGKey(9)
   reference, sharded = (
-      jax.jit(js.policies.gumbel(game, hashed.estimator(8), num_simulations=12,
+      bit_exact.jit(js.policies.gumbel(game, hashed.estimator(8), num_simulations=12,
                                  max_num_considered_actions=4, devices=devices))(None, key, roots)
       for devices in (None, 8))
   _assert_identical(reference, sharded)
@@ -155,7 +157,7 @@ def test_shard_batch_numbers_items_globally():
 
   x = jnp.arange(16, dtype=jnp.float32)
   key = jax.random.PRNGKey(0)
-  reference = np.asarray(jax.jit(draw)(key, x))
+  reference = np.asarray(bit_exact.jit(draw)(key, x))
   for count in (2, 8):
     out = sharding.shard_batch(draw, count, batch_argnums=(1,))(key, x)
     assert len(out.sharding.device_set) == count
@@ -195,7 +197,7 @@ def test_data_parallel_step_reduces_gradients_like_one_device():
   targets = jnp.asarray(rng.normal(size=(32,)), jnp.float32)
   params = model.init(jax.random.PRNGKey(0), inputs[:1])
   state = (params, optimizer.init(params))
-  single = jax.jit(step)
+  single = bit_exact.jit(step)
   parallel = sharding.data_parallel(step, 8)
   batch = sharding.put_batch((inputs, targets), 8)
   assert len(batch[0].addressable_shards) == 8
