@@ -336,7 +336,22 @@ def feedback_parts(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
   return codes, np.where(last, index - start + 1, 0)
 
 
-def greedy_guess(table: np.ndarray, guess_of_secret: np.ndarray, secrets: np.ndarray) -> int:
+def part_sizes_by_code(rows: np.ndarray, num_codes: int) -> np.ndarray:
+  """``int[num_codes, G]``: how many of the secrets (rows of ``rows``, ``u8[n, G]``) give
+  each feedback code (row) to each guess (column): one count per code instead of
+  :func:`feedback_parts`'s sort, cheaper where the codes are few. The non-zero entries of a
+  column are its part sizes in increasing order of their code, as :func:`feedback_parts`
+  lists them."""
+  num_guesses = rows.shape[1]
+  if rows.size and int(rows.max()) >= num_codes:
+    raise ValueError(f"feedback code {int(rows.max())} is not below num_codes={num_codes}")
+  flat = rows.astype(np.int64) * num_guesses + np.arange(num_guesses)
+  return np.bincount(flat.ravel(), minlength=num_codes * num_guesses).reshape(
+      num_codes, num_guesses)
+
+
+def greedy_guess(table: np.ndarray, guess_of_secret: np.ndarray, secrets: np.ndarray,
+                 num_codes: Optional[int] = None) -> int:
   """The entropic estimator's best guess for the remaining ``secrets`` (indices), in numpy:
   what a search tries first, and the policy that completes an exported one below the
   searched nodes. With one or two candidates, the first candidate (optimal).
@@ -345,11 +360,24 @@ def greedy_guess(table: np.ndarray, guess_of_secret: np.ndarray, secrets: np.nda
     table: ``u8[S, G]`` feedback of guess ``g`` for secret ``s``.
     guess_of_secret: ``int[S]``, the action that guesses each secret.
     secrets: ``int[n]``, ``n >= 1``.
+    num_codes: the number of feedback codes (``table``'s entries are below it), if known:
+      where the codes are few (at most 16, or twice the secrets), the parts are counted per
+      code (:func:`part_sizes_by_code`) rather than sorted. Measured: on a 1296 × 1296
+      table of 15 codes, 0.3 against 0.8 ms at 8 secrets, 3.6 against 20 ms at 243; on a
+      3158 × 14855 table of 243 codes the entropy over every code costs more than the sort
+      below about 100 secrets. Either way the parts are summed in the same order, so the
+      guess is the same.
   """
   if len(secrets) <= 2:
     return int(guess_of_secret[secrets[0]])
   n = len(secrets)
-  _, sizes = feedback_parts(table[secrets])  # [n, G], one size per part
+  rows = table[secrets]
+  if num_codes is not None and num_codes <= max(2 * n, 16):
+    sizes = part_sizes_by_code(rows, num_codes)  # [O, G], one row per code
+  else:
+    _, sizes = feedback_parts(rows)  # [n, G], one size per part
+  # Summed down the columns, one part after another in increasing order of their code (the
+  # zeros between them add nothing), so both layouts give the same float.
   p = sizes / n
   entropy = -np.sum(np.where(sizes > 0, p * np.log2(np.where(sizes > 0, p, 1.0)), 0.0),
                     axis=0)

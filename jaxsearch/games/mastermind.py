@@ -296,7 +296,8 @@ def puzzle(pegs: int = 4, colours: int = 6, symmetry: bool = True, exact_search:
                 valid_guesses=None, header=file_header(pegs, colours),
                 initial_state=game.initial_state(), table=table,
                 guess_of_secret=guess_of_secret,
-                greedy_guess=functools.partial(greedy_guess, table, guess_of_secret),
+                greedy_guess=functools.partial(greedy_guess, table, guess_of_secret,
+                                             num_codes=game.num_outcomes),
                 openings=openings(pegs, colours), tables=game.by_secret, bind=game.bind,
                 exact=game.exact_bounds if exact_search else game.exact_bounds.without_search())
 

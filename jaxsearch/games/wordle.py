@@ -308,7 +308,8 @@ def puzzle(answers_path, guesses_path, exact_search: bool = True):
                                    len(guesses)),
                 initial_state=game.initial_state(), table=table,
                 guess_of_secret=guess_of_secret,
-                greedy_guess=functools.partial(greedy_guess, table, guess_of_secret),
+                greedy_guess=functools.partial(greedy_guess, table, guess_of_secret,
+                                             num_codes=NUM_PATTERNS),
                 tables=game.by_secret, bind=game.bind,
                 exact=game.exact_bounds if exact_search else game.exact_bounds.without_search())
 
