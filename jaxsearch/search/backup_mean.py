@@ -251,15 +251,15 @@ def _write_root_children(tree: Tree, expansion, rows, slots, valid, order) -> Tr
       (at_records, 0))
   # The backup of each one-edge path: leaf, root slot, chance outcome, then the root in order.
   leaf_value = rows.nodes.value
-  returns = chance.reward[records, 0] + chance.discount[records, 0] * leaf_value
+  returns = expansion.reward + expansion.discount * leaf_value
   slot_visits, slot_values = tree.slots.visits[0, slots], tree.slots.value[0, slots]
   root_visits, root_value = tree.nodes.visits[0], tree.nodes.value[0]
   for j in range(order.shape[0]):
     root_value = jnp.where(valid[j], _running_mean(root_value, root_visits, returns[j]),
                            root_value)
     root_visits = root_visits + valid[j].astype(root_visits.dtype)
-  node_stats = tree.nodes
-  slot_stats = tree.slots
+  node_stats, slot_stats = tree.nodes, tree.slots
+  added = jnp.sum(valid, dtype=jnp.int32)
   return tree.replace(
       nodes=node_stats.replace(
           visits=node_stats.visits.at[at_nodes].add(1, mode="drop").at[0].set(root_visits),
@@ -270,8 +270,8 @@ def _write_root_children(tree: Tree, expansion, rows, slots, valid, order) -> Tr
               _running_mean(slot_values, slot_visits, returns), mode="drop"),
           chance=slot_stats.chance.at[at_root, slots].set(records, mode="drop")),
       chance=chance.replace(visits=chance.visits.at[at_records, 0].add(1, mode="drop")),
-      num_nodes=tree.num_nodes + jnp.sum(valid, dtype=jnp.int32),
-      num_chance=tree.num_chance + jnp.sum(valid, dtype=jnp.int32),
+      num_nodes=tree.num_nodes + added,
+      num_chance=tree.num_chance + added,
       nonfinite_estimates=tree.nonfinite_estimates + jnp.sum(rows.bad & valid,
                                                              dtype=jnp.int32))
 
