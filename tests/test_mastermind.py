@@ -7,6 +7,7 @@ Jitted functions are built once per instance (compiles dominate on CPU).
 
 import functools
 import itertools
+import re
 from collections import Counter, defaultdict
 
 import jax
@@ -453,6 +454,29 @@ def test_symmetry_masks_the_same_guesses_batched(monkeypatch):
   at_once = jax.jit(sym.estimator)(None, None, states)
   np.testing.assert_array_equal(np.isfinite(at_once.action_values),
                                 np.isfinite(one_by_one.action_values))
+
+
+def test_batched_states_env_var_picks_the_program(monkeypatch):
+  from jaxsearch.games import guessing_estimator
+  def loops():
+    """One state at a time: a lax.map (a scan) over the states, a lax.switch (cond) on each
+    one's size; batched: neither (the symmetry mask keeps its loop over kept permutations).
+    A new estimator each time: the choice is made when it is first traced."""
+    sym = mm.make(3, 4, symmetry=True)
+    states = jax.tree.map(lambda *x: jnp.stack(x), sym.initial_state(), sym.initial_state())
+    jaxpr = str(jax.make_jaxpr(sym.estimator)(None, None, states))
+    return {"scan", "cond"} <= set(re.findall(r"\b(scan|cond)\[", jaxpr))
+
+  monkeypatch.delenv("JAXSEARCH_BATCHED_STATES", raising=False)
+  assert guessing_estimator.all_states_at_once() is (jax.default_backend() != "cpu")
+  monkeypatch.setenv("JAXSEARCH_BATCHED_STATES", "1")
+  assert guessing_estimator.all_states_at_once() is True and not loops()
+  assert guessing_estimator.all_states_at_once(False) is False  # an explicit choice wins
+  monkeypatch.setenv("JAXSEARCH_BATCHED_STATES", "0")
+  assert guessing_estimator.all_states_at_once() is False and loops()
+  monkeypatch.setenv("JAXSEARCH_BATCHED_STATES", "yes")
+  with pytest.raises(ValueError, match="JAXSEARCH_BATCHED_STATES must be 1"):
+    guessing_estimator.all_states_at_once()
 
 
 def test_estimator_under_outer_vmap():

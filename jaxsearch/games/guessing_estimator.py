@@ -34,6 +34,7 @@ runs every variant (correct, slower).
 
 from __future__ import annotations
 
+import os
 from typing import Optional, Sequence
 
 import jax
@@ -197,12 +198,24 @@ def entropic_estimator(by_secret, secret_of_guess, num_outcomes: int,
   return estimate
 
 
+BATCHED_STATES_ENV = "JAXSEARCH_BATCHED_STATES"
+
+
 def all_states_at_once(batched: Optional[bool] = None) -> bool:
   """Whether per-state work is batched (``True``, a few large kernels) or done one state
-  after the other (``False``); ``None``: batched on an accelerator, where each trip of a
-  loop over states costs a round trip to the host, one by one on a CPU (decided when the
-  function is traced)."""
-  return batched if batched is not None else jax.default_backend() != "cpu"
+  after the other (``False``); ``None``: ``$JAXSEARCH_BATCHED_STATES`` where set (``1`` or
+  ``0``: e.g. to run, and count, on a CPU the program an accelerator gets), else batched on
+  an accelerator, where each trip of a loop over states costs a round trip to the host, one
+  by one on a CPU (decided when the function is traced)."""
+  if batched is not None:
+    return batched
+  forced = os.environ.get(BATCHED_STATES_ENV, "")
+  if forced:
+    if forced not in ("0", "1"):
+      raise ValueError(f"${BATCHED_STATES_ENV} must be 1 (batched) or 0 (one state at a "
+                       f"time), got {forced!r}")
+    return forced == "1"
+  return jax.default_backend() != "cpu"
 
 
 # Bytes of one-hot feedback table (bf16) one histogram product reads: the guesses are taken
