@@ -40,7 +40,10 @@ The parts, in order:
   prove it;
 * ``wordle_empty`` (when named): ``jaxsearch solve wordle`` from the empty board (the first
   guess searched too) with a bounded search: the best first guess's bound after each root
-  visit, the exported total and its first guess.
+  visit, the exported total and its first guess;
+* ``openings`` (when named): ``scripts/wordle_openings.py --engine jax --order random``, the
+  two-step lower bounds of a uniform sample of Wordle's first guesses for the part's time:
+  seconds per first guess on the device, and the share that cannot beat 11219.
 
 mctx is not a dependency. On a machine without a network, carry its pure-Python wheel: on a
 machine with one, ``pip download --no-deps -d .whl mctx`` into a folder git ignores, copy it
@@ -61,27 +64,30 @@ import time
 from pathlib import Path
 
 from gpu_parts.commands import (part_estimator, part_mastermind, part_mastermind_graphs,
-                                part_solve_profile, part_train, part_wordle, part_wordle_empty)
+                                part_openings, part_solve_profile, part_train, part_wordle,
+                                part_wordle_empty)
 from gpu_parts.common import ROOT, child_env
 from gpu_parts.engine import part_bench, part_env, part_profile, part_variants
 
 # Seconds each part may take at most (the full run; --smoke uses SMOKE_CAPS).
 CAPS = {"env": 60, "bench": 170, "variants": 120, "profile": 90, "mastermind": 130,
         "mastermind_graphs": 100, "solve_profile": 120, "estimator": 90, "train": 100,
-        "wordle": 120, "wordle_empty": 300}
+        "wordle": 120, "wordle_empty": 300, "openings": 120}
 SMOKE_CAPS = {"env": 60, "bench": 120, "variants": 120, "profile": 60, "mastermind": 150,
               "mastermind_graphs": 90, "solve_profile": 120, "estimator": 90, "train": 90,
-              "wordle": 90, "wordle_empty": 120}
+              "wordle": 90, "wordle_empty": 120, "openings": 90}
 ORDER = ("env", "variants", "bench", "profile", "estimator", "mastermind",
-         "mastermind_graphs", "solve_profile", "train", "wordle", "wordle_empty")
+         "mastermind_graphs", "solve_profile", "train", "wordle", "wordle_empty", "openings")
 # Run only when named (profile also with --profile).
-OPTIONAL = ("variants", "profile", "mastermind_graphs", "solve_profile", "wordle_empty")
+OPTIONAL = ("variants", "profile", "mastermind_graphs", "solve_profile", "wordle_empty",
+            "openings")
 
 
 PARTS = {"env": part_env, "bench": part_bench, "variants": part_variants,
          "profile": part_profile, "estimator": part_estimator, "mastermind": part_mastermind,
          "mastermind_graphs": part_mastermind_graphs, "solve_profile": part_solve_profile,
-         "train": part_train, "wordle": part_wordle, "wordle_empty": part_wordle_empty}
+         "train": part_train, "wordle": part_wordle, "wordle_empty": part_wordle_empty,
+         "openings": part_openings}
 
 
 # --- the driver ------------------------------------------------------------------------------
@@ -169,7 +175,7 @@ def _summary(records: list[dict], statuses: list[dict]) -> str:
           f"{mega(r, 'sims_per_s_ours')} | {mega(r, 'sims_per_s_ours_gumbel')} | "
           f"{mega(r, 'sims_per_s_mctx_muzero')} | {mega(r, 'sims_per_s_mctx_gumbel')} |")
   for part in ("estimator", "mastermind", "mastermind_graphs", "solve_profile", "train",
-               "wordle", "profile"):
+               "wordle", "wordle_empty", "openings", "profile"):
     for r in by_part.get(part, []):
       if "status_record" not in r:
         shown = {k: v for k, v in r.items() if k != "part"}

@@ -54,7 +54,7 @@ def test_gpu_check_smoke_runs_the_core_parts(tmp_path):
 @pytest.mark.slow
 def test_gpu_check_smoke_runs_every_part(tmp_path):
   by_part = _smoke(tmp_path, ["env", "variants", "bench", "profile", "mastermind", "train",
-                              "wordle"])
+                              "wordle", "openings"])
   out = by_part["out"]
   bench_rows = [r for r in by_part["bench"] if "workload" in r]
   assert {r["workload"] for r in bench_rows} == {"hashed_A16", "connect_four"}
@@ -73,6 +73,9 @@ def test_gpu_check_smoke_runs_every_part(tmp_path):
   assert wordle["status"] == 0 and wordle["proven_given_first"] is True
   assert wordle["proven_optimal"] is False
   assert wordle["search_reached_target_s"] is not None
+  openings, = by_part["openings"]
+  assert openings["openings"] == 14855 and openings["two_step"]["engine"] == "jax"
+  assert openings["two_step"]["bounded"] >= 1 and openings["two_step"]["seconds_per_opening"] > 0
   assert (out / "profile.tar.gz").stat().st_size > 0
   summary = (out / "summary.md").read_text()
   assert "| bench | ok |" in summary and "connect_four" in summary

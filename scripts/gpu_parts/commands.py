@@ -147,6 +147,23 @@ def part_wordle_empty(args) -> None:
                                        "simulations", "nodes", "seconds", "phases")}})
 
 
+def part_openings(args) -> None:
+  """Two-step lower bounds of Wordle's first guesses on the device
+  (``scripts/wordle_openings.py --engine jax --order random``): how many an accelerator bounds
+  a second, and the share of a uniform sample that cannot beat 11219."""
+  seconds = 3 if args.smoke else max(10, args.cap - 45)
+  done = subprocess.run([sys.executable, str(ROOT / "scripts" / "wordle_openings.py"),
+                         "--engine", "jax", "--order", "random", "--two-step-seconds",
+                         str(seconds)], cwd=ROOT, env=child_env(), capture_output=True,
+                        text=True, timeout=args.cap - 2)
+  if done.returncode:
+    sys.stderr.write(done.stderr[-4000:])
+    raise SystemExit(done.returncode)
+  found = last_json(done.stdout) or {}
+  emit({k: found.get(k) for k in ("openings", "one_step", "two_step", "remaining",
+                                  "incumbent_bounds", "seconds")})
+
+
 def _small_wordle_lists(folder: Path) -> tuple[Path, Path, str]:
   """The first 40 answers of the default lists (the smoke run's puzzle)."""
   sys.path.insert(0, str(ROOT))
