@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from gpu_parts.common import ROOT, child_env, run_cli, emit, last_json
+from gpu_parts.common import ROOT, emit, last_json, run_cli, run_script
 
 # XLA's CUDA graphs over loops too (``mastermind_graphs``): each trip of a data-dependent loop
 # then runs inside a graph on the device instead of handing its condition to the host.
@@ -32,8 +31,8 @@ def part_mastermind(args, xla_flags: str = "", runs: tuple = ("cold", "warm")) -
       if left < 5:
         emit({"run": run, "status": "no time left", "xla_flags": xla_flags})
         continue
-      status, stdout, wall = run_cli(["solve", "mastermind", *size, "--json", "--quiet"], left,
-                                  xla_flags, cache_dir)
+      status, stdout, wall = run_cli(["solve", "mastermind", *size, "--json", "--quiet"],
+                                     left, xla_flags, cache_dir)
       found = last_json(stdout) or {}
       emit({"run": run, "status": status, "wall_s": round(wall, 2), "xla_flags": xla_flags,
              **{k: found.get(k) for k in ("total_guesses", "proven_optimal", "simulations",
@@ -42,14 +41,8 @@ def part_mastermind(args, xla_flags: str = "", runs: tuple = ("cold", "warm")) -
 
 
 def part_estimator(args) -> None:
-  batch = "16" if args.smoke else "1024"
-  done = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench_estimator.py"),
-                         "--batch", batch], cwd=ROOT, env=child_env(), capture_output=True,
-                        text=True, timeout=args.cap - 2)
-  if done.returncode:
-    sys.stderr.write(done.stderr[-4000:])
-    raise SystemExit(done.returncode)
-  emit(last_json(done.stdout) or {})
+  emit(run_script("bench_estimator.py", ["--batch", "16" if args.smoke else "1024"],
+                  args.cap - 2))
 
 
 def part_mastermind_graphs(args) -> None:
@@ -152,14 +145,8 @@ def part_openings(args) -> None:
   (``scripts/wordle_openings.py --engine jax --order random``): how many an accelerator bounds
   a second, and the share of a uniform sample that cannot beat 11219."""
   seconds = 3 if args.smoke else max(10, args.cap - 45)
-  done = subprocess.run([sys.executable, str(ROOT / "scripts" / "wordle_openings.py"),
-                         "--engine", "jax", "--order", "random", "--two-step-seconds",
-                         str(seconds)], cwd=ROOT, env=child_env(), capture_output=True,
-                        text=True, timeout=args.cap - 2)
-  if done.returncode:
-    sys.stderr.write(done.stderr[-4000:])
-    raise SystemExit(done.returncode)
-  found = last_json(done.stdout) or {}
+  found = run_script("wordle_openings.py", ["--engine", "jax", "--order", "random",
+                                             "--two-step-seconds", str(seconds)], args.cap - 2)
   emit({k: found.get(k) for k in ("openings", "one_step", "two_step", "remaining",
                                   "incumbent_bounds", "seconds")})
 

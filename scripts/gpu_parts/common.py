@@ -26,7 +26,7 @@ def child_env() -> dict:
 
 
 def run_cli(argv: list[str], cap: float, xla_flags: str = "",
-         cache_dir: str | None = None) -> tuple[int, str, float]:
+            cache_dir: str | None = None) -> tuple[int, str, float]:
   """Runs ``python -m jaxsearch.cli ARGV`` under ``cap`` seconds (``xla_flags`` added to
   ``XLA_FLAGS``; ``cache_dir``: the CLI's compilation cache, else its default):
   ``(status, stdout, seconds)``; status 124 when the cap ended it."""
@@ -59,3 +59,14 @@ def last_json(stdout: str):
     except json.JSONDecodeError:
       continue
   return None
+
+
+def run_script(name: str, argv: list[str], cap: float) -> dict:
+  """Runs ``python scripts/NAME ARGV`` under ``cap`` seconds and returns the last JSON line
+  it printed; a failure ends the part with the script's status (its stderr kept)."""
+  done = subprocess.run([sys.executable, str(ROOT / "scripts" / name), *argv], cwd=ROOT,
+                        env=child_env(), capture_output=True, text=True, timeout=cap)
+  if done.returncode:
+    sys.stderr.write(done.stderr[-4000:])
+    raise SystemExit(done.returncode)
+  return last_json(done.stdout) or {}
