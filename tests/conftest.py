@@ -21,7 +21,6 @@ if "xla_force_host_platform_device_count" not in os.environ["XLA_FLAGS"]:
   os.environ["XLA_FLAGS"] += " --xla_force_host_platform_device_count=8"
 
 
-
 def _xla_accepts(flag: str) -> bool:
   """Whether this jaxlib's XLA knows ``flag`` (an unknown one in XLA_FLAGS aborts JAX)."""
   probe = "import jax.numpy as jnp; jnp.zeros(1).block_until_ready()"
@@ -37,8 +36,8 @@ def _xla_accepts(flag: str) -> bool:
 # Gumbel search: 1.5 s against 2.7 s). Its code rounds a few floats differently, so the golden
 # trees (tests/test_golden_trees.py) compile theirs with the default generator, the one users
 # get, and pin its bits, as does every test that compares two programs bit for bit
-# (``bit_exact.jit``, tests/bit_exact.py). Decided once, in pytest's first process: its workers and the
-# command-line runs the tests start inherit XLA_FLAGS. Set --xla_cpu_use_fusion_emitters=true
+# (``bit_exact.jit``, tests/bit_exact.py). Decided once, in pytest's first process: its
+# workers and the command-line runs the tests start inherit XLA_FLAGS. Set --xla_cpu_use_fusion_emitters=true
 # in XLA_FLAGS to run the whole suite on the default generator.
 if "xla_cpu_use_fusion_emitters" not in os.environ["XLA_FLAGS"]:
   if _xla_accepts("--xla_cpu_use_fusion_emitters=false"):

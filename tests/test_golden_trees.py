@@ -45,6 +45,8 @@ import jaxsearch as js
 from jaxsearch.games import garnet, hashed, stack_states, tictactoe
 from jaxsearch.game import Estimate
 
+import bit_exact
+
 GOLDEN = Path(__file__).resolve().parent / "golden" / "trees.json"
 REGENERATE = os.environ.get("JAXSEARCH_GOLDEN_REGENERATE", "").strip() not in ("", "0")
 KEY = 20240611
@@ -103,9 +105,7 @@ def _ttt_action_values(params, key, states):
 # half as long. Digests are only ever compared with others compiled the same way: with XLA's
 # default CPU code generator, the one users get, even where the rest of the suite runs on the
 # older, faster-compiling one (tests/conftest.py).
-COMPILER_OPTIONS = {"xla_backend_optimization_level": 0}
-if "xla_cpu_use_fusion_emitters" in os.environ.get("XLA_FLAGS", ""):
-  COMPILER_OPTIONS["xla_cpu_use_fusion_emitters"] = True
+COMPILER_OPTIONS = {"xla_backend_optimization_level": 0, **bit_exact.DEFAULT_CODEGEN}
 
 
 def _compiled(fn, *args):

@@ -458,6 +458,7 @@ def test_symmetry_masks_the_same_guesses_batched(monkeypatch):
 
 def test_batched_states_env_var_picks_the_program(monkeypatch):
   from jaxsearch.games import guessing_estimator
+
   def loops():
     """One state at a time: a lax.map (a scan) over the states, a lax.switch (cond) on each
     one's size; batched: neither (the symmetry mask keeps its loop over kept permutations).
