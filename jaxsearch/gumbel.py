@@ -368,7 +368,8 @@ def gumbel_root_rule(num_simulations: int, max_num_considered_actions: int = 16,
                         width)
 
   return RootRule("gumbel_root", score, noise, opening=opening,
-                  opening_width=min(max_num_considered_actions, num_simulations))
+                  opening_width=min(max_num_considered_actions, num_simulations),
+                  schedule=sequential_halving_visits)
 
 
 def root_decision(noise: jax.Array, prior_logits: jax.Array, values: jax.Array,

@@ -204,9 +204,10 @@ def main(argv=None) -> int:
                       help="batch sizes of the variants part (default: the grid's)")
   parser.add_argument("--variant-games", default=None, metavar="GAME,GAME",
                       help="games of the variants part: hashed, connect_four (default both)")
-  parser.add_argument("--variant-settings", default=None, metavar="UPDATE/LEVELS,...",
-                      help="loop settings of the variants part, e.g. per_level/1,whole_path/2 "
-                           "(default: all four)")
+  parser.add_argument("--variant-settings", default=None, metavar="UPDATE/LEVELS[/phases],...",
+                      help="loop settings of the variants part, e.g. per_level/1,whole_path/2,"
+                           "whole_path/2/phases (/phases: Sequential Halving's later phases "
+                           "batched; default: all five)")
   parser.add_argument("--part", default=None, help=argparse.SUPPRESS)
   parser.add_argument("--part-cap", dest="cap", type=float, default=None,
                       help=argparse.SUPPRESS)

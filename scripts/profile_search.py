@@ -9,6 +9,7 @@ overhead inflates small kernels; compare kernels with each other, and time chang
 ``scripts/bench_ab.py``.
 
     python scripts/profile_search.py --policy gumbel --batch 1024 --simulations 32 --top 40
+    python scripts/profile_search.py --policy gumbel --batch 64 --option batched_phases=true
     python scripts/profile_search.py --from profile.tar.gz   # a trace recorded elsewhere
 
 ``record`` needs only JAX, so a trace can be taken on a machine without xprof (an
@@ -145,7 +146,17 @@ def main(argv=None) -> int:
   parser.add_argument("--from", dest="source", default=None, metavar="PATH",
                       help="analyse a recorded trace instead of running one: a folder of "
                            "record() or gpu_check.py's profile.tar.gz (every policy in it)")
+  parser.add_argument("--option", action="append", default=[], metavar="NAME=JSON",
+                      help="a SearchConfig keyword of the search, its value as JSON, e.g. "
+                           "batched_phases=true or path_update='\"whole_path\"' (repeatable)")
   args = parser.parse_args(argv)
+  options = {}
+  for option in args.option:
+    name, _, value = option.partition("=")
+    try:
+      options[name] = json.loads(value)
+    except json.JSONDecodeError:
+      parser.error(f"--option {option!r}: the value must be JSON (true, 2, \"whole_path\")")
   try:
     import xprof  # noqa: F401
   except ImportError:
@@ -154,7 +165,7 @@ def main(argv=None) -> int:
   if args.source is not None:
     return _analyse_source(args.source, args.top)
   with tempfile.TemporaryDirectory() as folder:
-    record(args.policy, args.batch, args.simulations, args.repeats, folder)
+    record(args.policy, args.batch, args.simulations, args.repeats, folder, options=options)
     print(json.dumps(analyse(folder, args.top)))
   return 0
 

@@ -127,6 +127,13 @@ class BackupRule(Protocol):
     returns the trees as those simulations would have left them. ``None`` (a class attribute)
     where the backup has no such step: the loop runs them."""
 
+  def back_up_stretch(self, model, plan, params, estimator_keys, tree, path, owner, choose):
+    """A batched stretch of a root rule's schedule (:mod:`jaxsearch.search.phases`): evaluates
+    the leaves of ``R = B·W`` walks (``path`` ``[R]``, walk ``i`` in tree ``owner[i]``, keys
+    ``[W]`` by candidate), hands their returns at the root (``f32[B, W]``) to ``choose``, which
+    replays the root rule's picks (``i32[B, W]``, ``-1``: not picked), and writes the picked
+    walks as those simulations would have; returns the trees. ``None`` (a class attribute) where the backup has no such step."""
+
   # ---- root summary (jaxsearch.summary.root_summary) ------------------------------------
 
   def root_slots(self, tree, config) -> tuple[jax.Array, jax.Array, Optional[jax.Array]]:

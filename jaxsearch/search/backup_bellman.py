@@ -308,6 +308,7 @@ class BellmanBackup:
   keeps_bounds: ClassVar[bool] = True
   # Every outcome of an expanded slot becomes a node: no batched opening.
   expand_root_children: ClassVar[None] = None
+  back_up_stretch: ClassVar[None] = None
   static_priors: ClassVar[bool] = False  # solved slots leave the legal set; widening adds
 
   @property

@@ -342,6 +342,10 @@ class MeanBackup:
   def expand_root_children(self, model, plan, params, estimator_keys, tree, slots, count):
     return _expand_root_children(model, plan, params, estimator_keys, tree, slots, count)
 
+  def back_up_stretch(self, model, plan, params, estimator_keys, tree, path, owner, choose):
+    from jaxsearch.search.backup_mean_stretch import back_up_stretch  # it imports this module
+    return back_up_stretch(model, plan, params, estimator_keys, tree, path, owner, choose)
+
   def root_slots(self, tree, config):
     del config
     legal, visits, values = tree.slots.legal[:, 0], tree.slots.visits[:, 0], tree.slots.value[:, 0]

@@ -175,17 +175,26 @@ def _exploration(tree: Tree, batch_ids, node) -> jax.Array:
       at_kids.leaves, at_kids.closed)
 
 
+def _take(field: jax.Array, owner: Optional[jax.Array], *indices) -> jax.Array:
+  """``field[b, *indices]`` for each walk, ``b`` its tree: the walk's own row of the batch, or
+  ``owner[i]`` where several walks share a tree (:func:`~jaxsearch.search.rows.take_owned`)."""
+  if owner is None:
+    return rows.take(field, *indices)
+  return rows.take_owned(field, owner, *indices)
+
+
 def _node_view(tree: Tree, node, visits, value, depth, root: RootPrior, *,
-               plan: SearchPlan) -> NodeView:
-  """``[B]`` batched :class:`NodeView` of ``node[B]``: what the selection rule sees.
-  ``node=None`` is the root of every tree, read by static slices (which fuse into their
-  readers) rather than by gathers."""
-  batch_ids = jnp.arange(tree.batch_size)
+               plan: SearchPlan, owner: Optional[jax.Array] = None) -> NodeView:
+  """``[R]`` batched :class:`NodeView` of ``node[R]``: what the selection rule sees, ``R = B``
+  walks, one per tree, or those of ``owner`` (``i32[R]``: walk ``i`` is in tree
+  ``owner[i]``). ``node=None`` is the root of every tree, read by static slices (which fuse
+  into their readers) rather than by gathers."""
+  batch_ids = jnp.arange(tree.batch_size) if owner is None else owner
   if node is None:
     at = lambda field: field[:, 0]  # noqa: E731
     logits, probs, legal = root
   else:  # a node below the root: no root noise
-    at = lambda field: rows.take(field, node)  # noqa: E731
+    at = lambda field: _take(field, owner, node)  # noqa: E731
     logits, legal = at(tree.slots.prior_logits), at(tree.slots.legal)
     probs = at(tree.slots.prior_probs) if plan.keeps_prior_probs else None
   child_visits = at(tree.slots.visits)
@@ -221,22 +230,26 @@ def _outcomes(tree: Tree, chance, outcome_keys, *, plan: SearchPlan) -> jax.Arra
 
 def _descend_one_level(cursor: _Cursor, tree: Tree, root: RootPrior, keys, *,
                        plan: SearchPlan, at_root: bool,
-                       root_context: Optional[RootContext] = None) -> _Cursor:
+                       root_context: Optional[RootContext] = None,
+                       owner: Optional[jax.Array] = None) -> _Cursor:
   """Every walking tree takes one edge: scores its node's slots, picks the slot and the
   outcome, records the edge in the path buffers and moves onto the child if it exists.
 
   ``at_root`` (static) is the first level, where every walk stands at its root: the root is
   read by static slices, and ``plan.root_selection`` (given ``root_context``), where set,
   scores it instead of the interior rule. The other levels never stand on a root, so they
-  neither mix root noise in nor score a root rule."""
+  neither mix root noise in nor score a root rule. ``owner`` (``i32[R]``, interior levels
+  only): the walks are ``R`` walks sharing trees, walk ``i`` in tree ``owner[i]``
+  (:mod:`jaxsearch.search.phases`)."""
   depth_limit = plan.max_depth
-  batch_ids = jnp.arange(tree.batch_size)
   node, at_terminal, depth, steps, go = cursor
+  walk_ids = jnp.arange(node.shape[0])
   if at_root:
     visits, value = tree.nodes.visits[:, 0], tree.nodes.value[:, 0]
   else:
-    visits, value = rows.take(tree.nodes.visits, node), rows.take(tree.nodes.value, node)
-  view = _node_view(tree, None if at_root else node, visits, value, depth, root, plan=plan)
+    visits, value = _take(tree.nodes.visits, owner, node), _take(tree.nodes.value, owner, node)
+  view = _node_view(tree, None if at_root else node, visits, value, depth, root, plan=plan,
+                    owner=owner)
   child_visits, child_values = view.child_visits, view.child_values
   if keys is not None:
     step_keys = jax.vmap(jax.random.fold_in)(keys, depth)
@@ -249,28 +262,28 @@ def _descend_one_level(cursor: _Cursor, tree: Tree, root: RootPrior, keys, *,
     scores = jax.vmap(plan.selection.score, in_axes=(0, 0 if keys is not None else None))(
         view, rule_keys)
   slot = jax.vmap(masked_argmax)(scores, view.legal)
-  slot_chances = tree.slots.chance[:, 0] if at_root else rows.take(tree.slots.chance, node)
+  slot_chances = tree.slots.chance[:, 0] if at_root else _take(tree.slots.chance, owner, node)
   chance = rows.take(slot_chances, slot)
   safe_chance = jnp.maximum(chance, 0)
   if tree.num_outcomes == 1:
     outcome = jnp.zeros_like(slot)
   else:
     outcome = _outcomes(tree, chance, outcome_keys, plan=plan)
-  child = jnp.where(chance >= 0, rows.take(tree.chance.child, safe_chance, outcome),
+  child = jnp.where(chance >= 0, _take(tree.chance.child, owner, safe_chance, outcome),
                     UNEXPANDED)
   # One packed row per edge (columns SLOT .. SLOT_VALUE, in that order); finished trees write
   # out of range.
   row = jnp.where(go, depth, depth_limit)
   slot_visits, slot_value = rows.take(child_visits, slot), rows.take(child_values, slot)
   bits = jax.lax.bitcast_convert_type(jnp.stack([value, slot_value], axis=-1), jnp.int32)
-  steps = steps.at[batch_ids, row].set(jnp.concatenate(
+  steps = steps.at[walk_ids, row].set(jnp.concatenate(
       [jnp.stack([slot, outcome, child, chance, visits, slot_visits], axis=-1), bits], axis=-1),
       mode="drop")
   depth = depth + go.astype(jnp.int32)
   safe_child = jnp.maximum(child, 0)
   moving = go & (child >= 0)
   node = jnp.where(moving, child, node)
-  at_terminal = jnp.where(moving, rows.take(tree.nodes.terminal, safe_child), at_terminal)
+  at_terminal = jnp.where(moving, _take(tree.nodes.terminal, owner, safe_child), at_terminal)
   go = moving & ~at_terminal & (depth < depth_limit)
   return _Cursor(node, at_terminal, depth, steps, go)
 
@@ -299,14 +312,14 @@ def _root_cursor(tree: Tree, steps: jax.Array, walking: Optional[jax.Array]) -> 
                  jnp.zeros((batch_size,), jnp.int32), steps, go)
 
 
-def _path_of(cursor: _Cursor, tree: Tree) -> Path:
+def _path_of(cursor: _Cursor, tree: Tree, owner: Optional[jax.Array] = None) -> Path:
   """Unpacks the finished walks into a :class:`Path`; a walk that must expand into a full tree
-  ends at its parent instead."""
-  batch_size = tree.batch_size
-  batch_ids = jnp.arange(batch_size)
+  ends at its parent instead. ``owner``: as in :func:`_descend_one_level`."""
   node, leaf_terminal, length, raw_steps, _ = cursor
-  leaf_visits = rows.take(tree.nodes.visits, node)
-  leaf_value = rows.take(tree.nodes.value, node)
+  batch_size = node.shape[0]
+  batch_ids = jnp.arange(batch_size)
+  leaf_visits = _take(tree.nodes.visits, owner, node)
+  leaf_value = _take(tree.nodes.value, owner, node)
   # Rows below the walk's depth are this descent's; the rest are an earlier one's.
   steps = jnp.where((jnp.arange(raw_steps.shape[1]) < length[:, None])[:, :, None], raw_steps,
                     jnp.array(_EMPTY_ROW, jnp.int32))
@@ -319,7 +332,8 @@ def _path_of(cursor: _Cursor, tree: Tree) -> Path:
   last = jnp.maximum(length - 1, 0)
   expand = (length > 0) & (nodes[batch_ids, length] < 0)
   # A full tree stops growing: the simulation ends at the parent and re-backs its value.
-  full = expand & (tree.num_nodes >= tree.max_nodes)
+  num_nodes = tree.num_nodes if owner is None else tree.num_nodes[owner]
+  full = expand & (num_nodes >= tree.max_nodes)
   length = jnp.where(full, last, length)
   expand = expand & ~full
   # Where the loop did not move onto an existing leaf (expand, full tree) the carried

@@ -12,7 +12,7 @@ from jaxsearch import validation
 from jaxsearch.game import per_item_keys
 from jaxsearch.model import Model
 from jaxsearch.enums import OutcomeRule
-from jaxsearch.search import opening
+from jaxsearch.search import opening, phases
 from jaxsearch.search.backup import SimulationKeys, simulation_keys
 from jaxsearch.search.config import SearchConfig
 from jaxsearch.search.descent import _select, empty_steps, root_prior
@@ -116,7 +116,8 @@ def run(model: Model, config: SearchConfig | SearchPlan, params, key, root_input
   """Runs ``config.num_simulations`` simulations on a batch of trees and returns them.
 
   From fresh roots, the simulations a root rule names up front (Gumbel MuZero's first phase)
-  run first as one batched step (:mod:`jaxsearch.search.opening`), the rest in the loop.
+  run first as one batched step (:mod:`jaxsearch.search.opening`), then each stretch of its
+  schedule's later phases as one step (:mod:`jaxsearch.search.phases`), the rest in the loop.
 
   Args:
     model: the batched world (see :mod:`jaxsearch.model`).
@@ -149,6 +150,10 @@ def run(model: Model, config: SearchConfig | SearchPlan, params, key, root_input
     with jax.named_scope("opening"):
       tree, done = opening.expand(model, plan, params, loop_key, tree, root, root_noise,
                                   opening_width)
+    tree, done = phases.run(model, plan, params, loop_key, tree, root,
+                            RootContext(noise=root_noise, simulation=done,
+                                        raw_value=root_raw_value, reused=reused),
+                            done, opening_width)
 
   def simulate(trip, carry):
     tree, steps = carry

@@ -53,6 +53,17 @@ def take(array: jax.Array, *indices) -> jax.Array:
   return _flat_view(array, len(indices))[flat_index(array.shape, *indices, drop=False)]
 
 
+def take_owned(array: jax.Array, owner: jax.Array, *indices) -> jax.Array:
+  """:func:`take` for ``R`` readers sharing rows: entry ``i`` of the result is
+  ``array[owner[i], indices[0][i], ...]`` (``owner`` and each index ``i32[R]``); out-of-range
+  indices are clamped."""
+  flat = jnp.asarray(owner, jnp.int32)
+  for size, index in zip(array.shape[1:], indices):
+    index = jnp.asarray(index, jnp.int32)
+    flat = flat * size + jnp.clip(jnp.where(index < 0, index + size, index), 0, size - 1)
+  return _flat_view(array, len(indices))[flat]
+
+
 def put(array: jax.Array, indices, values, *, add: bool = False) -> jax.Array:
   """``array.at[arange(B), *indices].set(values, mode="drop")`` (``.add`` where ``add``),
   ``indices`` a tuple of ``i32[B]``, ``values`` ``[B, ...]`` or a scalar; out-of-range

@@ -78,8 +78,16 @@ def part_bench(args) -> None:
       emit(bench.measure(workload, mine, repeats=args.repeats))
 
 
-# Loop settings compared by the ``variants`` part: (path_update, levels_per_trip).
-VARIANTS = (("per_level", 1), ("whole_path", 1), ("whole_path", 2), ("whole_path", 4))
+# Loop settings compared by the ``variants`` part: "path_update/levels_per_trip", with
+# "/phases" where Sequential Halving's later phases run batched (LoopOptions.batched_phases).
+VARIANTS = ("per_level/1", "whole_path/1", "whole_path/2", "whole_path/4", "whole_path/2/phases")
+
+
+def _loop_options(setting: str) -> dict:
+  """SearchConfig keywords of a :data:`VARIANTS` setting."""
+  update, levels, *rest = setting.split("/")
+  return {"path_update": update, "levels_per_trip": int(levels),
+          "batched_phases": rest == ["phases"]}
 
 
 def part_variants(args) -> None:
@@ -98,17 +106,16 @@ def part_variants(args) -> None:
   names = (args.variant_games.split(",") if args.variant_games
            else ["hashed"] if args.smoke else ["hashed", "connect_four"])
   games = tuple(makers[name.strip()] for name in names)
-  variants = VARIANTS[::3] if args.smoke else VARIANTS
+  variants = (VARIANTS[0], VARIANTS[-1]) if args.smoke else VARIANTS
   if args.variant_settings:
-    variants = tuple((update, int(levels)) for update, levels in (
-        setting.split("/") for setting in args.variant_settings.split(",")))
+    variants = tuple(setting.strip() for setting in args.variant_settings.split(","))
   for batch_size in batches:
     workloads = []
     for make in games:
-      for index, (update, levels) in enumerate(variants):
+      for index, setting in enumerate(variants):
         workload = make(batch_size, sims, with_mctx=with_mctx and index == 0,
-                        options={"path_update": update, "levels_per_trip": levels})
-        workloads.append((f"{update}/{levels}", workload))
+                        options=_loop_options(setting))
+        workloads.append((setting, workload))
     jobs = {(i, name): job for i, (_, w) in enumerate(workloads)
             for name, job in bench.jobs(w).items() if name != "env"}
     compiled = bench.compile_all(jobs, workers)
