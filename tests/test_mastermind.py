@@ -560,3 +560,20 @@ def test_symmetry_masks_only_equivalent_guesses_and_keeps_values():
   fixing = [e for e, (c, p) in enumerate(elements)
             if all(_apply(3, 4, c, p, g) == g for g in made)]
   assert sorted(ids[ids >= 0].tolist()) == fixing
+
+
+@pytest.mark.parametrize("block", [3, mastermind_symmetry.BATCHED_BLOCK, 64])
+def test_symmetry_mask_by_blocks_of_kept_permutations_is_the_same(block):
+  """``Symmetry.redundant`` checking several kept permutations a trip marks the same guesses
+  as one at a time, vmapped over states keeping 0 to 64 permutations and the whole group."""
+  symmetry = mm.Symmetry.build(4, 6)
+  start = symmetry.start()
+  kept = [start] + [symmetry.after(start, jnp.int32(guess)) for guess in (0, 1, 7, 21, 300)]
+  kept.append(symmetry.after(kept[2], jnp.int32(14)))
+  kept = jnp.stack(kept)
+  counts = np.sum(np.asarray(kept) >= 0, axis=1)
+  assert counts.max() == mm.MAX_SYMMETRIES and counts.min() == 0 and len(set(counts)) > 3
+  one_at_a_time = jax.jit(jax.vmap(symmetry.redundant))(kept)
+  by_block = jax.jit(jax.vmap(lambda k: symmetry.redundant(k, block)))(kept)
+  np.testing.assert_array_equal(np.asarray(by_block), np.asarray(one_at_a_time))
+  assert np.asarray(one_at_a_time).any(axis=1).all()

@@ -22,6 +22,9 @@ def code_digits(pegs: int, colours: int) -> np.ndarray:
 
 
 AT_START = -2  # ``State.symmetries[0]`` before the first guess: the whole group
+# Kept permutations one trip of the batched symmetry mask checks (Symmetry.redundant's
+# ``block``): at most 8 trips a batch instead of up to 64 on an accelerator.
+BATCHED_BLOCK = 8
 MAX_SYMMETRIES = 64  # permutations a state keeps (a subset is sound, see Symmetry)
 MAX_GROUP = 200_000  # larger groups (C! P!) are not enumerated: symmetry is then off
 
@@ -106,19 +109,30 @@ class Symmetry:
     later = jnp.where(fixes[order], symmetries[order], -1)
     return jnp.where(symmetries[0] == AT_START, jnp.asarray(self.stabiliser)[guess], later)
 
-  def redundant(self, symmetries: jax.Array) -> jax.Array:
+  def redundant(self, symmetries: jax.Array, block: int = 1) -> jax.Array:
     """``bool[N]``: guesses some kept permutation maps to a smaller code (not canonical).
 
-    A loop over the kept permutations only (they are compacted first): deep in a search
-    most states keep one or two, so this costs ``O(N)`` there rather than ``O(M N)``.
+    A loop over the kept permutations only (they are compacted first), ``block`` (static) of
+    them a trip: deep in a search most states keep one or two, so this costs ``O(N)`` there
+    rather than ``O(M N)``. Under ``vmap`` the loop runs as many trips as the state with the
+    most kept permutations needs; a larger ``block`` trades fewer trips (each one a round
+    trip to the host on an accelerator) for ``block`` times the work a trip.
     """
     codes = jnp.arange(self.digits.shape[0], dtype=jnp.int32)
     count = jnp.sum(symmetries >= 0)
+    padded = jnp.concatenate([symmetries,
+                              jnp.full((-symmetries.shape[0] % block,), -1, jnp.int32)])
 
-    def smaller(m, found):
-      return found | (self.images(symmetries[m][None], codes)[0] < codes)
+    def smaller(trip, found):
+      ids = jax.lax.dynamic_slice_in_dim(padded, trip * block, block)
+      # One permutation at a time within the trip (unrolled): XLA turns each into a cheap
+      # elementwise pass over the codes, where a [block, N] image is a gather of N·block·P.
+      for index in range(block):
+        found = found | ((self.images(ids[index][None], codes)[0] < codes) & (ids[index] >= 0))
+      return found
 
-    found = jax.lax.fori_loop(0, count, smaller, jnp.zeros(codes.shape, bool))
+    found = jax.lax.fori_loop(0, (count + block - 1) // block, smaller,
+                              jnp.zeros(codes.shape, bool))
     return jnp.where(symmetries[0] == AT_START, ~jnp.asarray(self.canonical_at_start), found)
 
 
@@ -138,7 +152,8 @@ def with_symmetry(game: Game, estimator: Estimator, symmetry: Symmetry):
 
   def estimate(params, key, states) -> Estimate:
     out = estimator(params, key, states.replace(symmetries=None))
-    redundant = (jax.vmap(symmetry.redundant)(states.symmetries) if all_states_at_once()
+    redundant = (jax.vmap(lambda kept: symmetry.redundant(kept, BATCHED_BLOCK))(
+        states.symmetries) if all_states_at_once()
                  else jax.lax.map(symmetry.redundant, states.symmetries))
     return out.replace(action_values=jnp.where(redundant, -jnp.inf, out.action_values))
 
