@@ -113,3 +113,16 @@ def test_a_drawing_estimator_gets_a_stretchs_keys_by_candidate():
   assert np.all(np.asarray(batched.num_nodes) == 21)
   assert np.all(np.asarray(batched.nodes.visits[:, 0]) == 21)
   assert not np.array_equal(np.asarray(batched.nodes.value), np.asarray(looped.nodes.value))
+
+
+def test_the_phases_walk_into_finished_games():
+  """Positions five moves from the end, every move considered: the stretches' walks reach won
+  and drawn games (terminal leaves, re-backed values) as the loop's do."""
+  roots = stack_states([tictactoe.state_from_moves(m) for m in (
+      [0, 4, 8, 2], [4, 0, 2, 6], [1, 4, 7, 3], [0, 1, 3, 4])])
+  batched, looped = _trees(tictactoe.GAME, js.estimators.uniform(), roots,
+                           num_simulations=40, max_num_considered_actions=5)
+  terminal = np.asarray(batched.nodes.terminal) & (
+      np.arange(batched.nodes.terminal.shape[1]) < np.asarray(batched.num_nodes)[:, None])
+  assert terminal.any(axis=1).all()
+  _assert_same(batched, looped)
