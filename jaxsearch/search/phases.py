@@ -11,11 +11,18 @@ its loop each. Here every candidate of a stretch walks at once (``R = B·W`` wal
 candidates, :func:`_walk`), all the leaves are evaluated in one model call, and the root rule
 then replays the stretch's picks with the returns known (:func:`_replay`); the backup writes
 the picked walks' nodes in pick order (``BackupRule.back_up_stretch``). The tree is the one the
-loop builds: the same picks, nodes, values and float operations in the same order.
+loop builds: the same picks, nodes, values and float operations in the same order, but for
+the last bit of the children's prior probabilities, a softmax XLA may round differently over
+``B·W`` rows than over ``B`` (as with the opening). An estimator that draws gets a stretch's
+keys by candidate (those of simulations ``start .. start + W - 1``), not by pick.
 
-A stretch evaluates all ``W`` candidates for its ``L <= W`` picks; a tree whose root did not
-open with the full ``m`` slots, or whose root does not walk, sits the stretches out and runs
-its simulations in the loop (:func:`jaxsearch.search.opening.restore_idle_roots`).
+Off by default (``LoopOptions.batched_phases``): a stretch walks and evaluates all ``W``
+candidates for its ``L <= W`` picks and still scores the root once per pick, which on a CPU,
+where the search is bound by its arithmetic, costs more than the loop's trips it saves.
+
+A tree whose root did not open with the full ``m`` slots, or whose root does not walk, sits
+the stretches out and runs its simulations in the loop
+(:func:`jaxsearch.search.opening.restore_idle_roots`).
 """
 
 from __future__ import annotations
