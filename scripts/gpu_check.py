@@ -165,7 +165,8 @@ def _summary(records: list[dict], statuses: list[dict]) -> str:
           f"{'–' if peak is None else round(peak / 2**30, 2)} |")
   variant_rows = [r for r in by_part.get("variants", []) if "workload" in r]
   if variant_rows:
-    lines += ["", "Loop settings (path update / descent levels per trip; the same trees), S = "
+    lines += ["", "Loop settings (path update / descent levels per trip [/ Gumbel's later "
+              "phases batched]; the same trees), S = "
               f"{variant_rows[0]['simulations']}, simulations per second (millions):", "",
               "| workload | B | setting | XLA_FLAGS | PUCT | Gumbel | mctx muzero | mctx gumbel |",
               "|---|---|---|---|---|---|---|---|"]
