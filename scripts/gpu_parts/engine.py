@@ -130,6 +130,7 @@ def part_variants(args) -> None:
 PROFILES = {
     "puct_hashed": ("puct", "hashed", 4096, {}),
     "gumbel_hashed": ("gumbel", "hashed", 4096, {}),
+    "gumbel_hashed_phases": ("gumbel", "hashed", 4096, {"batched_phases": True}),
     "puct_connect_four_whole_path": ("puct", "connect_four", 32768,
                                      {"path_update": "whole_path"}),
     "puct_connect_four_per_level": ("puct", "connect_four", 32768,
