@@ -64,7 +64,7 @@ def test_take_and_put_under_jit_and_vmap():
   assert float(taken[0, 2, 0]) == float(array[2, 3, 4, 0])  # node -1 is the last, slot 7 reads 4
 
 
-def test_take_owned_reads_rows_shared_by_several_readers_under_jit_and_vmap():
+def test_take_with_owners_reads_rows_shared_by_several_readers_under_jit_and_vmap():
   """``R`` readers, reader ``i`` in row ``owner[i]``: NumPy-style reads, indices clamped."""
   array = _array()
   owner = jnp.array([0, 0, 2, 1, 2], jnp.int32)
@@ -72,10 +72,11 @@ def test_take_owned_reads_rows_shared_by_several_readers_under_jit_and_vmap():
   slot = jnp.array([0, 4, 2, -2, 1], jnp.int32)
   expected = array[owner, jnp.clip(jnp.where(node < 0, node + 4, node), 0, 3),
                    jnp.where(slot < 0, slot + 5, slot)]
-  np.testing.assert_array_equal(jax.jit(rows.take_owned)(array, owner, node, slot), expected)
+  take = lambda a, *indices: rows.take(a, *indices, owner=owner)  # noqa: E731
+  np.testing.assert_array_equal(jax.jit(take)(array, node, slot), expected)
   stacked = jnp.stack([array, array + 100.0])
-  taken = jax.vmap(rows.take_owned, in_axes=(0, None, None, None))(stacked, owner, node, slot)
+  taken = jax.vmap(take, in_axes=(0, None, None))(stacked, node, slot)
   np.testing.assert_array_equal(taken, jnp.stack([expected, expected + 100.0]))
   # One index: whole rows [R, K, extra].
-  np.testing.assert_array_equal(rows.take_owned(array, owner, node),
+  np.testing.assert_array_equal(take(array, node),
                                 array[owner, jnp.clip(jnp.where(node < 0, node + 4, node), 0, 3)])

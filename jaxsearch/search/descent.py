@@ -117,6 +117,15 @@ class Step(NamedTuple):
   slot_value: jax.Array  # f32
 
 
+def pack_step(slot, outcome, child, chance, node_visits, slot_visits, node_value,
+              slot_value) -> jax.Array:
+  """``i32[..., 8]`` packed rows of the step buffer (columns :data:`SLOT` ..
+  :data:`SLOT_VALUE`; the values as their float32 bits): :func:`unpack_steps`' inverse."""
+  bits = jax.lax.bitcast_convert_type(jnp.stack([node_value, slot_value], axis=-1), jnp.int32)
+  return jnp.concatenate([jnp.stack([slot, outcome, child, chance, node_visits, slot_visits],
+                                    axis=-1), bits], axis=-1)
+
+
 def unpack_steps(steps: jax.Array) -> Step:
   """:class:`Step` of packed rows ``i32[..., 8]`` (the values travel as their float32 bits)."""
   column = lambda index: steps[..., index]  # noqa: E731
@@ -175,14 +184,6 @@ def _exploration(tree: Tree, batch_ids, node) -> jax.Array:
       at_kids.leaves, at_kids.closed)
 
 
-def _take(field: jax.Array, owner: Optional[jax.Array], *indices) -> jax.Array:
-  """``field[b, *indices]`` for each walk, ``b`` its tree: the walk's own row of the batch, or
-  ``owner[i]`` where several walks share a tree (:func:`~jaxsearch.search.rows.take_owned`)."""
-  if owner is None:
-    return rows.take(field, *indices)
-  return rows.take_owned(field, owner, *indices)
-
-
 def _node_view(tree: Tree, node, visits, value, depth, root: RootPrior, *,
                plan: SearchPlan, owner: Optional[jax.Array] = None) -> NodeView:
   """``[R]`` batched :class:`NodeView` of ``node[R]``: what the selection rule sees, ``R = B``
@@ -194,7 +195,7 @@ def _node_view(tree: Tree, node, visits, value, depth, root: RootPrior, *,
     at = lambda field: field[:, 0]  # noqa: E731
     logits, probs, legal = root
   else:  # a node below the root: no root noise
-    at = lambda field: _take(field, owner, node)  # noqa: E731
+    at = lambda field: rows.take(field, node, owner=owner)  # noqa: E731
     logits, legal = at(tree.slots.prior_logits), at(tree.slots.legal)
     probs = at(tree.slots.prior_probs) if plan.keeps_prior_probs else None
   child_visits = at(tree.slots.visits)
@@ -247,7 +248,8 @@ def _descend_one_level(cursor: _Cursor, tree: Tree, root: RootPrior, keys, *,
   if at_root:
     visits, value = tree.nodes.visits[:, 0], tree.nodes.value[:, 0]
   else:
-    visits, value = _take(tree.nodes.visits, owner, node), _take(tree.nodes.value, owner, node)
+    visits = rows.take(tree.nodes.visits, node, owner=owner)
+    value = rows.take(tree.nodes.value, node, owner=owner)
   view = _node_view(tree, None if at_root else node, visits, value, depth, root, plan=plan,
                     owner=owner)
   child_visits, child_values = view.child_visits, view.child_values
@@ -262,28 +264,29 @@ def _descend_one_level(cursor: _Cursor, tree: Tree, root: RootPrior, keys, *,
     scores = jax.vmap(plan.selection.score, in_axes=(0, 0 if keys is not None else None))(
         view, rule_keys)
   slot = jax.vmap(masked_argmax)(scores, view.legal)
-  slot_chances = tree.slots.chance[:, 0] if at_root else _take(tree.slots.chance, owner, node)
+  slot_chances = (tree.slots.chance[:, 0] if at_root
+                  else rows.take(tree.slots.chance, node, owner=owner))
   chance = rows.take(slot_chances, slot)
   safe_chance = jnp.maximum(chance, 0)
   if tree.num_outcomes == 1:
     outcome = jnp.zeros_like(slot)
   else:
     outcome = _outcomes(tree, chance, outcome_keys, plan=plan)
-  child = jnp.where(chance >= 0, _take(tree.chance.child, owner, safe_chance, outcome),
-                    UNEXPANDED)
+  child = jnp.where(chance >= 0,
+                    rows.take(tree.chance.child, safe_chance, outcome, owner=owner), UNEXPANDED)
   # One packed row per edge (columns SLOT .. SLOT_VALUE, in that order); finished trees write
   # out of range.
   row = jnp.where(go, depth, depth_limit)
   slot_visits, slot_value = rows.take(child_visits, slot), rows.take(child_values, slot)
-  bits = jax.lax.bitcast_convert_type(jnp.stack([value, slot_value], axis=-1), jnp.int32)
-  steps = steps.at[walk_ids, row].set(jnp.concatenate(
-      [jnp.stack([slot, outcome, child, chance, visits, slot_visits], axis=-1), bits], axis=-1),
+  steps = steps.at[walk_ids, row].set(
+      pack_step(slot, outcome, child, chance, visits, slot_visits, value, slot_value),
       mode="drop")
   depth = depth + go.astype(jnp.int32)
   safe_child = jnp.maximum(child, 0)
   moving = go & (child >= 0)
   node = jnp.where(moving, child, node)
-  at_terminal = jnp.where(moving, _take(tree.nodes.terminal, owner, safe_child), at_terminal)
+  at_terminal = jnp.where(moving, rows.take(tree.nodes.terminal, safe_child, owner=owner),
+                          at_terminal)
   go = moving & ~at_terminal & (depth < depth_limit)
   return _Cursor(node, at_terminal, depth, steps, go)
 
@@ -318,8 +321,8 @@ def _path_of(cursor: _Cursor, tree: Tree, owner: Optional[jax.Array] = None) -> 
   node, leaf_terminal, length, raw_steps, _ = cursor
   batch_size = node.shape[0]
   batch_ids = jnp.arange(batch_size)
-  leaf_visits = _take(tree.nodes.visits, owner, node)
-  leaf_value = _take(tree.nodes.value, owner, node)
+  leaf_visits = rows.take(tree.nodes.visits, node, owner=owner)
+  leaf_value = rows.take(tree.nodes.value, node, owner=owner)
   # Rows below the walk's depth are this descent's; the rest are an earlier one's.
   steps = jnp.where((jnp.arange(raw_steps.shape[1]) < length[:, None])[:, :, None], raw_steps,
                     jnp.array(_EMPTY_ROW, jnp.int32))

@@ -37,7 +37,7 @@ from jaxsearch.search import rows
 from jaxsearch.search.backup import simulation_keys
 from jaxsearch.search.backup_mean import _running_mean
 from jaxsearch.search.descent import (Path, RootPrior, _Cursor, _descend_one_level, _node_view,
-                                      _path_of, empty_steps)
+                                      _path_of, empty_steps, pack_step)
 from jaxsearch.search.plan import SearchPlan
 from jaxsearch.selection.base import RootContext, masked_argmax
 from jaxsearch.tree import Tree
@@ -69,7 +69,7 @@ def stretches(plan: SearchPlan, opening_width: int) -> tuple[Stretch, ...]:
   that is not non-decreasing), go to the loop."""
   rule = plan.root_selection
   if (not opening_width or rule.schedule is None or not plan.loops.batched_phases or
-      getattr(plan.backup, "back_up_stretch", None) is None or plan.selection.needs_key or
+      plan.backup.back_up_stretch is None or plan.selection.needs_key or
       plan.num_outcomes != 1 or plan.entropy is not None or
       plan.max_nodes < plan.num_simulations + 1 or
       opening_width != min(rule.opening_width, plan.num_slots)):
@@ -144,17 +144,15 @@ def _walk(plan: SearchPlan, tree: Tree, root: RootPrior, slots: jax.Array, owner
   is longer than ``max_length`` edges (static: the paths' buffers have that many rows). The
   tree rides through the loop, as in :func:`~jaxsearch.search.descent._select`."""
   num_walks = slots.shape[0]
-  chance = rows.take_owned(tree.slots.chance[:, 0], owner, slots)
-  child = rows.take_owned(tree.chance.child, owner, jnp.maximum(chance, 0),
-                          jnp.zeros_like(chance))
-  root_visits, root_value = tree.nodes.visits[owner, 0], tree.nodes.value[owner, 0]
-  slot_visits = rows.take_owned(tree.slots.visits[:, 0], owner, slots)
-  slot_value = rows.take_owned(tree.slots.value[:, 0], owner, slots)
-  bits = jax.lax.bitcast_convert_type(jnp.stack([root_value, slot_value], axis=-1), jnp.int32)
-  first = jnp.concatenate([jnp.stack([slots, jnp.zeros_like(slots), child, chance, root_visits,
-                                      slot_visits], axis=-1), bits], axis=-1)
+  at_root = lambda field: rows.take(field[:, 0], slots, owner=owner)  # noqa: E731
+  chance = at_root(tree.slots.chance)
+  outcome = jnp.zeros_like(chance)
+  child = rows.take(tree.chance.child, jnp.maximum(chance, 0), outcome, owner=owner)
+  first = pack_step(slots, outcome, child, chance, tree.nodes.visits[owner, 0],
+                    at_root(tree.slots.visits), tree.nodes.value[owner, 0],
+                    at_root(tree.slots.value))
   steps = empty_steps(num_walks, max_length).at[:, 0].set(first)
-  terminal = rows.take_owned(tree.nodes.terminal, owner, jnp.maximum(child, 0))
+  terminal = rows.take(tree.nodes.terminal, jnp.maximum(child, 0), owner=owner)
   depth = walking.astype(jnp.int32)
   go = walking & (child >= 0) & ~terminal & (depth < plan.max_depth)
   cursor = _Cursor(jnp.where(walking, child, 0), terminal & walking, depth, steps, go)

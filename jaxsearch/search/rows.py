@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 
 
-def flat_index(shape, *indices, drop: bool = True) -> jax.Array:
+def flat_index(shape, *indices, drop: bool = True, owner=None) -> jax.Array:
   """``i32[B]`` the flat index of entry ``(b, *indices)`` of an array of ``shape``
   (``[B, D1, ..., Dm, ...]``, each index ``i32[B]``) viewed as ``[B·D1·…·Dm, ...]``.
 
@@ -24,9 +24,13 @@ def flat_index(shape, *indices, drop: bool = True) -> jax.Array:
   clamped (``drop=False``, what a gather does). The result's entries are distinct either
   way (one per row), which lets :func:`put_flat` tell XLA that its indices are unique.
   Compute it once where several arrays of one shape are written at the same entries.
+
+  ``owner`` (``i32[R]``, reads only): ``R`` entries whose row is ``owner[i]`` instead of
+  ``i``, each index ``i32[R]``; several may share a row, so the entries may repeat.
   """
-  batch_size = shape[0]
-  flat = jnp.arange(batch_size, dtype=jnp.int32)
+  flat = (jnp.arange(shape[0], dtype=jnp.int32) if owner is None
+          else jnp.asarray(owner, jnp.int32))
+  batch_size = flat.shape[0]
   valid = jnp.ones((batch_size,), bool)
   for size, index in zip(shape[1:], indices):
     index = jnp.asarray(index, jnp.int32)
@@ -46,22 +50,14 @@ def _flat_view(array: jax.Array, depth: int) -> jax.Array:
   return array.reshape((-1,) + array.shape[1 + depth:])
 
 
-def take(array: jax.Array, *indices) -> jax.Array:
+def take(array: jax.Array, *indices, owner=None) -> jax.Array:
   """``array[arange(B), *indices]`` (``array`` ``[B, D1, ..., Dm, ...]``, each index
   ``i32[B]``): entry ``b`` of the result is ``array[b, indices[0][b], ...]``, shape
-  ``[B, ...]``. Out-of-range indices are clamped, as in a JAX gather."""
-  return _flat_view(array, len(indices))[flat_index(array.shape, *indices, drop=False)]
-
-
-def take_owned(array: jax.Array, owner: jax.Array, *indices) -> jax.Array:
-  """:func:`take` for ``R`` readers sharing rows: entry ``i`` of the result is
-  ``array[owner[i], indices[0][i], ...]`` (``owner`` and each index ``i32[R]``); out-of-range
-  indices are clamped."""
-  flat = jnp.asarray(owner, jnp.int32)
-  for size, index in zip(array.shape[1:], indices):
-    index = jnp.asarray(index, jnp.int32)
-    flat = flat * size + jnp.clip(jnp.where(index < 0, index + size, index), 0, size - 1)
-  return _flat_view(array, len(indices))[flat]
+  ``[B, ...]``. Out-of-range indices are clamped, as in a JAX gather. ``owner``
+  (``i32[R]``): ``R`` readers sharing rows, entry ``i`` is ``array[owner[i],
+  indices[0][i], ...]`` (each index ``i32[R]``)."""
+  return _flat_view(array, len(indices))[flat_index(array.shape, *indices, drop=False,
+                                                    owner=owner)]
 
 
 def put(array: jax.Array, indices, values, *, add: bool = False) -> jax.Array:
