@@ -118,7 +118,7 @@ class RootDecision:
     improved = winner = None
     if self.gumbel is not None:
       slot, improved_slots = self.gumbel.decide(tree, root_noise)
-      winner = jnp.take_along_axis(tree.slots.action[:, 0], slot[:, None], axis=1)[:, 0]
+      winner = jnp.take_along_axis(tree.slots.actions()[:, 0], slot[:, None], axis=1)[:, 0]
       improved = slots_to_actions(tree, improved_slots, num_actions)
     pibar = None
     if RootPolicy.PIBAR is self.play or PolicyTarget.PIBAR is self.target:

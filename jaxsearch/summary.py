@@ -69,7 +69,7 @@ def slots_to_actions(tree: Tree, slot_values, num_actions: int, fill=0.0) -> jax
   batch_ids = jnp.arange(tree.batch_size)[:, None]
   legal = tree.slots.legal[:, 0]
   return jnp.full((tree.batch_size, num_actions), fill, slot_values.dtype).at[
-      batch_ids, tree.slots.action[:, 0]].set(jnp.where(legal, slot_values, fill))
+      batch_ids, tree.slots.actions()[:, 0]].set(jnp.where(legal, slot_values, fill))
 
 
 def root_view(tree: Tree) -> selection_lib.NodeView:
@@ -81,9 +81,9 @@ def root_view(tree: Tree) -> selection_lib.NodeView:
   return selection_lib.NodeView(
       visits=tree.nodes.visits[:, 0], value=tree.nodes.value[:, 0],
       child_visits=root.visits, child_values=child_values,
-      prior_logits=root.prior_logits, action_values=root.action_value,
+      prior_logits=root.prior_logits, action_values=root.action_values(),
       legal=root.legal, depth=jnp.zeros((tree.batch_size,), jnp.int32),
-      debiased_values=jnp.where(root.visits > 0, child_values, root.action_value),
+      debiased_values=jnp.where(root.visits > 0, child_values, root.action_values()),
       value_variance=zeros, upper_bounds=zeros + jnp.float32(3.0e38))
 
 
@@ -100,7 +100,7 @@ def _to_actions(tree: Tree, num_actions: int, slot_values, how: str) -> jax.Arra
   """``[B, A]`` from the roots' ``[B, K]`` slot values by ``.at[...].add`` or ``.max``."""
   batch_ids = jnp.arange(tree.batch_size)[:, None]
   zeros = jnp.zeros((tree.batch_size, num_actions), slot_values.dtype)
-  return getattr(zeros.at[batch_ids, tree.slots.action[:, 0]], how)(slot_values)
+  return getattr(zeros.at[batch_ids, tree.slots.actions()[:, 0]], how)(slot_values)
 
 
 def _from_visits(visits, legal, most, greedy, temperature: float, key):

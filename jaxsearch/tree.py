@@ -35,6 +35,7 @@ from typing import Any, Optional
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from jaxsearch.debias import DebiasStats
@@ -77,11 +78,14 @@ class SlotStats:
   """Action slots, ``[B, N, K]``.
 
   Attributes:
-    action: i32, the action a slot stands for.
+    action: i32, the action a slot stands for; ``None`` where slot ``k`` is action ``k`` at
+      every node (``K = A``, no widening: the search's default), so that the tree does not
+      store a copy of ``arange(K)`` per node. Read it through :meth:`actions`.
     legal: bool, the slot holds a legal action the search may use (a candidate; with widening
       only slots ``< nodes.num_active`` are active).
     prior_logits: f32, the estimator's prior logit (unnormalised).
-    action_value: f32, the estimator's action value q̂1 (0 when it gives none).
+    action_value: f32, the estimator's action value q̂1; ``None`` where the estimator gives
+      none (every q̂1 is then 0). Read it through :meth:`action_values`.
     visits: i32, simulations through the slot.
     value: f32, the tree's estimate Q(s, a) (running mean of returns, mover's view); with the
       Bellman backup q̂2, initialised to q̂1.
@@ -91,14 +95,30 @@ class SlotStats:
       (``SearchConfig.keeps_prior_probs``).
   """
 
-  action: jax.Array
+  action: Optional[jax.Array]
   legal: jax.Array
   prior_logits: jax.Array
-  action_value: jax.Array
+  action_value: Optional[jax.Array]
   visits: jax.Array
   value: jax.Array
   chance: jax.Array
   prior_probs: Optional[jax.Array] = None
+
+  def actions(self) -> jax.Array:
+    """``i32[..., K]`` (the shape of ``visits``) the action each slot stands for: the stored
+    ``action``, or slot ``k`` → action ``k`` where the tree does not store it."""
+    if self.action is not None:
+      return self.action
+    xp = np if isinstance(self.visits, np.ndarray) else jnp  # a host tree stays on the host
+    return xp.broadcast_to(xp.arange(self.visits.shape[-1], dtype=xp.int32), self.visits.shape)
+
+  def action_values(self) -> jax.Array:
+    """``f32[..., K]`` the estimator's q̂1 of each slot: the stored ``action_value``, or 0
+    where the estimator gives none."""
+    if self.action_value is not None:
+      return self.action_value
+    xp = np if isinstance(self.visits, np.ndarray) else jnp
+    return xp.zeros(self.visits.shape, xp.float32)
 
 
 @struct.dataclass
@@ -277,7 +297,8 @@ def write(part, new, index):
 def allocate(batch_size: int, max_nodes: int, num_slots: int, num_outcomes: int,
              state_example: Any, num_buckets: Optional[int] = None, slot_bounds: bool = False,
              entropy: bool = False, max_chance: Optional[int] = None,
-             prior_probs: bool = False) -> Tree:
+             prior_probs: bool = False, slot_actions: bool = True,
+             action_values: bool = True) -> Tree:
   """An empty batch of trees (``num_nodes == 0``).
 
   Args:
@@ -288,6 +309,10 @@ def allocate(batch_size: int, max_nodes: int, num_slots: int, num_outcomes: int,
     entropy: keep the subtree-entropy statistics (``tree.entropy``).
     max_chance: ``C``, chance records per tree (``None``: ``N``).
     prior_probs: keep each node's prior probabilities (``tree.slots.prior_probs``).
+    slot_actions: store which action each slot holds (``tree.slots.action``); ``False``
+      where slot ``k`` is always action ``k``.
+    action_values: store the estimator's q̂1 (``tree.slots.action_value``); ``False`` where
+      it gives none.
   """
   c = max_nodes if max_chance is None else max_chance
   for name, size in (("batch_size", batch_size), ("max_nodes", max_nodes),
@@ -311,9 +336,11 @@ def allocate(batch_size: int, max_nodes: int, num_slots: int, num_outcomes: int,
                              state_example),
           num_active=full((n,), k, i32)),
       slots=SlotStats(
-          action=jnp.broadcast_to(jnp.arange(k, dtype=i32), (b, n, k)),
+          action=(jnp.broadcast_to(jnp.arange(k, dtype=i32), (b, n, k)) if slot_actions
+                  else None),
           legal=full((n, k), False, bool), prior_logits=full((n, k), 0, f32),
-          action_value=full((n, k), 0, f32), visits=full((n, k), 0, i32),
+          action_value=full((n, k), 0, f32) if action_values else None,
+          visits=full((n, k), 0, i32),
           value=full((n, k), 0, f32), chance=full((n, k), UNEXPANDED, i32),
           prior_probs=full((n, k), 0, f32) if prior_probs else None),
       chance=ChanceRecords(
@@ -341,7 +368,9 @@ def empty_like(tree: Tree, batch_size: Optional[int] = None) -> Tree:
                   tree.num_slots, tree.num_outcomes,
                   jax.tree.map(lambda x: x[0, 0], tree.nodes.state), tree.num_buckets,
                   slot_bounds=tree.slot_bounds is not None, entropy=tree.entropy is not None,
-                  max_chance=tree.max_chance, prior_probs=tree.slots.prior_probs is not None)
+                  max_chance=tree.max_chance, prior_probs=tree.slots.prior_probs is not None,
+                  slot_actions=tree.slots.action is not None,
+                  action_values=tree.slots.action_value is not None)
 
 
 def root_child(tree: Tree, action: jax.Array, outcome: jax.Array | int = 0) -> jax.Array:
@@ -358,8 +387,9 @@ def root_child(tree: Tree, action: jax.Array, outcome: jax.Array | int = 0) -> j
 
   def one(tree_row, action, outcome):
     slots = tree_row.slots
-    slot = jnp.argmax(slots.action[0] == action)
-    has_slot = jnp.any(slots.action[0] == action) & slots.legal[0, slot]
+    root_actions = slots.actions()[0]
+    slot = jnp.argmax(root_actions == action)
+    has_slot = jnp.any(root_actions == action) & slots.legal[0, slot]
     chance = slots.chance[0, slot]
     child = tree_row.chance.child[jnp.maximum(chance, 0), outcome]
     return jnp.where(has_slot & (chance >= 0) & (tree_row.num_nodes > 0), child, UNEXPANDED)

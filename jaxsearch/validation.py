@@ -217,7 +217,7 @@ def check_output(out, tolerance: float = PROB_TOLERANCE) -> None:
   tree = out.tree
   check_tree(tree, tolerance)
   root_legal = tree.slots.legal[:, 0]
-  root_actions = tree.slots.action[:, 0]
+  root_actions = tree.slots.actions()[:, 0]
   has_legal = jnp.any(root_legal, axis=-1)
   chosen_legal = jnp.any(root_legal & (root_actions == out.action[:, None]), axis=-1)
   ok = jnp.where(has_legal, chosen_legal, out.action == -1)

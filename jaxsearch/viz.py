@@ -173,8 +173,10 @@ def _host_tree(tree: Tree, index: int, max_depth: int, min_visits: int,
     raise ValueError(f"cuts must be max_depth >= 0, min_visits >= 0, max_children >= 1 or "
                      f"None, max_per_level >= 1 or None; got {max_depth}, {min_visits}, "
                      f"{max_children}, {max_per_level}")
+  # Every slot field as an array (a search's tree may leave the constant ones out).
+  slots = tree.slots.replace(action=tree.slots.actions(), action_value=tree.slots.action_values())
   host = jax.tree.map(lambda x: np.asarray(x[index]),
-                      tree.replace(nodes=tree.nodes.replace(state=None)))
+                      tree.replace(nodes=tree.nodes.replace(state=None), slots=slots))
   if int(host.num_nodes) == 0:
     raise ValueError(f"tree {index} is empty (num_nodes == 0): nothing to draw")
   return host

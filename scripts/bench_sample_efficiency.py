@@ -124,7 +124,7 @@ def root_record(out):
   slot_bound = jnp.where(legal, tree.slot_bounds.bound[:, 0], -jnp.inf)
   best_slot = jnp.argmax(slot_bound, axis=-1)
   beaten = slot_bound[rows, best_slot] >= tree.bounds.bound[:, 0]
-  bound_action = jnp.where(beaten, tree.slots.action[rows, 0, best_slot], 0)
+  bound_action = jnp.where(beaten, tree.slots.actions()[rows, 0, best_slot], 0)
   visited = out.visit_counts > 0
   q3_action = jnp.argmax(jnp.where(visited, out.q_values, -jnp.inf), axis=-1)
   q3_action = jnp.where(jnp.any(visited, axis=-1), q3_action, out.action)
@@ -182,7 +182,7 @@ def calibration(search, roots, key, steps: int, q_root, checkpoints=(50, 200, 10
       visits = tree.slots.visits[:, 0]
       q3 = tree.slots.value[:, 0] + jax.vmap(debias.correction)(stats, visits)
       sigma2 = jax.vmap(debias.variance)(stats, visits)
-      outs.append((tree.slots.action[:, 0], visits, q3, sigma2, tree.slot_bounds.solved[:, 0]))
+      outs.append((tree.slots.actions()[:, 0], visits, q3, sigma2, tree.slot_bounds.solved[:, 0]))
     return outs
 
   q_root = np.asarray(q_root, np.float64)

@@ -310,8 +310,8 @@ def test_avts_without_widening_solves_exactly_and_clamps_num_slots():
   alloc = _allocated(tree)
   np.testing.assert_array_equal(tree.nodes.num_active[alloc], SMALL.num_actions)
   # K = A without widening: slot k is action k.
-  np.testing.assert_array_equal(tree.slots.action[alloc],
-                                np.broadcast_to(np.arange(3), tree.slots.action[alloc].shape))
+  np.testing.assert_array_equal(tree.slots.actions()[alloc],
+                                np.broadcast_to(np.arange(3), tree.slots.actions()[alloc].shape))
   _assert_solved_exactly(SMALL, out)
   np.testing.assert_array_equal(np.asarray(out.tree.num_nodes), _full_tree_size(SMALL)[0])
 
@@ -337,13 +337,13 @@ def test_widening_invariants_after_every_simulation():
     np.testing.assert_array_equal(candidates[live], num_slots, err_msg=where)
     assert np.all((num_active[live] >= 1) & (num_active[live] <= candidates[live])), where
     # Slots hold distinct actions, ordered by decreasing q̂1, and their q̂1 is the estimator's.
-    np.testing.assert_array_equal(np.sort(tree.slots.action[live], -1),
-                                  np.broadcast_to(slots, tree.slots.action[live].shape), where)
+    np.testing.assert_array_equal(np.sort(tree.slots.actions()[live], -1),
+                                  np.broadcast_to(slots, tree.slots.actions()[live].shape), where)
     node_q1 = _node_lookup(tree, q1)
-    expected_q1 = np.take_along_axis(node_q1, tree.slots.action, -1)
-    np.testing.assert_allclose(tree.slots.action_value[live], expected_q1[live], rtol=1e-6,
+    expected_q1 = np.take_along_axis(node_q1, tree.slots.actions(), -1)
+    np.testing.assert_allclose(tree.slots.action_values()[live], expected_q1[live], rtol=1e-6,
                                err_msg=where)
-    assert np.all(np.diff(tree.slots.action_value[live], axis=-1) <= 0), where
+    assert np.all(np.diff(tree.slots.action_values()[live], axis=-1) <= 0), where
     # Only slots 0 .. num_active - 1 were ever visited or expanded.
     inactive = live[..., None] & ~active
     assert not np.any(visits[inactive]) and np.all(tree.slots.chance[inactive] < 0), where
@@ -392,7 +392,7 @@ def test_achievable_bound_is_monotone_admissible_and_above_the_pessimistic_value
   for tree in trees[::8] + [_np_tree(out.tree)]:
     expanded = _allocated(tree)[..., None] & (tree.slots.chance >= 0)
     assert np.all(tree.slot_bounds.bound[~expanded] == NO_BOUND)
-    slot_q_star = np.take_along_axis(_node_lookup(tree, q_star), tree.slots.action, -1)
+    slot_q_star = np.take_along_axis(_node_lookup(tree, q_star), tree.slots.actions(), -1)
     assert np.all(tree.slot_bounds.bound[expanded] <= slot_q_star[expanded] + 1e-5)
 
 
@@ -418,10 +418,10 @@ def test_a_solved_slot_competes_on_value_with_the_most_visited():
       solved=tree.slot_bounds.solved.at[0, 0, slot].set(True)))
   out = js.policies.root_summary(patched, SMALL.num_actions, 0.0, jax.random.PRNGKey(0),
                                  search.config)
-  assert int(out.action[0]) == int(tree.slots.action[0, 0, slot])
+  assert int(out.action[0]) == int(tree.slots.actions()[0, 0, slot])
   unsolved = js.policies.root_summary(tree, SMALL.num_actions, 0.0, jax.random.PRNGKey(0),
                                       search.config)
-  assert int(unsolved.action[0]) != int(tree.slots.action[0, 0, slot])
+  assert int(unsolved.action[0]) != int(tree.slots.actions()[0, 0, slot])
 
 
 # ---- 4. Bellman consistency -----------------------------------------------------------------
@@ -444,7 +444,7 @@ def _check_bellman(f, tree):
   # The chance records are the game's: outcome probabilities of the slot's action.
   state = tree.nodes.state
   game_probs = np.asarray(f.probs)[np.asarray(state.mdp)[..., None],
-                                   np.asarray(state.state)[..., None], tree.slots.action]
+                                   np.asarray(state.state)[..., None], tree.slots.actions()]
   np.testing.assert_allclose(probs[expanded], game_probs[expanded], rtol=1e-6)
   # V(s) = the best debiased value q̂3 of the active slots (no correction once solved).
   live = alloc & ~tree.nodes.terminal
@@ -535,8 +535,8 @@ def test_nonfinite_action_values_are_masked_and_counted():
   np.testing.assert_array_equal(bad_count[[1, 3, 4, 5]], 0)  # -inf is a deliberate mask
   live = _allocated(tree) & ~tree.nodes.terminal
   member = np.arange(DET.num_members)[:, None, None]
-  masked = (((member == 0) & np.isin(tree.slots.action, [1, 2])) |
-            ((member == 1) & (tree.slots.action == 1)))
+  masked = (((member == 0) & np.isin(tree.slots.actions(), [1, 2])) |
+            ((member == 1) & (tree.slots.actions() == 1)))
   active = np.arange(tree.num_slots) < tree.nodes.num_active[..., None]
   assert np.any(masked & live[..., None])
   assert not np.any((tree.slots.legal | active | (tree.slots.visits > 0))[live[..., None] &
@@ -549,7 +549,7 @@ def test_nonfinite_action_values_are_masked_and_counted():
   np.testing.assert_array_equal(tree.slots.legal[2][live[2]], True)
   raw = tree.nodes.raw_value[2][live[2]]
   assert np.all(raw != 0.0)
-  np.testing.assert_array_equal(tree.slots.action_value[2][live[2]],
+  np.testing.assert_array_equal(tree.slots.action_values()[2][live[2]],
                                 np.broadcast_to(raw[:, None], (len(raw), DET.num_actions)))
   assert np.all(visits[2] > 0)
 
@@ -589,9 +589,9 @@ def test_fewer_slots_than_actions_keeps_the_top_k_by_q1():
   allowed = _searched_actions(_q1_table(SMALL, _estimator(SMALL)), 2)
   live = _allocated(tree) & ~tree.nodes.terminal
   node_allowed = _node_lookup(tree, allowed.astype(np.float64)) > 0
-  slot_allowed = np.take_along_axis(node_allowed, tree.slots.action, -1)
+  slot_allowed = np.take_along_axis(node_allowed, tree.slots.actions(), -1)
   assert np.all(slot_allowed[live] & tree.slots.legal[live])
-  assert np.all(tree.slots.action[live][:, 0] != tree.slots.action[live][:, 1])
+  assert np.all(tree.slots.actions()[live][:, 0] != tree.slots.actions()[live][:, 1])
   visits = np.asarray(out.visit_counts)
   assert not np.any(visits[~allowed[:, 0, 0]]) and np.all(visits[allowed[:, 0, 0]] > 0)
   # The cut matters here: somewhere the best action is outside the top 2 by q̂1.

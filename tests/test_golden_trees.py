@@ -215,6 +215,10 @@ FLAT_NAME = {"entropy.entropy": "node_entropy", "debias.bias_mean": "node_bias_m
 # Fields computed from other fields when a node is created, which the flat record did not
 # have: :func:`check_derived` pins them to what they are computed from instead.
 DERIVED = {"slots.prior_probs"}
+# Fields a search leaves ``None`` where they would hold a constant (slot k is action k, no
+# q̂1): the record holds that constant, read through the accessor named here, so that the
+# digests also pin what the accessor gives.
+NOT_STORED = {"slots.action": "actions", "slots.action_value": "action_values"}
 
 
 def check_derived(tree) -> None:
@@ -260,7 +264,10 @@ def flat_fields(tree) -> dict:
       name = f"{part.name}.{field.name}"
       if name in DERIVED:
         continue
-      out[FLAT_NAME.get(name, FLAT_PREFIX[part.name] + field.name)] = getattr(value, field.name)
+      array = getattr(value, field.name)
+      if name in NOT_STORED and array is None:  # the constant the tree leaves out
+        array = getattr(value, NOT_STORED[name])()
+      out[FLAT_NAME.get(name, FLAT_PREFIX[part.name] + field.name)] = array
   out.update(_placeholders(tree))
   return out
 

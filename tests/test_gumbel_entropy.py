@@ -313,7 +313,7 @@ def _actions_into_nodes(tree, b):
     for s in range(t.slots.chance.shape[1]):
       c = t.slots.chance[n, s]
       if c >= 0 and t.chance.child[c, 0] >= 0:
-        actions[t.chance.child[c, 0]] = t.slots.action[n, s]
+        actions[t.chance.child[c, 0]] = t.slots.actions()[n, s]
   return actions
 
 
@@ -421,7 +421,7 @@ def test_pibar_search_act_learn():
   # π̄ is the regularised policy of the root's own statistics.
   expected = np.zeros((3, 9))
   for b in range(3):
-    expected[b, np.asarray(out.tree.slots.action[b, 0])] = _pibar_of(
+    expected[b, np.asarray(out.tree.slots.actions()[b, 0])] = _pibar_of(
         _numpy_tree(out.tree, b), 0)
   np.testing.assert_allclose(pibar, expected, atol=1e-6)
   # Illegal actions get nothing; visits still follow the sampled π̄ (SEARCH).

@@ -257,7 +257,7 @@ def _check_trees(cfg, f, trees, filled=False):
     np.testing.assert_allclose(tree.chance.prob[created].sum(-1), 1.0, atol=1e-5, err_msg=where)
     assert np.all(tree.chance.prob >= 0), where
     game_probs = np.asarray(f.probs)[st_.mdp[t][..., None], st_.state[t][..., None],
-                                     tree.slots.action]
+                                     tree.slots.actions()]
     np.testing.assert_allclose(probs[expanded], game_probs[expanded], atol=1e-6, err_msg=where)
     chance_total = tree.chance.visits[rows[..., None], safe].sum(-1)
     np.testing.assert_array_equal(chance_total[expanded],
@@ -275,7 +275,7 @@ def _check_trees(cfg, f, trees, filled=False):
     inside = lambda x, hi: np.all((x >= -EPS) & (x <= hi + EPS))
     assert inside(tree.nodes.raw_value[alloc], left[alloc]), where
     legal = tree.slots.legal & alloc[..., None]
-    assert inside(tree.slots.action_value[legal],
+    assert inside(tree.slots.action_values()[legal],
                   np.broadcast_to(left[..., None], legal.shape)[legal]), where
     rewards = tree.chance.reward[created]
     assert np.all((rewards >= -EPS) & (rewards <= 1 + EPS)), where
@@ -461,7 +461,7 @@ def test_reroot_of_avts_trees_keeps_every_invariant(name):
   # The most visited root slot is expanded (Bellman: all its outcomes have their node).
   slot = last.slots.visits[:, 0].argmax(-1)
   rows = np.arange(cfg.batch)
-  action = last.slots.action[rows, 0, slot]
+  action = last.slots.actions()[rows, 0, slot]
   chance = last.slots.chance[rows, 0, slot]
   assert np.all(chance >= 0)
   outcome = np.ones(cfg.batch, np.int32)

@@ -235,6 +235,26 @@ def test_bad_sizes_and_shapes_raise_clear_errors():
     js.reroot(tree, jnp.zeros((3,), jnp.int32))
 
 
+def test_default_tree_leaves_constant_slot_arrays_out():
+  """With K = A and an estimator without action values, a search's tree stores neither the
+  slots' actions nor their q̂1; the accessors give what was left out (slot k is action k, q̂1
+  0), on the device and on a host copy alike, and a top-K cut stores the actions."""
+  _, search = _puct()
+  tree = search(None, jax.random.PRNGKey(0), _roots()).tree
+  assert tree.slots.action is None and tree.slots.action_value is None
+  np.testing.assert_array_equal(tree.slots.actions(),
+                                np.broadcast_to(np.arange(9), tree.slots.visits.shape))
+  assert tree.slots.action_values().shape == tree.slots.visits.shape
+  assert not np.any(tree.slots.action_values())
+  host = jax.tree.map(np.asarray, tree)
+  assert isinstance(host.slots.actions(), np.ndarray)
+  assert isinstance(host.slots.action_values(), np.ndarray)
+  cut = js.policies.puct(GAME, js.estimators.uniform(), num_simulations=4, max_nodes=5,
+                         num_slots=4)
+  cut_tree = jax.eval_shape(cut.init_tree, None, jax.random.PRNGKey(0), _roots())
+  assert cut_tree.slots.action is not None and cut_tree.slots.action_value is None
+
+
 def test_reused_tree_of_other_sizes_raises_with_both_shapes():
   """docs/bad_input.md: a reused tree whose B, N, K, O or V differs from the search's, or made
   for the other backup, or holding another state structure, is refused at trace time (under
@@ -280,6 +300,16 @@ def test_reused_tree_of_other_sizes_raises_with_both_shapes():
                             num_simulations=4, max_nodes=16, backup="mean")
   with pytest.raises(ValueError, match="other backup"):
     reuse(avts(num_buckets=1), tree_of(mean))
+  # The same running-mean search over an estimator without action values: its trees do not
+  # store q̂1, the garnet estimator's do.
+  plain = js.policies.custom(small.game, js.estimators.uniform(), selection=js.selection.uct(),
+                             num_simulations=4, max_nodes=16, backup="mean")
+  assert tree_of(plain).slots.action_value is None
+  assert tree_of(mean).slots.action_value is not None
+  with pytest.raises(ValueError, match="stores slots.action_value and this one does not"):
+    reuse(plain, tree_of(mean))
+  with pytest.raises(ValueError, match="does not store slots.action_value and this one does"):
+    reuse(mean, tree_of(plain))
   # A state of another structure (the Garnet state inside a tuple), sizes all equal.
   boxed = Game(name="boxed", num_actions=small.game.num_actions,
                init=lambda k: (small.game.init(k),),

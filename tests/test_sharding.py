@@ -127,7 +127,7 @@ def test_init_tree_is_placed_like_the_search():
   np.testing.assert_array_equal(np.asarray(tree.num_nodes), 1)
   # Root slots hold the estimator's q̂1 of each root, best first (widening order).
   q1 = np.asarray(ESTIMATOR(None, None, _roots()).action_values)
-  np.testing.assert_allclose(np.asarray(tree.slots.action_value[:, 0]), -np.sort(-q1, -1),
+  np.testing.assert_allclose(np.asarray(tree.slots.action_values()[:, 0]), -np.sort(-q1, -1),
                              rtol=1e-6)
 
 

@@ -244,7 +244,7 @@ def test_proof_rule_reaches_slots_widening_has_not_activated():
   for tree in (jax.jit(search)(None, key, roots).tree, jax.tree.map(lambda x: x[0], by_key)):
     legal = np.asarray(tree.slots.legal[0, 0])
     bounds = np.asarray(reversed_estimator(None, None, roots).action_bounds[0])
-    actions = np.asarray(tree.slots.action[0, 0])
+    actions = np.asarray(tree.slots.actions()[0, 0])
     visited = int(np.flatnonzero(np.asarray(tree.slots.visits[0, 0]) > 0)[0])
     assert bounds[actions[visited]] == bounds[actions[legal]].max()
     assert visited == int(legal.sum()) - 1  # the last candidate slot
@@ -287,7 +287,7 @@ def test_bound_slots_hold_the_best_bounds_q1_left_out():
   q = np.asarray(estimate.action_values[0])
   bounds = np.asarray(estimate.action_bounds[0])
   tree = jax.jit(search)(None, jax.random.PRNGKey(0), roots).tree
-  actions = np.asarray(tree.slots.action[0, 0])
+  actions = np.asarray(tree.slots.actions()[0, 0])
   assert np.all(np.asarray(tree.slots.legal[0, 0]))
   assert len(set(actions.tolist())) == 4
   usable = np.isfinite(q)

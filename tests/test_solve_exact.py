@@ -204,7 +204,7 @@ def test_fewer_chance_records_stop_growth_and_keep_the_tree_consistent(small_avt
       kids = child[b, c][child[b, c] >= 0]
       assert np.all(kids < int(few.num_nodes[b])) and np.all(parent[b, kids] == owner[b, c])
   # Reroot keeps the smaller capacity.
-  rerooted = js.reroot(few, jnp.asarray(np.asarray(few.slots.action[:, 0, 0])), 0)
+  rerooted = js.reroot(few, jnp.asarray(np.asarray(few.slots.actions()[:, 0, 0])), 0)
   assert rerooted.chance.prob.shape == few.chance.prob.shape
   config = dict(num_simulations=4, max_nodes=8, max_depth=4, selection=js.selection.puct())
   options = js.search.AvtsOptions

@@ -51,10 +51,16 @@ def test_bytes_per_node_counts_every_field():
   tree = jax.eval_shape(search.init_tree, None, jax.random.PRNGKey(0), roots)
   assert total * 2 * 5 == pytest.approx(sum(x.size * x.dtype.itemsize
                                              for x in jax.tree.leaves(tree)))
-  # 9 slots of i32 action, bool legal, f32 prior logit, prior probability, q̂1, value, i32
-  # visits, chance = 29 B each; the AVTS-only per-slot bounds are not kept.
-  assert parts["slot"] == 9 * 29
+  # 9 slots of bool legal, f32 prior logit, prior probability, value, i32 visits, chance =
+  # 21 B each; the AVTS-only per-slot bounds are not kept, nor the slot's action (slot k is
+  # action k) or q̂1 (the uniform estimator gives none).
+  assert parts["slot"] == 9 * 21
   assert search.config.keeps_prior_probs
+  assert tree.slots.action is None and tree.slots.action_value is None
+  # An estimator with action values gets its q̂1 stored: 4 B a slot more.
+  with_q1 = js.policies.puct(game, js.estimators.rollout(game, 1, action_values=True),
+                             num_simulations=4, max_nodes=5)
+  assert _per_node(with_q1, roots)[1]["slot"] == 9 * 25
 
 
 def test_mastermind_solver_tree():
@@ -94,17 +100,17 @@ def test_wordle_solver_tree(wordle_lists):
 
 
 def test_connect_four_puct_tree():
-  """The benchmark's Connect Four PUCT (B = 256, S = 64, N = S + 1): 279 B a node (slots
-  203 = 7 × 29, node 52, one chance record of one outcome 24), so 4.6 MB for the batch (the
+  """The benchmark's Connect Four PUCT (B = 256, S = 64, N = S + 1): 223 B a node (slots
+  147 = 7 × 21, node 52, one chance record of one outcome 24), so 3.7 MB for the batch (the
   README's figure). The prior probabilities (7 × 4 B) are kept so that no descent
-  recomputes a softmax."""
+  recomputes a softmax; the slots' actions and q̂1 are not (constant here)."""
   game = connect_four.GAME
   roots = jax.vmap(game.init)(jax.random.split(jax.random.PRNGKey(0), 256))
   search = js.policies.puct(game, js.estimators.uniform(), num_simulations=64)
   total, parts = _per_node(search, roots)
   assert search.config.max_nodes == 65
-  assert total <= 285, parts
-  assert total * 256 * 65 <= 4.7e6
+  assert total <= 230, parts
+  assert total * 256 * 65 <= 3.8e6
 
 
 @pytest.mark.parametrize("game, policy, measured", [
@@ -119,9 +125,9 @@ def test_training_preset_trees(game, policy, measured):
   from jaxsearch.train import loop
   config = training.preset(game, **({"policy": policy} if policy else {}))
   module = registry.game_module(game)
-  # The trainer's own make_search with a rollout estimator standing in for the network: the
-  # estimator does not change the layout, and building a Trainer compiles the network's
-  # initialisers (~10 s).
+  # The trainer's own make_search with a rollout estimator standing in for the network
+  # (building a Trainer compiles the network's initialisers, ~10 s); it returns action
+  # values, so the trees keep q̂1: the larger layout of the two a network can give.
   stand_in = types.SimpleNamespace(config=config, game=module.GAME, estimator=(
       js.estimators.rollout(module.GAME, num_rollouts=1, action_values=True)))
   search = loop.Trainer.make_search(stand_in, config.simulations, config.nodes,

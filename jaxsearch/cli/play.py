@@ -19,6 +19,8 @@ class _Searcher:
 
   Attributes:
     search: ``(params, key, states[1], tree) -> PolicyOutput`` of one move.
+    empty_tree: ``(key, states[1]) -> Tree`` an empty tree of the search's own layout (the
+      first move's; later ones get the ``reroot``-ed tree).
     reroot: keeps the subtree under the move played (:func:`jaxsearch.reroot`).
     step: the game's ``step`` of one (unbatched) state.
     legal_actions: ``state -> bool[A]``.
@@ -27,6 +29,7 @@ class _Searcher:
   """
 
   search: Callable
+  empty_tree: Callable
   reroot: Callable
   step: Callable
   legal_actions: Callable
@@ -110,7 +113,7 @@ def _play_game(args: argparse.Namespace, spec: PlaySpec, module, searcher: _Sear
   key = jax.random.PRNGKey(args.seed)
   key, init_key = jax.random.split(key)
   state = game.init(init_key)
-  tree = js.tree.allocate(1, searcher.max_nodes, game.num_actions, game.num_outcomes, state)
+  tree = searcher.empty_tree(key, jax.tree.map(lambda x: x[None], state))
   _introduce(args, module, state, searcher.simulations)
   drawer = _TreeDrawer(args.draw, args.draw_depth, game.name) if args.draw else None
   searched = False  # until the first search, the tree is empty and rerooting is pointless
@@ -277,6 +280,17 @@ def _ask_move(legal: Sequence[bool], spec: PlaySpec) -> Optional[int]:
     return label - 1
 
 
+def _empty_tree(search, params) -> Callable:
+  """``(key, states) -> Tree``: an empty tree (no node yet) of ``search``'s own layout, which
+  depends on its backup, rule and estimator; the first search starts from the states."""
+
+  def empty(key, states):
+    tree = search.init_tree(params, key, states)
+    return tree.replace(num_nodes=0 * tree.num_nodes)
+
+  return empty
+
+
 @functools.lru_cache(maxsize=None)
 def _jitted(game: str, rule: str, simulations: int) -> _Searcher:
   """The jitted functions of one ``play`` setting (rollout values, UCT or PUCT).
@@ -297,7 +311,8 @@ def _jitted(game: str, rule: str, simulations: int) -> _Searcher:
   search = policy(game_def, estimator, num_simulations=simulations, max_nodes=max_nodes)
   # One compile each: the tree is always passed (an empty one at first) so its pytree
   # structure, and so the jit cache key, never changes between moves.
-  return _Searcher(search=jax.jit(search), reroot=jax.jit(js.reroot),
+  return _Searcher(search=jax.jit(search), empty_tree=jax.jit(_empty_tree(search, None)),
+                   reroot=jax.jit(js.reroot),
                    step=jax.jit(game_def.step), legal_actions=jax.jit(game_def.legal_actions),
                    max_nodes=max_nodes, simulations=simulations)
 
@@ -323,20 +338,12 @@ def _trained_search(checkpoint: str, game: str, simulations: Optional[int]) -> _
   max_nodes = 2 * simulations + 2
   configured = trainer.make_search(simulations, max_nodes, 0.0)
   search = jax.jit(configured)
-  fresh_tree = jax.jit(configured.init_tree)
-  shapes = {}
 
   def search_fn(_, key, states, tree):
-    # `play` allocates a plain PUCT tree; an AVTS (Bellman) search needs its own kind.
-    if "tree" not in shapes:
-      shapes["tree"] = jax.eval_shape(configured.init_tree, params, key, states)
-    if jax.tree.map(lambda x: (x.shape, x.dtype), shapes["tree"]) != jax.tree.map(
-        lambda x: (x.shape, x.dtype), tree):
-      tree = fresh_tree(params, key, states)
-      tree = tree.replace(num_nodes=0 * tree.num_nodes)
     return search(params, key, states, tree)
 
-  return _Searcher(search=search_fn, reroot=jax.jit(js.reroot),
+  return _Searcher(search=search_fn, empty_tree=jax.jit(_empty_tree(configured, params)),
+                   reroot=jax.jit(js.reroot),
                    step=jax.jit(trainer.game.step),
                    legal_actions=jax.jit(trainer.game.legal_actions), max_nodes=max_nodes,
                    simulations=simulations)

@@ -140,7 +140,7 @@ def from_engine(tree: engine_tree.Tree, root_invalid_actions, extra_data=None,
   discounts = jnp.where(expanded, tree.chance.discount[rows, safe_chance, 0], 0.0)
   children_values = jnp.where(has_child,
                               tree.nodes.value[rows, jnp.maximum(children_index, 0)], 0.0)
-  actions = jnp.broadcast_to(tree.slots.action, children_index.shape)
+  actions = tree.slots.actions()
   action_from_parent = jnp.full((batch_size, max_nodes), Tree.NO_PARENT, jnp.int32).at[
       rows, jnp.where(has_child, children_index, max_nodes)].set(actions, mode="drop")
   width = num_slots if num_actions is None else num_actions

@@ -218,7 +218,7 @@ def _expand_root_children(model: Model, plan: SearchPlan, params, estimator_keys
   order = jnp.arange(width, dtype=jnp.int32)
   root_states = jax.tree.map(lambda x: x[:, 0], tree.nodes.state)
   actions = (slots if plan.slots_are_actions
-             else jnp.take_along_axis(tree.slots.action[:, 0], slots, axis=1))
+             else jnp.take_along_axis(tree.slots.actions()[:, 0], slots, axis=1))
   outcomes = jnp.zeros((tree.batch_size,), jnp.int32)
   with jax.named_scope("estimator"):
     expansion = jax.vmap(lambda key, action: model.step(params, key, root_states, action,

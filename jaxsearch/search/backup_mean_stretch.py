@@ -34,7 +34,7 @@ def back_up_stretch(model: Model, plan: SearchPlan, params, estimator_keys, tree
   last = jnp.maximum(path.length - 1, 0)
   parents, slots = path.node_at(last), path.slots[walk_ids, last]
   parent_states = jax.tree.map(lambda x: x[owner, parents], tree.nodes.state)
-  actions = slots if plan.slots_are_actions else tree.slots.action[owner, parents, slots]
+  actions = slots if plan.slots_are_actions else tree.slots.actions()[owner, parents, slots]
   by_tree = lambda x: x.reshape((batch_size, width) + x.shape[1:])  # noqa: E731
   outcomes = jnp.zeros((batch_size,), jnp.int32)
   with jax.named_scope("estimator"):

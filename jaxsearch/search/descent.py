@@ -200,7 +200,8 @@ def _node_view(tree: Tree, node, visits, value, depth, root: RootPrior, *,
     probs = at(tree.slots.prior_probs) if plan.keeps_prior_probs else None
   child_visits = at(tree.slots.visits)
   child_values = at(tree.slots.value)
-  action_values = at(tree.slots.action_value)
+  action_values = (jnp.zeros_like(child_values) if tree.slots.action_value is None
+                   else at(tree.slots.action_value))
   node_ids = jnp.zeros_like(batch_ids) if node is None else node
   # What differs between backups: the selectable slots, q̂3, its variance, the bounds.
   legal, debiased, variance, upper = plan.backup.view_stats(

@@ -142,7 +142,7 @@ def last_edge(tree: Tree, path: Path, plan: SearchPlan):
   parent_states = jax.tree.map(lambda x: x[batch_ids, parents], tree.nodes.state)
   if plan.slots_are_actions:
     return parent_states, slots  # slot k holds action k: no gather
-  return parent_states, tree.slots.action[batch_ids, parents, slots]
+  return parent_states, tree.slots.actions()[batch_ids, parents, slots]
 
 
 def _outcome_probs(model: Model, params, states, actions, batch_size: int) -> jax.Array:

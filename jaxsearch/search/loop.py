@@ -16,7 +16,7 @@ from jaxsearch.search import opening, phases
 from jaxsearch.search.backup import SimulationKeys, simulation_keys
 from jaxsearch.search.config import SearchConfig
 from jaxsearch.search.descent import _select, empty_steps, root_prior
-from jaxsearch.search.nodes import _node_rows, _root_noise_logits, _write_root
+from jaxsearch.search.nodes import _fixed_fields, _node_rows, _root_noise_logits, _write_root
 from jaxsearch.search.plan import SearchPlan, plan_for
 from jaxsearch.selection.base import RootContext
 from jaxsearch.tree import Tree
@@ -38,10 +38,15 @@ def init_tree(model: Model, config: SearchConfig | SearchPlan, params, key, root
   if num_actions != plan.num_actions:
     raise ValueError(f"root legal mask has {num_actions} actions, the model {plan.num_actions}")
   state_example = jax.tree.map(lambda x: x[0], expansion.state)
+  # What no node would ever change is not stored (a slot's action where slot k is action k,
+  # q̂1 where the estimator gives none): a quarter of the slot arrays of a default search.
+  fixed = _fixed_fields(expansion, plan)
   fresh = tree_lib.allocate(batch_size, plan.max_nodes, plan.num_slots, plan.num_outcomes,
                             state_example, **plan.backup.tree_parts(),
                             entropy=plan.entropy is not None, max_chance=plan.max_chance,
-                            prior_probs=plan.keeps_prior_probs)
+                            prior_probs=plan.keeps_prior_probs,
+                            slot_actions="action" not in fixed,
+                            action_values="action_value" not in fixed)
   fresh = jax.vmap(_write_root)(fresh, expansion, _node_rows(expansion, plan))
   if tree is None:
     return fresh
@@ -80,6 +85,14 @@ def _check_reused(tree: Tree, fresh: Tree, config: SearchConfig) -> None:
                      f"{'does not read' if tree.slots.prior_probs is None else 'reads'} the "
                      "prior probabilities (SelectionRule.reads_prior_probs); reuse a tree with "
                      "a search of the same rule")
+  for field in ("action", "action_value"):
+    kept = getattr(tree.slots, field) is not None
+    if kept != (getattr(fresh.slots, field) is not None):
+      raise ValueError(
+          f"the tree was made by a search that {'stores' if kept else 'does not store'} "
+          f"slots.{field} and this one {'does not' if kept else 'does'} (it is stored where "
+          "slots hold other actions than their index, resp. where the estimator returns "
+          "action values); reuse a tree with a search of the same config and estimator")
   if got != expected:
     raise ValueError(f"tree has (B, N, K, O, V, C) = {got}, this search needs {expected}")
   if jax.tree.structure(tree.nodes.state) != jax.tree.structure(fresh.nodes.state):

@@ -224,7 +224,7 @@ def draw_search(puzzle, result, path, *, depth: int, title: str, fixed_first: bo
   if result.opening_rows is None:
     tree = result.trees[0]
     action = names.index(first)
-    root_actions = np.asarray(tree.slots.action[0, 0])
+    root_actions = np.asarray(tree.slots.actions()[0, 0])
     expanded = root_actions[np.asarray(tree.slots.chance[0, 0]) >= 0]
     caption = f"{title}: the search tree from the start; the exported policy's first guess "
     # The exact search of the certificates may have found a better policy than the tree's,

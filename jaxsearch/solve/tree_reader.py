@@ -40,7 +40,7 @@ class TreeReader:
     self.states: Any = jax.tree.map(take, tree.nodes.state)
     self.terminal = take(tree.nodes.terminal)
     self.upper = take(tree.bounds.upper)
-    self.slot_action = take(tree.slots.action)
+    self.slot_action = take(tree.slots.actions())
     self.slot_legal = take(tree.slots.legal)
     self.slot_chance = take(tree.slots.chance)
     self.chance_prob = take(tree.chance.prob)
