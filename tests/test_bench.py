@@ -102,3 +102,10 @@ def test_measure_without_mctx_reports_ours_alone():
   assert record["sims_per_s_ours"] > 0 and record["sims_per_s_ours_gumbel"] > 0
   assert "speedup_vs_mctx_muzero" not in record
   assert record["batch"] == 4 and record["simulations"] == 4
+
+
+def test_ratio_range_pairs_the_rounds():
+  """Each round's ratio divides that round's times (mctx's over ours), not sorted lists."""
+  assert bench.ratio_range([1.0, 2.0, 4.0], [2.0, 3.0, 4.0]) == [1.0, 2.0]
+  assert bench.ratio_range([3.0], [1.5]) == [0.5, 0.5]
+

@@ -128,6 +128,10 @@ def test_bench_quick_prints_json_lines(capsys):
   assert "connect_four" in workloads and len(workloads) == 2
   assert all(line["sims_per_s_ours"] > 0 for line in lines[1:])
   assert all(line["speedup_gumbel_vs_mctx_gumbel"] > 0 for line in lines[1:])
+  for line in lines[1:]:  # one round: the range is that round's ratio
+    low, high = line["speedup_gumbel_vs_mctx_gumbel_range"]
+    assert low == high == pytest.approx(line["speedup_gumbel_vs_mctx_gumbel"], abs=0.01)
+    assert line["speedup_vs_mctx_muzero_range"][0] <= line["speedup_vs_mctx_muzero"]
   assert all(line["kernels_per_simulation_ours"] > 0 for line in lines[1:])
 
 

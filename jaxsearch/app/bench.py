@@ -271,6 +271,9 @@ def measure(workload: Workload, compiled: dict, repeats: int) -> dict:
     record["speedup_vs_mctx_muzero"] = speed("ours", "mctx_muzero")
     record["speedup_vs_mctx_gumbel"] = speed("ours", "mctx_gumbel")
     record["speedup_gumbel_vs_mctx_gumbel"] = speed("ours_gumbel", "mctx_gumbel")
+    record["speedup_vs_mctx_muzero_range"] = ratio_range(times["ours"], times["mctx_muzero"])
+    record["speedup_gumbel_vs_mctx_gumbel_range"] = ratio_range(times["ours_gumbel"],
+                                                                times["mctx_gumbel"])
     out_mctx = compiled["mctx_muzero"][0](*systems["mctx_muzero"][1])
     record["tree_bytes_mctx"] = _tree_bytes(out_mctx.search_tree)
   out_ours = compiled["ours"][0](*systems["ours"][1])
@@ -283,6 +286,14 @@ def measure(workload: Workload, compiled: dict, repeats: int) -> dict:
     record["search_over_env_time"] = round(record["seconds_ours"] / env_seconds, 3)
   record["peak_device_bytes"] = peak_device_bytes()
   return record
+
+
+def ratio_range(ours: list, theirs: list) -> list:
+  """``[lowest, highest]`` speedup of one round (``theirs[r] / ours[r]``, seconds of the same
+  interleaved round): how far the machine's noise moves the ratio whose median the record
+  gives."""
+  ratios = [their / our for our, their in zip(ours, theirs)]
+  return [round(min(ratios), 3), round(max(ratios), 3)]
 
 
 def jobs(workload: Workload) -> dict:
@@ -365,18 +376,30 @@ def _table(records: list[dict], console) -> None:
   table = Table(title="simulations per second (thousands)")
   for column in ("workload", "B", "S", "our PUCT", "mctx muzero", "PUCT ÷ muzero",
                  "our Gumbel", "mctx gumbel", "Gumbel ÷ gumbel", "compile s (ours)"):
-    table.add_column(column, justify="left" if column == "workload" else "right")
+    # Folded, not cut, where the terminal is narrow: a ratio and its range must stay whole.
+    table.add_column(column, justify="left" if column == "workload" else "right",
+                     overflow="fold")
   thousands = lambda r, k: "–" if r.get(k) is None else f"{r[k] / 1e3:,.0f}"  # noqa: E731
+
+  def ratio(r, key):
+    if r.get(key) is None:
+      return "–"
+    if r.get(f"{key}_range") is None:
+      return f"{r[key]}×"
+    low, high = r[f"{key}_range"]
+    return f"{r[key]}× ({low}–{high})"
+
   for r in records:
     table.add_row(r["workload"], str(r["batch"]), str(r["simulations"]),
                   thousands(r, "sims_per_s_ours"), thousands(r, "sims_per_s_mctx_muzero"),
-                  f"{r.get('speedup_vs_mctx_muzero', '–')}×",
+                  ratio(r, "speedup_vs_mctx_muzero"),
                   thousands(r, "sims_per_s_ours_gumbel"), thousands(r, "sims_per_s_mctx_gumbel"),
-                  f"{r.get('speedup_gumbel_vs_mctx_gumbel', '–')}×",
+                  ratio(r, "speedup_gumbel_vs_mctx_gumbel"),
                   f"{r['compile_s_ours']:.1f}")
   console.print(table)
   console.print("A ratio is our simulations per second over mctx's for the same policy on the "
-                "same workload, in this process (above 1: ours is faster). --json prints "
+                "same workload, in this process (above 1: ours is faster): the median of the "
+                "interleaved rounds, in brackets the lowest and highest round's. --json prints "
                 "every figure.")
 
 
