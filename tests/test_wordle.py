@@ -369,7 +369,6 @@ def test_small_batched_estimator_in_guess_chunks(monkeypatch):
 
 def test_small_game_and_estimator_under_jit_and_vmap():
   s = small()
-  game = s.w.game
   rng = np.random.default_rng(5)
   masks = rng.random((4, 60)) < 0.5
   masks[:, 0] = True
