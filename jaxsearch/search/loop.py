@@ -85,14 +85,15 @@ def _check_reused(tree: Tree, fresh: Tree, config: SearchConfig) -> None:
                      f"{'does not read' if tree.slots.prior_probs is None else 'reads'} the "
                      "prior probabilities (SelectionRule.reads_prior_probs); reuse a tree with "
                      "a search of the same rule")
-  for field in ("action", "action_value"):
+  stored_where = {"action": "slots hold other actions than their index (a top-K cut)",
+                  "action_value": "the estimator returns action values"}
+  for field, where in stored_where.items():
     kept = getattr(tree.slots, field) is not None
     if kept != (getattr(fresh.slots, field) is not None):
       raise ValueError(
           f"the tree was made by a search that {'stores' if kept else 'does not store'} "
-          f"slots.{field} and this one {'does not' if kept else 'does'} (it is stored where "
-          "slots hold other actions than their index, resp. where the estimator returns "
-          "action values); reuse a tree with a search of the same config and estimator")
+          f"slots.{field} and this one {'does not' if kept else 'does'} (stored where {where}); "
+          "reuse a tree with a search of the same config and estimator")
   if got != expected:
     raise ValueError(f"tree has (B, N, K, O, V, C) = {got}, this search needs {expected}")
   if jax.tree.structure(tree.nodes.state) != jax.tree.structure(fresh.nodes.state):
