@@ -85,7 +85,7 @@ def _check_reused(tree: Tree, fresh: Tree, config: SearchConfig) -> None:
                      f"{'does not read' if tree.slots.prior_probs is None else 'reads'} the "
                      "prior probabilities (SelectionRule.reads_prior_probs); reuse a tree with "
                      "a search of the same rule")
-  stored_where = {"action": "slots hold other actions than their index (a top-K cut)",
+  stored_where = {"action": "slots hold other actions than their index (a top-K cut, widening)",
                   "action_value": "the estimator returns action values"}
   for field, where in stored_where.items():
     kept = getattr(tree.slots, field) is not None
