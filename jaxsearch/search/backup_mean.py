@@ -34,9 +34,8 @@ def _path_ends(tree: Tree, path: Path, leaf_value):
   after this simulation, and the chance record the expansion created on the last edge
   (``-1`` where it created none)."""
   leaf = jnp.where(path.expand, tree.num_nodes - 1, path.node_at(path.length))
-  leaf_count = path.leaf_visits.astype(jnp.float32)
-  leaf_mean = jnp.where(path.expand, leaf_value, (path.leaf_value * leaf_count + leaf_value) /
-                        (leaf_count + 1.0))
+  leaf_mean = jnp.where(path.expand, leaf_value,
+                        _running_mean(path.leaf_value, path.leaf_visits, leaf_value))
   new_record = jnp.where(path.new_chance, tree.num_chance - 1, -1)
   return leaf, leaf_mean, new_record
 

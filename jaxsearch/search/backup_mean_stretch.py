@@ -106,9 +106,8 @@ def _write_picks(tree: Tree, expansion, node_rows, path: Path, returns, leaf_val
   # the root and its slots (the walks' own), then the root as the replay left it.
   steps = unpack_steps(path.steps)  # [W, D]
   leaf = jnp.where(path.expand, new_node, path.node_at(path.length))
-  leaf_count = path.leaf_visits.astype(jnp.float32)
   leaf_mean = jnp.where(path.expand, leaf_value,
-                        (path.leaf_value * leaf_count + leaf_value) / (leaf_count + 1.0))
+                        _running_mean(path.leaf_value, path.leaf_visits, leaf_value))
   at_leaf = jnp.where(picked, leaf, capacity)
   depths = jnp.arange(max_depth)[None, :]
   on_path = picked[:, None] & (depths < path.length[:, None])
