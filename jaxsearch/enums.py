@@ -28,14 +28,14 @@ class OutcomeRule(enum.StrEnum):
 
 class Backup(enum.StrEnum):
   """``MEAN``: running means of sampled returns (AlphaZero, MuZero, UCT). ``BELLMAN``: AVTS's
-  Bellman backup over every outcome of an expanded action (ALGORITHMS.md §2)."""
+  Bellman backup over every outcome of an expanded action (docs/algorithms.md §2)."""
 
   MEAN = "mean"
   BELLMAN = "bellman"
 
 
 class SubtreeEntropy(enum.StrEnum):
-  """The subtree entropy a search keeps (ALGORITHMS.md §4): ``FULL`` (chain rule over the
+  """The subtree entropy a search keeps (docs/algorithms.md §4): ``FULL`` (chain rule over the
   whole subtree) or ``ONE_LEVEL`` (a node's own playout-policy entropy)."""
 
   FULL = "full"
@@ -91,7 +91,8 @@ class VisitConvention(enum.StrEnum):
 
 class PriorSource(enum.StrEnum):
   """PUCT's prior π: the softmax of the estimator's prior ``LOGITS``, or of its action values
-  q̂1 (``ACTION_VALUES``: seed 000's PUCT without a policy head), over the selectable slots."""
+  q̂1 (``ACTION_VALUES``: the AVTS article's PUCT without a policy head), over the selectable
+  slots."""
 
   LOGITS = "logits"
   ACTION_VALUES = "action_values"

@@ -1,4 +1,4 @@
-"""Pure building blocks of a Gumbel MuZero search (ALGORITHMS.md §5).
+"""Pure building blocks of a Gumbel MuZero search (docs/algorithms.md §5).
 
 Danihelka, Guez, Schrittwieser, Silver, "Policy improvement by planning with Gumbel",
 ICLR 2022. The root samples ``m`` actions without replacement by Gumbel-top-k on the prior
@@ -50,7 +50,7 @@ def sequential_halving_visits(num_considered: int, num_simulations: int) -> np.n
   order, each repeated once per surviving action. With ``m = 1`` the single action is visited
   every time: ``0, 1, ..., n − 1``.
 
-  Examples (ALGORITHMS.md §5): ``m=8, n=24 → 0×8, 1×4, 2×4, 3,3,4,4,5,5,6,6``;
+  Examples (docs/algorithms.md §5): ``m=8, n=24 → 0×8, 1×4, 2×4, 3,3,4,4,5,5,6,6``;
   ``m=4, n=10 → 0,0,0,0, 1,1,2,2, 3,3``.
   """
   if num_considered < 1:
@@ -368,8 +368,7 @@ def gumbel_root_rule(num_simulations: int, max_num_considered_actions: int = 16,
                         width)
 
   return RootRule("gumbel_root", score, noise, opening=opening,
-                  opening_width=min(max_num_considered_actions, num_simulations),
-                  schedule=sequential_halving_visits)
+                  opening_width=min(max_num_considered_actions, num_simulations))
 
 
 def root_decision(noise: jax.Array, prior_logits: jax.Array, values: jax.Array,

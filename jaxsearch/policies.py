@@ -23,7 +23,7 @@ from jaxsearch import validation
 from jaxsearch import selection as selection_lib
 from jaxsearch.decision import GumbelRoot, RootDecision
 from jaxsearch.enums import (Backup, PolicyTarget, QNormalize, RootPolicy, ValueSource,
-                             VisitConvention, coerce)
+                             VisitConvention)
 from jaxsearch.game import Estimator, Game
 from jaxsearch.model import Model, from_game
 from jaxsearch.selection.base import QTransform, SelectionRule, q_minmax
@@ -183,8 +183,8 @@ def avts(game: Optional[Game] = None, estimator: Optional[Estimator] = None, *,
          num_simulations: int, selection: Optional[SelectionRule] = None,
          widening: bool = True, debias: bool = True, variance: str = "avts",
          **kwargs) -> Search:
-  """Action Value Tree Search (seed 000; ALGORITHMS.md §2): Bellman backup over exact chance
-  outcomes, debiased values q̂3, Thompson sampling and progressive widening.
+  """Action Value Tree Search (the AVTS article; docs/algorithms.md §2): Bellman backup over
+  exact chance outcomes, debiased values q̂3, Thompson sampling and progressive widening.
 
   The estimator must return ``action_values`` (q̂1). The recommended action is the most
   visited (ties by q̂3), ``out.q_values`` holds q̂3, and ``out.root_bound`` is the achievable
@@ -264,7 +264,7 @@ def entropy_puct(game: Optional[Game] = None, estimator: Optional[Estimator] = N
                  c2: float = 19652.0, q_transform: QTransform = q_minmax,
                  entropy: str = "full", playout: str = "pi_hat",
                  **kwargs) -> Search:
-  """Entropy-guided PUCT (lc0 #780; ALGORITHMS.md §4):
+  """Entropy-guided PUCT (lc0 #780; docs/algorithms.md §4):
   ``q̄ + c·π·sqrt(N) / (1 + n(a)·E(s, a))``, E the normalised subtree entropy.
 
   Args:
@@ -284,7 +284,7 @@ def gumbel(game: Optional[Game] = None, estimator: Optional[Estimator] = None, *
            num_simulations: int, max_num_considered_actions: int = 16,
            gumbel_scale: float = 1.0, c_visit: float = 50.0, c_scale: float = 0.1,
            normalize: QNormalize | str = QNormalize.LEGAL, value_source: ValueSource | str = ValueSource.RECOVER, **kwargs) -> Search:
-  """Gumbel MuZero (Danihelka et al. 2022; ALGORITHMS.md §5).
+  """Gumbel MuZero (Danihelka et al. 2022; docs/algorithms.md §5).
 
   Root: Gumbel-top-k of ``g + logits`` (``k = min(max_num_considered_actions, #legal)``)
   with Sequential Halving over the budget (:func:`jaxsearch.gumbel.gumbel_root_rule`, one
@@ -307,7 +307,8 @@ def gumbel(game: Optional[Game] = None, estimator: Optional[Estimator] = None, *
     **kwargs: :func:`custom`'s options (``max_nodes``, ``max_depth``, ``model``, ...; no root
       Dirichlet noise: the Gumbel draw explores).
   """
-  if coerce(Backup, kwargs.get("backup", Backup.MEAN), "backup") is not Backup.MEAN:
+  backup = search_lib.config.resolve_backup(kwargs.get("backup", Backup.MEAN))
+  if backup.kind is not Backup.MEAN:
     raise ValueError("gumbel needs the running-mean backup")
   root_rule = gumbel_lib.gumbel_root_rule(
       num_simulations, max_num_considered_actions, gumbel_scale, c_visit, c_scale, normalize)

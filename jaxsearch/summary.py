@@ -132,20 +132,20 @@ def root_summary(tree: Tree, num_actions: int, temperature: float, key,
   without them.
 
   The greedy action is the most visited, ties broken by Q — with the Bellman backup
-  (``config.backup_rule``) by the debiased q̂3, which ``q_values`` then reports for every active
+  (``config.backup``) by the debiased q̂3, which ``q_values`` then reports for every active
   slot, and solved slots (exact values, no more visits) compete too. Measured on Garnet MDPs
   (``scripts/bench_sample_efficiency.py``): under Thompson sampling the argmax of q̂3 flips
   between lightly visited actions and recommends worse actions than the visit counts, which
   estimate each action's chance of being the best.
   """
-  rule = search_lib.MeanBackup() if config is None else config.backup_rule
+  rule = search_lib.MeanBackup() if config is None else config.backup
   root = jax.tree.map(lambda x: x[:, 0], tree.slots)
   visits = _to_actions(tree, num_actions, jnp.where(root.legal, root.visits, 0), "add")
   legal = _to_actions(tree, num_actions, root.legal, "max")
   root_value = tree.nodes.value[:, 0]
   most = jnp.max(jnp.where(legal, visits, -1), axis=-1, keepdims=True)
   # The backup says which root slots report their own Q (q̂3 with the Bellman backup).
-  shown, slot_q, exact = rule.root_slots(tree, config)
+  shown, slot_q, exact = rule.root_slots(tree)
   q_values = jnp.where(_to_actions(tree, num_actions, shown, "max"),
                        _to_actions(tree, num_actions, slot_q, "add"), root_value[:, None])
   if exact is None:

@@ -7,8 +7,6 @@ On the hashed MDP (``jaxsearch bench``'s workload, 16 actions, ``max_num_conside
   ours            ``js.policies.gumbel`` as it is
   sequential      the same search with ``batched_opening=False``: the first phase's ``m``
                   simulations run one by one in the loop, as mctx runs them (the same tree)
-  phases          the same search with ``batched_phases=True``: each later phase's stretch
-                  of simulations as one batched step too (the same tree)
   cheap_root      the root's Sequential Halving score replaced by ``g + logits`` on the slots
                   at the schedule's visit count (no completed Q, no σ)
   cheap_interior  the interior rule ``argmax π′ − n/(1+N)`` replaced by ``logits − n``
@@ -39,16 +37,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
 import statistics
-import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
+import jax
+import jax.numpy as jnp
+import numpy as np
 
 import jaxsearch as js  # noqa: E402
 from jaxsearch import gumbel as gumbel_lib  # noqa: E402
@@ -56,7 +50,7 @@ from jaxsearch.app.bench import compile_all, has_mctx  # noqa: E402
 from jaxsearch.games import hashed  # noqa: E402
 from jaxsearch.selection.base import RootRule, SelectionRule  # noqa: E402
 
-VARIANTS = ("ours", "sequential", "phases", "cheap_root", "cheap_interior", "cheap_both")
+VARIANTS = ("ours", "sequential", "cheap_root", "cheap_interior", "cheap_both")
 CONSIDERED = 16
 
 
@@ -64,8 +58,7 @@ def _search(game, estimator, simulations: int, variant: str):
   """Our Gumbel search with the variant's rules (the real ones from ``js.policies.gumbel``)."""
   search = js.policies.gumbel(game, estimator, num_simulations=simulations,
                               max_num_considered_actions=CONSIDERED,
-                              batched_opening=variant != "sequential",
-                              batched_phases=variant == "phases")
+                              batched_opening=variant != "sequential")
   config = search.config
   if variant in ("cheap_root", "cheap_both"):
     table = jnp.asarray(gumbel_lib.sequential_halving_table(CONSIDERED, simulations))

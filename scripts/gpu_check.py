@@ -165,8 +165,8 @@ def _summary(records: list[dict], statuses: list[dict]) -> str:
           f"{'–' if peak is None else round(peak / 2**30, 2)} |")
   variant_rows = [r for r in by_part.get("variants", []) if "workload" in r]
   if variant_rows:
-    lines += ["", "Loop settings (path update / descent levels per trip [/ Gumbel's later "
-              "phases batched]; the same trees), S = "
+    lines += ["", "Loop settings (path update / descent levels per trip; the same trees), "
+              "S = "
               f"{variant_rows[0]['simulations']}, simulations per second (millions):", "",
               "| workload | B | setting | XLA_FLAGS | PUCT | Gumbel | mctx muzero | mctx gumbel |",
               "|---|---|---|---|---|---|---|---|"]
@@ -205,10 +205,9 @@ def main(argv=None) -> int:
                       help="batch sizes of the variants part (default: the grid's)")
   parser.add_argument("--variant-games", default=None, metavar="GAME,GAME",
                       help="games of the variants part: hashed, connect_four (default both)")
-  parser.add_argument("--variant-settings", default=None, metavar="UPDATE/LEVELS[/phases],...",
-                      help="loop settings of the variants part, e.g. per_level/1,whole_path/2,"
-                           "whole_path/2/phases (/phases: Sequential Halving's later phases "
-                           "batched; default: all five)")
+  parser.add_argument("--variant-settings", default=None, metavar="UPDATE/LEVELS,...",
+                      help="loop settings of the variants part, e.g. per_level/1,whole_path/2 "
+                           "(default: all four)")
   parser.add_argument("--part", default=None, help=argparse.SUPPRESS)
   parser.add_argument("--part-cap", dest="cap", type=float, default=None,
                       help=argparse.SUPPRESS)

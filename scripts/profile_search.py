@@ -9,7 +9,7 @@ overhead inflates small kernels; compare kernels with each other, and time chang
 ``scripts/bench_ab.py``.
 
     python scripts/profile_search.py --policy gumbel --batch 1024 --simulations 32 --top 40
-    python scripts/profile_search.py --policy gumbel --batch 64 --option batched_phases=true
+    python scripts/profile_search.py --policy gumbel --batch 64 --option batched_opening=false
     python scripts/profile_search.py --from profile.tar.gz   # a trace recorded elsewhere
 
 ``record`` needs only JAX, so a trace can be taken on a machine without xprof (an
@@ -148,7 +148,7 @@ def main(argv=None) -> int:
                            "record() or gpu_check.py's profile.tar.gz (every policy in it)")
   parser.add_argument("--option", action="append", default=[], metavar="NAME=JSON",
                       help="a SearchConfig keyword of the search, its value as JSON, e.g. "
-                           "batched_phases=true or path_update='\"whole_path\"' (repeatable)")
+                           "batched_opening=false or path_update='\"whole_path\"' (repeatable)")
   args = parser.parse_args(argv)
   options = {}
   for option in args.option:

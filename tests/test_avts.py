@@ -1,4 +1,4 @@
-"""AVTS (Bellman backup, ALGORITHMS.md §2) on small enumerable Garnets against exact values.
+"""AVTS (Bellman backup, docs/algorithms.md §2) on small enumerable Garnets against exact values.
 
 Convergence to V* once the whole tree is expanded, progressive widening, the achievable bound,
 Bellman consistency of q̂2, the debias statistics stored in the tree, bad estimator output,
@@ -60,7 +60,7 @@ def _q1_table(f, estimator):
 def _searched_actions(q1, num_slots=None):
   """``bool[M, H, S, A]`` the actions AVTS may search at each state: the legal actions with a
   finite q̂1 (all of them when none is finite), cut to the top ``num_slots`` by q̂1 (ties by
-  index), as documented in ``search._node_rows``."""
+  index), as documented in ``search.node_rows``."""
   usable = np.isfinite(q1)
   usable = np.where(usable.any(-1, keepdims=True), usable, True)
   if num_slots is None or num_slots >= q1.shape[-1]:
@@ -119,7 +119,7 @@ def _v_star_of_nodes(f, tree):
 
 
 def _correction(bias_mean, visits):
-  """ALGORITHMS.md §2: ``sum_{j = n+1}^{V} bias_mean[j]`` (numpy; ``bias_mean[..., V]``,
+  """docs/algorithms.md §2: ``sum_{j = n+1}^{V} bias_mean[j]`` (numpy; ``bias_mean[..., V]``,
   ``visits[..., K]``)."""
   num_buckets = bias_mean.shape[-1]
   suffix = np.concatenate([np.cumsum(bias_mean[..., ::-1], -1)[..., ::-1],
@@ -472,7 +472,7 @@ def test_bellman_backup_is_consistent_with_the_children_after_every_simulation()
 def test_debias_statistics_follow_every_visit():
   """Replays every simulation: the slot that went from n to n + 1 visits records the change
   of its q̂2 in bucket min(n + 1, V) (count, Welford mean) and the square of the change of its
-  q̂3 (ALGORITHMS.md §2), exactly as a plain-numpy tracker of the same visits."""
+  q̂3 (docs/algorithms.md §2), exactly as a plain-numpy tracker of the same visits."""
   trees, _, _ = _stepwise()
   first = trees[0]
   shape = first.debias.count.shape  # [B, N, V]
@@ -816,21 +816,21 @@ def test_without_variance_and_debias_thompson_is_greedy_and_deterministic():
 
 
 def _level(slot_solved_after, config):
-  """One node's Bellman update (``backup_bellman._bellman_update``) of slot 0 (q̂1 = 0.5,
+  """One node's Bellman update (``backup_bellman.bellman_update``) of slot 0 (q̂1 = 0.5,
   unvisited) at a node whose statistics hold a drift of -0.2 at visit 2 (bucket 1), after a
   transition with reward 0.2 into a child of value 0 (solved or not)."""
   stats = debias.DebiasStats(count=jnp.array([2, 1, 0, 0], jnp.int32),
                              bias_mean=jnp.array([0.0, -0.2, 0.0, 0.0], jnp.float32),
                              sq_sum=jnp.zeros((4,), jnp.float32))
   f32 = lambda x: jnp.asarray(x, jnp.float32)
-  node = backup_bellman._NodeRow(
+  node = backup_bellman.NodeRow(
       f32([0.5, 0.3]), jnp.array([0, 2], jnp.int32), jnp.array([True, True]),
       jnp.array([False, False]), jnp.int32(2), stats, f32([NO_BOUND, 0.1]), f32(0.1),
       f32([1.0, 0.6]), f32(1.0), jnp.array(False))
-  edge = backup_bellman._EdgeRow(
+  edge = backup_bellman.EdgeRow(
       jnp.int32(0), f32([1.0]), f32([0.2]), f32([0.0]), f32([0.0]), f32([0.0]), f32([0.1]),
       jnp.array([slot_solved_after]))
-  return jax.jit(functools.partial(backup_bellman._bellman_update, plan=config))(node, edge)
+  return jax.jit(functools.partial(backup_bellman.bellman_update, plan=config))(node, edge)
 
 
 def _level_config():

@@ -39,12 +39,13 @@ def test_modes_are_string_enums(kind):
 def test_strings_become_members_once_with_a_clear_error_listing_the_choices():
   config = _config(backup="bellman", outcome_rule="gap",
                    avts=js.AvtsOptions(variance="centred"))
-  assert config.backup is js.Backup.BELLMAN and config.outcome_rule is js.OutcomeRule.GAP
-  assert config.avts.variance is js.Variance.CENTRED and config.backup is js.Backup.BELLMAN
+  assert config.backup.kind is js.Backup.BELLMAN and config.outcome_rule is js.OutcomeRule.GAP
+  assert config.avts.variance is js.Variance.CENTRED and config.avts is config.backup
   entropy = js.EntropyOptions(kind="one_level", policy="pibar")
   assert entropy.kind is js.SubtreeEntropy.ONE_LEVEL and entropy.policy is js.EntropyPolicy.PIBAR
-  with pytest.raises(ValueError, match="backup must be one of 'mean', 'bellman', got 'avts'"):
-    _config(backup="avts")
+  with pytest.raises(ValueError, match="backup must be a BackupRule or one of 'mean', "
+                                       "'bellman', 'avts', got 'bogus'"):
+    _config(backup="bogus")
   with pytest.raises(ValueError, match="variance must be one of 'avts', 'reference', "
                                        "'centred', 'off', got 'none'"):
     js.AvtsOptions(variance="none")
@@ -73,6 +74,34 @@ def test_strings_become_members_once_with_a_clear_error_listing_the_choices():
 
 
 # ---- the config object ----------------------------------------------------------------------
+
+def test_the_backup_is_the_rule_object_and_a_name_is_looked_up_once():
+  """``SearchConfig(backup=...)`` takes the rule itself; a name comes from one table; the
+  Bellman options are the rule's fields, and the former ``avts=`` keyword builds the same
+  config (equal, same hash: the same compiled program)."""
+  rule = js.selection.thompson()
+  by_object = js.SearchConfig(num_simulations=4, selection=rule,
+                              backup=js.search.BellmanBackup(widening=True, num_buckets=8))
+  by_name = js.SearchConfig(num_simulations=4, selection=rule, backup="avts",
+                            avts=js.AvtsOptions(widening=True, num_buckets=8))
+  assert by_object == by_name and hash(by_object) == hash(by_name)
+  assert by_object.backup is by_object.avts and by_object.backup.num_buckets == 8
+  assert by_object.backup_rule is by_object.backup  # the former name still reads it
+  assert set(js.search.BACKUPS) == {"mean", "bellman", "avts"}
+  assert _config(backup=js.Backup.MEAN).backup == js.search.MeanBackup()
+  assert _config(backup="bellman").backup == js.search.BellmanBackup()
+  assert _config().backup == js.search.MeanBackup() and _config().avts is None
+  with pytest.raises(ValueError, match="give them as its fields"):
+    _config(backup=js.search.BellmanBackup(), avts=js.AvtsOptions(widening=True))
+  with pytest.raises(ValueError, match="num_buckets must be a positive int"):
+    js.search.BellmanBackup(num_buckets=0)
+  # Every part of the rule protocol has a default but the simulation step itself.
+  class Incomplete(js.search.BackupRule):
+    kind = js.Backup.MEAN
+  with pytest.raises(NotImplementedError):
+    Incomplete().expand_and_backup(None, None, None, None, None, None)
+  assert Incomplete().tree_parts() == js.search.MeanBackup().tree_parts()
+
 
 def test_parts_are_checked_and_combinations_need_their_backup():
   with pytest.raises(TypeError, match="avts must be a AvtsOptions"):

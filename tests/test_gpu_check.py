@@ -61,7 +61,7 @@ def test_gpu_check_smoke_runs_every_part(tmp_path):
   for row in bench_rows:
     assert row["sims_per_s_ours"] > 0 and row["sims_per_s_ours_gumbel"] > 0
   settings = {r["setting"] for r in by_part["variants"]}
-  assert settings == {"per_level/1", "whole_path/2/phases"}
+  assert settings == {"per_level/1", "whole_path/2"}
   mastermind, _ = by_part["mastermind"]
   assert mastermind["proven_optimal"] is True and mastermind["total_guesses"] == 21
   assert set(mastermind["phases"]) >= {"setup_s", "first_chunk_s", "search_s", "extract_s",

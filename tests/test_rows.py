@@ -62,21 +62,3 @@ def test_take_and_put_under_jit_and_vmap():
   assert float(put[0, 0, 0, 4, 0]) == float(array[0, 0, 4, 0]) + 1.0
   np.testing.assert_array_equal(put[0, 2], array[2])  # slot 7 of 5: nothing written
   assert float(taken[0, 2, 0]) == float(array[2, 3, 4, 0])  # node -1 is the last, slot 7 reads 4
-
-
-def test_take_with_owners_reads_rows_shared_by_several_readers_under_jit_and_vmap():
-  """``R`` readers, reader ``i`` in row ``owner[i]``: NumPy-style reads, indices clamped."""
-  array = _array()
-  owner = jnp.array([0, 0, 2, 1, 2], jnp.int32)
-  node = jnp.array([1, -1, 3, 0, 9], jnp.int32)  # 9 is past the end: clamped to 3
-  slot = jnp.array([0, 4, 2, -2, 1], jnp.int32)
-  expected = array[owner, jnp.clip(jnp.where(node < 0, node + 4, node), 0, 3),
-                   jnp.where(slot < 0, slot + 5, slot)]
-  take = lambda a, *indices: rows.take(a, *indices, owner=owner)  # noqa: E731
-  np.testing.assert_array_equal(jax.jit(take)(array, node, slot), expected)
-  stacked = jnp.stack([array, array + 100.0])
-  taken = jax.vmap(take, in_axes=(0, None, None))(stacked, node, slot)
-  np.testing.assert_array_equal(taken, jnp.stack([expected, expected + 100.0]))
-  # One index: whole rows [R, K, extra].
-  np.testing.assert_array_equal(take(array, node),
-                                array[owner, jnp.clip(jnp.where(node < 0, node + 4, node), 0, 3)])

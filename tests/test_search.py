@@ -441,7 +441,7 @@ def test_init_tree_then_reuse_compiles_once():
 def test_descent_ignores_what_earlier_descents_left_in_the_step_buffer():
   """The step buffer passes from simulation to simulation uncleared: a descent over a buffer
   full of stale rows must record the same path as one over an empty buffer."""
-  from jaxsearch.search.descent import _select, empty_steps, root_prior
+  from jaxsearch.search.descent import select, empty_steps, root_prior
   search, jitted = _puct()
   tree = jitted(None, jax.random.PRNGKey(3), _roots()).tree
   plan = search.plan
@@ -449,7 +449,7 @@ def test_descent_ignores_what_earlier_descents_left_in_the_step_buffer():
 
   @jax.jit
   def descend(steps):
-    return _select(tree, root, None, steps, plan=plan)[0]
+    return select(tree, root, None, steps, plan=plan)[0]
 
   empty = empty_steps(tree.batch_size, plan.max_depth)
   stale = jax.random.randint(jax.random.PRNGKey(1), empty.shape, 0, 7, jnp.int32)

@@ -3,20 +3,21 @@
 The simulations are a ``lax.fori_loop`` over the whole batch, so the loop never selects
 between whole trees. Within a simulation:
 
-* **select** (:mod:`.descent`, :func:`_select`) descends every tree; the selection rule is a
-  pure function of one node, vmapped, while the descent loop is batched by hand (a vmapped
+* **select** (:func:`.descent.select`) descends every tree; the selection rule is a pure
+  function of one node, vmapped, while the descent loop is batched by hand (a vmapped
   ``while_loop`` re-selects its carry every level). It records what it reads on the way down.
 * **expand + evaluate** (:mod:`.expansion`): one batched ``Model.step`` (game step and one
-  estimator call); :mod:`.nodes` turns the estimates into slot rows.
-* **backup**: the config's :class:`~.backup.BackupRule` (``config.backup_rule``, resolved once
-  when the config is built and carried by the search's :class:`~.plan.SearchPlan`) runs
-  expansion, evaluation and backup (``expand_and_backup``), and answers every other phase's
-  backup-specific questions. With the running mean (:mod:`.backup_mean`),
-  :func:`_expand_one` writes the new edge and node (per tree, vmapped), :func:`_backup`
-  computes the returns and running means leaf to root, one ``[B]`` row per level, and
-  :mod:`.subtree_entropy` updates the entropy statistics if kept; with the Bellman backup
-  (:mod:`.backup_bellman`), every outcome of the expanded slot is created at once and q̂2, the
-  debias statistics and the bounds are recomputed leaf to root.
+  estimator call); :func:`.nodes.node_rows` turns the estimates into slot rows.
+* **backup**: the config's backup rule (``config.backup``, a :class:`~.backup.BackupRule`
+  carried by the search's :class:`~.plan.SearchPlan`) runs expansion, evaluation and backup
+  (``expand_and_backup``), and answers every other phase's backup-specific questions. With
+  the running mean (:class:`~.backup_mean.MeanBackup`), :func:`.expansion.expand_one` writes
+  the new edge and node, :func:`.backup_mean.path_returns` computes the returns and
+  :func:`.backup_mean.write_returns` writes their running means (level by level, or the
+  whole path at once), and :mod:`.subtree_entropy` updates the entropy statistics if kept;
+  with the Bellman backup (:class:`~.backup_bellman.BellmanBackup`), every outcome of the
+  expanded slot is created at once and q̂2, the debias statistics and the bounds are
+  recomputed leaf to root.
 
 The descent's loop carries only the ``O(D)`` path, never the tree, and no tree array is read
 after the descent before it is written: either would make XLA copy whole tree arrays every
@@ -25,16 +26,16 @@ the arrays it writes and reads none of them but through the path (measured in pl
 
 The engine knows nothing of selection rules, games or networks: it receives a
 :class:`~jaxsearch.model.Model` and a :class:`SearchConfig`, resolved once for the model into
-a :class:`SearchPlan` (:func:`plan_for`) that every phase reads. The module layout is described in
-``docs/architecture.md``.
+a :class:`SearchPlan` (:func:`plan_for`) that every phase reads. The module layout and one
+simulation's walk through it are described in ``docs/architecture.md``.
 """
 
 from jaxsearch.enums import (Backup, EntropyPolicy, OutcomeRule, RootPolicy, SubtreeEntropy,
                              Variance)
-from jaxsearch.search.config import (AvtsOptions, EntropyOptions, LoopOptions, RootNoise,
-                                     SearchConfig, config_from_keywords)
 from jaxsearch.search.backup import BackupRule
-from jaxsearch.search.backup_bellman import BellmanBackup
+from jaxsearch.search.backup_bellman import AvtsOptions, BellmanBackup
+from jaxsearch.search.config import (BACKUPS, EntropyOptions, LoopOptions, RootNoise,
+                                     SearchConfig, config_from_keywords)
 from jaxsearch.search.backup_mean import MeanBackup
 from jaxsearch.search.descent import Path
 from jaxsearch.search.estimates import node_stats, slot_estimates
@@ -43,7 +44,7 @@ from jaxsearch.search.nodes import NodeRows
 from jaxsearch.search.plan import SearchPlan, plan_for
 
 __all__ = ["SearchConfig", "RootNoise", "AvtsOptions", "EntropyOptions", "LoopOptions",
-           "config_from_keywords", "SearchPlan", "plan_for", "BackupRule", "MeanBackup", "BellmanBackup",
-           "Path", "NodeRows", "init_tree", "run", "draw_root_noise", "node_stats",
-           "slot_estimates", "OutcomeRule", "Backup", "SubtreeEntropy", "EntropyPolicy",
-           "Variance", "RootPolicy"]
+           "config_from_keywords", "BACKUPS", "SearchPlan", "plan_for", "BackupRule",
+           "MeanBackup", "BellmanBackup", "Path", "NodeRows", "init_tree", "run",
+           "draw_root_noise", "node_stats", "slot_estimates", "OutcomeRule", "Backup",
+           "SubtreeEntropy", "EntropyPolicy", "Variance", "RootPolicy"]

@@ -1,10 +1,15 @@
-"""The Bellman backup (AVTS, ALGORITHMS.md §2): q̂2, debias statistics, bounds, solved flags."""
+"""The Bellman backup (AVTS, ``docs/algorithms.md`` §2): q̂2, debias statistics, bounds, solved
+flags, widening.
+
+:class:`BellmanBackup` is the rule (``SearchConfig(backup=BellmanBackup(widening=True))``); its
+options are its fields. ``AvtsOptions`` is the same class under its former name
+(``SearchConfig(backup="bellman", avts=AvtsOptions(...))`` still builds it)."""
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import ClassVar, NamedTuple
+from typing import TYPE_CHECKING, ClassVar, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
@@ -13,14 +18,16 @@ from flax import struct
 from jaxsearch import debias as debias_lib
 from jaxsearch import tree as tree_lib
 from jaxsearch.model import Model
-from jaxsearch.enums import Backup, OutcomeRule, Variance
-from jaxsearch.search.config import AvtsOptions, SearchConfig
-from jaxsearch.search.plan import SearchPlan
+from jaxsearch.enums import Backup, OutcomeRule, Variance, coerce
+from jaxsearch.search.backup import BackupRule
 from jaxsearch.search.descent import Path
 from jaxsearch.search.estimates import node_stats, slot_estimates
-from jaxsearch.search.expansion import (_expand_all_one, _expand_outcomes, _outcome_probs,
+from jaxsearch.search.expansion import (expand_all_outcomes, step_outcomes, outcome_probs,
                                         last_edge)
 from jaxsearch.tree import BoundStats, NodeStats, SlotBounds, SlotStats, Tree
+
+if TYPE_CHECKING:  # the plan holds the config, which holds this rule
+  from jaxsearch.search.plan import SearchPlan
 
 
 @struct.dataclass
@@ -39,7 +46,7 @@ class _Level:
   upper: jax.Array  # f32[]
 
 
-class _NodeRow(NamedTuple):
+class NodeRow(NamedTuple):
   """One node's ``[K]`` slot rows and scalars, as the Bellman update reads them."""
 
   tree_values: jax.Array  # f32[K] q̂2
@@ -55,7 +62,7 @@ class _NodeRow(NamedTuple):
   node_cut_upper: jax.Array  # f32[]
 
 
-class _EdgeRow(NamedTuple):
+class EdgeRow(NamedTuple):
   """The simulated slot and its chance record's ``[O]`` outcome rows, with the children's
   current values, bounds and solved flags."""
 
@@ -69,20 +76,20 @@ class _EdgeRow(NamedTuple):
   child_solved: jax.Array  # bool[O]
 
 
-def _expected(edge: _EdgeRow, child_values) -> jax.Array:
+def _expected(edge: EdgeRow, child_values) -> jax.Array:
   """``Σ_o p(o) (r + γ·x_o)`` over the possible outcomes."""
   possible = edge.probs > 0
   return jnp.sum(jnp.where(possible, edge.probs * (edge.rewards + edge.discounts * child_values),
                            0.0))
 
 
-def _record_change(node: _NodeRow, slot, q2_new, slot_solved, *,
+def _record_change(node: NodeRow, slot, q2_new, slot_solved, *,
                    plan: SearchPlan) -> debias_lib.DebiasStats:
   """The debias statistics after the slot's q̂2 moved to ``q2_new`` (its visit bucket)."""
   stats = node.stats
   visits_before = node.visits[slot]
   change = q2_new - node.tree_values[slot]
-  options = plan.avts
+  options = plan.backup
   if options.variance is Variance.CENTRED:
     debiased_change = None  # Welford's centred squares of the changes
   elif options.debias and options.variance is Variance.AVTS:
@@ -95,10 +102,9 @@ def _record_change(node: _NodeRow, slot, q2_new, slot_solved, *,
   return debias_lib.record(stats, visits_before + 1, change, debiased_change)
 
 
-def _without_variance(plan: SearchPlan) -> SearchConfig:
-  """The plan's config with ``variance="off"`` (V(s) needs q̂3, not its variance)."""
-  return dataclasses.replace(plan.config,
-                             avts=dataclasses.replace(plan.avts, variance=Variance.OFF))
+def _without_variance(plan: SearchPlan) -> BellmanBackup:
+  """The plan's rule with ``variance="off"`` (V(s) needs q̂3, not its variance)."""
+  return dataclasses.replace(plan.backup, variance=Variance.OFF)
 
 
 def _widen(num_active, slot, num_candidates):
@@ -109,7 +115,7 @@ def _widen(num_active, slot, num_candidates):
   return jnp.maximum(num_active, jnp.minimum(slot + 1, num_candidates))
 
 
-def _bellman_update(node: _NodeRow, edge: _EdgeRow, *, plan: SearchPlan) -> _Level:
+def bellman_update(node: NodeRow, edge: EdgeRow, *, plan: SearchPlan) -> _Level:
   """One node's Bellman update after its slot ``edge.slot`` was simulated (one tree)."""
   slot = edge.slot
   possible = edge.probs > 0
@@ -122,11 +128,11 @@ def _bellman_update(node: _NodeRow, edge: _EdgeRow, *, plan: SearchPlan) -> _Lev
   legal = node.legal
   num_candidates = jnp.sum(legal).astype(jnp.int32)
   num_active = node.num_active
-  if plan.avts.widening:
+  if plan.backup.widening:
     num_active = _widen(num_active, slot, num_candidates)
   active = legal & (jnp.arange(legal.shape[0]) < num_active)
   debiased, _ = slot_estimates(stats, tree_values, visits, solved, num_active,
-                               config=_without_variance(plan))
+                               options=_without_variance(plan))
   value = jnp.max(jnp.where(active, debiased, -jnp.inf))
   value = jnp.where(jnp.any(active), value, 0.0)
   node_solved = (jnp.sum(active) >= num_candidates) & jnp.all(jnp.where(active, solved, True))
@@ -148,10 +154,10 @@ def _bellman_update(node: _NodeRow, edge: _EdgeRow, *, plan: SearchPlan) -> _Lev
                 upper=upper)
 
 
-def _node_row(tree: Tree, rows, node) -> _NodeRow:
-  """``[B]`` batched :class:`_NodeRow` of ``node[B]``."""
+def _node_row(tree: Tree, rows, node) -> NodeRow:
+  """``[B]`` batched :class:`NodeRow` of ``node[B]``."""
   slots, slot_bounds, bounds = tree.slots, tree.slot_bounds, tree.bounds
-  return _NodeRow(
+  return NodeRow(
       slots.value[rows, node], slots.visits[rows, node], slots.legal[rows, node],
       slot_bounds.solved[rows, node], tree.nodes.num_active[rows, node],
       node_stats(tree, rows, node), slot_bounds.bound[rows, node], bounds.bound[rows, node],
@@ -167,8 +173,8 @@ class _Carried(NamedTuple):
   solved: jax.Array
 
 
-def _edge_row(tree: Tree, path: Path, edge_chances, depth, row, child: _Carried) -> _EdgeRow:
-  """``[B]`` batched :class:`_EdgeRow` of the path edge at ``row[B]``: below the deepest edge
+def _edge_row(tree: Tree, path: Path, edge_chances, depth, row, child: _Carried) -> EdgeRow:
+  """``[B]`` batched :class:`EdgeRow` of the path edge at ``row[B]``: below the deepest edge
   the tree holds the children's statistics; above it, the path child's are ``child``'s."""
   rows = jnp.arange(tree.batch_size)
   chance = edge_chances[rows, row]
@@ -181,7 +187,7 @@ def _edge_row(tree: Tree, path: Path, edge_chances, depth, row, child: _Carried)
   def kid(carried_value, field):
     return jnp.where(carried, carried_value[:, None], field[rows[:, None], safe_kids])
 
-  return _EdgeRow(
+  return EdgeRow(
       path.slots[rows, row], records.prob[rows, chance], records.reward[rows, chance],
       records.discount[rows, chance], kid(child.value, nodes.value),
       kid(child.bound, bounds.bound), kid(child.upper, bounds.upper),
@@ -197,12 +203,12 @@ def _bellman_levels(tree: Tree, path: Path, edge_chances, plan: SearchPlan) -> _
   """
   batch_size, depth_limit = path.slots.shape
   rows = jnp.arange(batch_size)
-  level_fn = jax.vmap(functools.partial(_bellman_update, plan=plan))
+  level_fn = jax.vmap(functools.partial(bellman_update, plan=plan))
   zeros = jnp.zeros((batch_size,), jnp.int32)
   empty = jax.tree.map(
       lambda x: jnp.zeros((batch_size, depth_limit) + x.shape[1:], x.dtype),
       jax.eval_shape(level_fn, _node_row(tree, rows, zeros),
-                     _EdgeRow(path.slots[:, 0], *[tree.chance.prob[:, 0]] * 6,
+                     EdgeRow(path.slots[:, 0], *[tree.chance.prob[:, 0]] * 6,
                               tree.chance.child[:, 0] >= 0)))
 
   def body(carry):
@@ -254,7 +260,7 @@ def _bellman_write_one(tree: Tree, path: Path, edge_chances, levels: _Level) -> 
   )
 
 
-def _bellman_simulation(model: Model, plan: SearchPlan, params, estimator_key, tree: Tree,
+def bellman_simulation(model: Model, plan: SearchPlan, params, estimator_key, tree: Tree,
                         path: Path) -> Tree:
   """Expand (all outcomes, one estimator call for ``B·O`` states) and Bellman-backup. Every
   possible outcome is expanded at once: no key picks one."""
@@ -267,7 +273,7 @@ def _bellman_simulation(model: Model, plan: SearchPlan, params, estimator_key, t
     if num_outcomes == 1:
       probs = jnp.ones((batch_size, 1), jnp.float32)
     else:
-      probs = _outcome_probs(model, params, parent_states, actions, batch_size)
+      probs = outcome_probs(model, params, parent_states, actions, batch_size)
     possible = probs > 0
     # All possible outcomes get a node now; where they (or their chance record) do not fit,
     # the tree stops growing.
@@ -279,41 +285,78 @@ def _bellman_simulation(model: Model, plan: SearchPlan, params, estimator_key, t
     path = path.replace(length=jnp.where(full, last, path.length), expand=path.expand & fits,
                         new_chance=path.new_chance & fits,
                         outcomes=path.outcomes.at[batch_ids, last].set(outcomes))
-    expansion, rows = _expand_outcomes(model, plan, params, estimator_key, parent_states,
+    expansion, rows = step_outcomes(model, plan, params, estimator_key, parent_states,
                                        actions, possible & path.expand[:, None],
-                                       plan.avts.expand_chunk)
+                                       plan.backup.expand_chunk)
 
     def per_tree(x):
       return x.reshape((batch_size, num_outcomes) + x.shape[1:])
 
-    tree, edge_chances = jax.vmap(_expand_all_one)(
+    tree, edge_chances = jax.vmap(expand_all_outcomes)(
         tree, path, jax.tree.map(per_tree, expansion), jax.tree.map(per_tree, rows), probs)
   with jax.named_scope("backup"):
     levels = _bellman_levels(tree, path, edge_chances, plan)
     return jax.vmap(_bellman_write_one)(tree, path, edge_chances, levels)
 
 
+def _positive_int(value, name: str) -> None:
+  if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+    raise ValueError(f"{name} must be a positive int, got {value!r}")
+
+
 @dataclasses.dataclass(frozen=True)
-class BellmanBackup:
-  """The Bellman backup (``backup="bellman"``, AVTS;
-  :class:`~jaxsearch.search.backup.BackupRule`): every outcome of an expanded slot at once,
-  q̂2 recomputed leaf to root, debias statistics, bounds and solved flags, widening.
+class BellmanBackup(BackupRule):
+  """The Bellman backup (``backup="bellman"``, AVTS): every outcome of an expanded slot at
+  once, ``q̂2(s,a) = Σ_o p(o)(r + γ V(s_o))`` recomputed leaf to root with ``V`` the best
+  debiased value of the active slots, debias statistics, bounds and solved flags, widening.
+  Needs estimators that return ``action_values``.
 
   Attributes:
-    options: :class:`~jaxsearch.search.plan.AvtsOptions` (``SearchConfig.avts``).
+    widening: progressive widening: a node starts with its best slot by q̂1 and activates
+      the next whenever the newest (unvisited) one is chosen.
+    debias: subtract the expected remaining drift (off: q̂3 is q̂2).
+    variance: :class:`~jaxsearch.enums.Variance`: ``"avts"`` (the default: squared changes
+      of q̂3 after subtracting the bucket's bias mean from *before* the record, so a bucket's
+      first record adds the whole drift — inflated, and measured better for Thompson on
+      Wordle and Mastermind), ``"centred"`` (the AVTS article's: changes centred on the
+      updated bias, Welford, with a cold start), ``"reference"`` (the reference code's
+      quirks, :mod:`jaxsearch.debias`) or ``"off"`` (σ² = 0: Thompson becomes greedy).
+    num_buckets: ``V``, visit-count buckets of the debias statistics (the last absorbs the
+      tail).
+    bound_slots: of the ``K`` slots, how many go to the best admissible action bounds
+      (``Estimate.action_bounds``) among the actions q̂1 did not place (none without bounds).
+      A cut action's bound floors its node's optimistic bound, so a proof needs the actions
+      whose bounds beat the optimum in slots, and q̂1 ranks some of them low (Mastermind 4×6
+      after ``1123``: 96 of 128 slots close every sub-problem's proof).
+    max_chance: ``C``, chance records per tree (``None``: ``max_nodes``). Expanding a slot
+      creates one record holding all its possible outcomes' nodes, so a tree of ``N`` nodes
+      holds about ``N / (outcomes per expansion)`` records: with many outcomes (Wordle's 243
+      feedbacks, 4.9 KB a record) a smaller ``C`` saves most of the tree's memory. A tree
+      whose records run out stops growing, as when its nodes do.
+    expand_chunk: the outcome states of one expansion step (``B·O`` of them) are stepped and
+      evaluated ``expand_chunk`` at a time, and only the possible outcomes of the trees that
+      expand (``p > 0``), each chunk reduced to its ``K`` slots before the next: the
+      estimator's ``[·, A]`` outputs never exist for all ``B·O`` states at once. Where
+      ``B·O <= expand_chunk`` all are evaluated in one call.
   """
 
-  options: AvtsOptions = AvtsOptions()
+  widening: bool = False
+  debias: bool = True
+  variance: Variance = Variance.AVTS
+  num_buckets: int = 32
+  bound_slots: int = 0
+  max_chance: Optional[int] = None
+  expand_chunk: int = 256
   kind: ClassVar[Backup] = Backup.BELLMAN
   keeps_bounds: ClassVar[bool] = True
-  # Every outcome of an expanded slot becomes a node: no batched opening.
-  expand_root_children: ClassVar[None] = None
-  back_up_stretch: ClassVar[None] = None
   static_priors: ClassVar[bool] = False  # solved slots leave the legal set; widening adds
 
-  @property
-  def widening(self) -> bool:
-    return self.options.widening
+  def __post_init__(self):
+    object.__setattr__(self, "variance", coerce(Variance, self.variance, "variance"))
+    _positive_int(self.num_buckets, "num_buckets")
+    _positive_int(self.expand_chunk, "expand_chunk")
+    if not isinstance(self.bound_slots, int) or self.bound_slots < 0:
+      raise ValueError(f"bound_slots must be an int in [0, num_slots), got {self.bound_slots!r}")
 
   def check(self, config) -> None:
     if config.entropy is not None:
@@ -322,8 +365,11 @@ class BellmanBackup:
   def nodes_per_expansion(self, num_outcomes: int) -> int:
     return num_outcomes  # all outcomes of a slot at once
 
+  def chance_capacity(self, max_nodes: int) -> int:
+    return max_nodes if self.max_chance is None else self.max_chance
+
   def tree_parts(self) -> dict:
-    return {"num_buckets": self.options.num_buckets, "slot_bounds": True}
+    return {"num_buckets": self.num_buckets, "slot_bounds": True}
 
   def missing_action_values(self, batch_size: int, num_actions: int) -> jax.Array:
     raise ValueError(
@@ -339,7 +385,7 @@ class BellmanBackup:
 
   def slot_ranking(self, logits, action_values) -> tuple[jax.Array, int]:
     del logits
-    return action_values, self.options.bound_slots
+    return action_values, self.bound_slots
 
   def node_values(self, terminal, value, slot_legal, slot_action_value, num_active):
     del value
@@ -356,11 +402,11 @@ class BellmanBackup:
   def view_stats(self, tree, at, batch_ids, node_ids, legal, child_values, child_visits,
                  action_values, *, plan):
     del action_values
-    if self.options.widening and not plan.selection.sees_inactive:
+    if self.widening and not plan.selection.sees_inactive:
       legal = legal & (jnp.arange(tree.num_slots) < at(tree.nodes.num_active)[:, None])
     solved = at(tree.slot_bounds.solved)
     legal = legal & ~solved
-    debiased, variance = jax.vmap(functools.partial(slot_estimates, config=plan))(
+    debiased, variance = jax.vmap(functools.partial(slot_estimates, options=self))(
         node_stats(tree, batch_ids, node_ids), child_values, child_visits, solved,
         at(tree.nodes.num_active))
     return legal, debiased, variance, at(tree.slot_bounds.upper)
@@ -378,14 +424,20 @@ class BellmanBackup:
     return probs, gaps
 
   def expand_and_backup(self, model, plan, params, keys, tree, path):
-    return _bellman_simulation(model, plan, params, keys.estimator, tree, path)
+    return bellman_simulation(model, plan, params, keys.estimator, tree, path)
 
-  def root_slots(self, tree, config):
+  def root_slots(self, tree):
     """Active root slots report q̂3; active solved ones compete for the greedy action."""
     root = jax.tree.map(lambda x: x[:, 0], tree.slots)
     root_solved = tree.slot_bounds.solved[:, 0]
     active_slots = root.legal & (jnp.arange(tree.num_slots) < tree.nodes.num_active[:, [0]])
-    debiased, _ = jax.vmap(functools.partial(slot_estimates, config=config))(
+    debiased, _ = jax.vmap(functools.partial(slot_estimates, options=self))(
         node_stats(tree, jnp.arange(tree.batch_size), 0), root.value, root.visits, root_solved,
         tree.nodes.num_active[:, 0])
     return active_slots, jnp.where(active_slots, debiased, 0.0), active_slots & root_solved
+
+
+# The former name of the Bellman backup's options, now the rule itself:
+# ``SearchConfig(backup="bellman", avts=AvtsOptions(widening=True))`` builds
+# ``BellmanBackup(widening=True)``.
+AvtsOptions = BellmanBackup

@@ -3,22 +3,30 @@
 A config is built once and validated once (``__post_init__``): mode strings become enum members
 (:mod:`jaxsearch.enums`), sizes and combinations are checked, and every error names the option
 and what it accepts. Options that belong together are small typed parts: :class:`RootNoise`
-(Dirichlet noise at the root), :class:`AvtsOptions` (the Bellman backup's) and
+(Dirichlet noise at the root), the backup rule itself (its options its fields) and
 :class:`EntropyOptions` (the subtree entropy of entropy-guided PUCT).
 
     config = SearchConfig(num_simulations=64, selection=js.selection.thompson(),
-                          backup="bellman", avts=AvtsOptions(widening=True, num_buckets=16))
+                          backup=BellmanBackup(widening=True, num_buckets=16))
     search = js.policies.custom(game, estimator, config=config)
+
+A backup given by name is looked up in :data:`BACKUPS`, the one table of names.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional
+from typing import Optional, Union
 
-from jaxsearch.enums import (Backup, EntropyPolicy, OutcomeRule, PathUpdate, SubtreeEntropy,
-                             Variance, coerce)
+from jaxsearch.enums import Backup, EntropyPolicy, OutcomeRule, PathUpdate, SubtreeEntropy, coerce
+from jaxsearch.search.backup import BackupRule
+from jaxsearch.search.backup_bellman import AvtsOptions, BellmanBackup
+from jaxsearch.search.backup_mean import MeanBackup
 from jaxsearch.selection.base import RootRule, SelectionRule
+from jaxsearch.validation import check_selection
+
+# The backups by name: ``SearchConfig(backup="bellman")`` is ``backup=BellmanBackup()``.
+BACKUPS = {"mean": MeanBackup, "bellman": BellmanBackup, "avts": BellmanBackup}
 
 
 def _set(obj, name, value):
@@ -47,57 +55,8 @@ class RootNoise:
 
 
 @dataclasses.dataclass(frozen=True)
-class AvtsOptions:
-  """Options of the Bellman backup (AVTS, ALGORITHMS.md §2; ``SearchConfig(backup="bellman")``).
-
-  Attributes:
-    widening: progressive widening: a node starts with its best slot by q̂1 and activates
-      the next whenever the newest (unvisited) one is chosen.
-    debias: subtract the expected remaining drift (off: q̂3 is q̂2).
-    variance: :class:`~jaxsearch.enums.Variance`: ``"avts"`` (the default: squared changes
-      of q̂3 after subtracting the bucket's bias mean from *before* the record, so a bucket's
-      first record adds the whole drift — inflated, and measured better for Thompson on
-      Wordle and Mastermind), ``"centred"`` (the AVTS article's: changes centred on the
-      updated bias, Welford, with a cold start), ``"reference"`` (the reference code's
-      quirks, :mod:`jaxsearch.debias`) or ``"off"`` (σ² = 0: Thompson becomes greedy).
-    num_buckets: ``V``, visit-count buckets of the debias statistics (the last absorbs the
-      tail).
-    bound_slots: of the ``K`` slots, how many go to the best admissible action bounds
-      (``Estimate.action_bounds``) among the actions q̂1 did not place (none without bounds).
-      A cut action's bound floors its node's optimistic bound, so a proof needs the actions
-      whose bounds beat the optimum in slots, and q̂1 ranks some of them low (Mastermind 4×6
-      after ``1123``: 96 of 128 slots close every sub-problem's proof).
-    max_chance: ``C``, chance records per tree (``None``: ``max_nodes``). Expanding a slot
-      creates one record holding all its possible outcomes' nodes, so a tree of ``N`` nodes
-      holds about ``N / (outcomes per expansion)`` records: with many outcomes (Wordle's 243
-      feedbacks, 4.9 KB a record) a smaller ``C`` saves most of the tree's memory. A tree
-      whose records run out stops growing, as when its nodes do.
-    expand_chunk: the outcome states of one expansion step (``B·O`` of them) are stepped and
-      evaluated ``expand_chunk`` at a time, and only the possible outcomes of the trees that
-      expand (``p > 0``), each chunk reduced to its ``K`` slots before the next: the
-      estimator's ``[·, A]`` outputs never exist for all ``B·O`` states at once. Where
-      ``B·O <= expand_chunk`` all are evaluated in one call.
-  """
-
-  widening: bool = False
-  debias: bool = True
-  variance: Variance = Variance.AVTS
-  num_buckets: int = 32
-  bound_slots: int = 0
-  max_chance: Optional[int] = None
-  expand_chunk: int = 256
-
-  def __post_init__(self):
-    _set(self, "variance", coerce(Variance, self.variance, "variance"))
-    _positive_int(self.num_buckets, "num_buckets")
-    _positive_int(self.expand_chunk, "expand_chunk")
-    if not isinstance(self.bound_slots, int) or self.bound_slots < 0:
-      raise ValueError(f"bound_slots must be an int in [0, num_slots), got {self.bound_slots!r}")
-
-
-@dataclasses.dataclass(frozen=True)
 class EntropyOptions:
-  """The subtree entropy a search keeps for entropy-guided PUCT (ALGORITHMS.md §4;
+  """The subtree entropy a search keeps for entropy-guided PUCT (``docs/algorithms.md`` §4;
   running-mean backup only): each node's entropy ``H``, frontier-leaf count ``K`` and
   all-terminal flag, updated along the backup path in ``O(D·K·O)`` and shown to the rule as
   ``NodeView.child_exploration``.
@@ -143,31 +102,19 @@ class LoopOptions:
       made (:func:`jaxsearch.gumbel.gumbel_top_m`). That step calls the model once on
       ``B·m`` states, ``m`` times a simulation's batch: turn it off where a large network's
       activations for that many states would not fit.
-    batched_phases: after such an opening, where the root rule also says which slots each
-      later simulation chooses among (``RootRule.schedule``: Sequential Halving's later
-      phases), run each stretch of simulations that share a visit level as one batched step
-      (:mod:`jaxsearch.search.phases`; default ``False``). The same tree for an estimator
-      that does not draw (the children's prior probabilities may differ in the last bit, as
-      with the opening); one that draws gets a stretch's keys by candidate rather than by
-      pick. A stretch walks and evaluates every candidate (at 32 simulations and ``m = 16``:
-      28 walks for 16 simulations) and still replays the root rule pick by pick, in exchange
-      for 3 batched steps instead of 16 trips of the loop: slower on a CPU (measured), meant
-      for an accelerator, where each trip of a loop waits on the host.
   """
 
   path_update: Optional[PathUpdate] = None
   levels_per_trip: Optional[int] = None
   batched_opening: bool = True
-  batched_phases: bool = False
 
   def __post_init__(self):
     if self.path_update is not None:
       _set(self, "path_update", coerce(PathUpdate, self.path_update, "path_update"))
     if self.levels_per_trip is not None:
       _positive_int(self.levels_per_trip, "levels_per_trip")
-    for name in ("batched_opening", "batched_phases"):
-      if not isinstance(getattr(self, name), bool):
-        raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
+    if not isinstance(self.batched_opening, bool):
+      raise TypeError(f"batched_opening must be a bool, got {self.batched_opening!r}")
 
   def resolved(self) -> LoopOptions:
     """These options with the backend's defaults filled in (call at trace time)."""
@@ -177,7 +124,26 @@ class LoopOptions:
         path_update=self.path_update or (PathUpdate.PER_LEVEL if on_cpu
                                          else PathUpdate.WHOLE_PATH),
         levels_per_trip=self.levels_per_trip or (1 if on_cpu else 2),
-        batched_opening=self.batched_opening, batched_phases=self.batched_phases)
+        batched_opening=self.batched_opening)
+
+
+def resolve_backup(backup, avts: Optional[AvtsOptions] = None) -> BackupRule:
+  """The rule ``backup`` names: a :class:`~jaxsearch.search.backup.BackupRule` as it is, a name
+  (or :class:`~jaxsearch.enums.Backup`) looked up in :data:`BACKUPS`. ``avts`` (the Bellman
+  options under their former keyword) is the rule where ``backup`` names the Bellman backup;
+  beside a Bellman rule it must be that rule."""
+  if avts is not None and not isinstance(avts, AvtsOptions):
+    raise TypeError(f"avts must be a AvtsOptions, got {avts!r}")
+  if isinstance(backup, BackupRule):
+    if avts is not None and isinstance(backup, AvtsOptions) and avts != backup:
+      raise ValueError(f"backup={backup!r} holds the Bellman options: give them as its fields, "
+                       f"not also avts={avts!r}")
+    return backup
+  if not isinstance(backup, str) or backup not in BACKUPS:
+    names = ", ".join(repr(name) for name in BACKUPS)
+    raise ValueError(f"backup must be a BackupRule or one of {names}, got {backup!r}")
+  kind = BACKUPS[backup]
+  return avts if isinstance(avts, kind) else kind()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -192,12 +158,14 @@ class SearchConfig:
       whose expansions create all ``O`` outcomes, else ``S + 1``).
     max_depth: ``D``, the longest path in edges from the root; ``None``: the game's
       ``max_length`` (else ``S``).
-    backup: :class:`~jaxsearch.enums.Backup`: ``"mean"`` — running means of sampled returns
+    backup: the :class:`~jaxsearch.search.backup.BackupRule`:
+      :class:`~jaxsearch.search.backup_mean.MeanBackup` — running means of sampled returns
       (AlphaZero, MuZero, UCT; one chance outcome is expanded per simulation) — or
-      ``"bellman"`` — AVTS (ALGORITHMS.md §2): expanding a slot creates **all** its possible
-      outcomes in one estimator call, and ``q̂2(s,a) = Σ_o p(o)(r + γ V(s_o))`` is recomputed
-      at every backup, with ``V`` the best debiased value of the active slots. Needs
-      estimators that return ``action_values``; its options are ``avts``.
+      :class:`~jaxsearch.search.backup_bellman.BellmanBackup` — AVTS
+      (``docs/algorithms.md`` §2): expanding a slot creates **all** its possible outcomes in
+      one estimator call, and q̂2 is recomputed at every backup; its options are its fields.
+      A name (``"mean"``, ``"bellman"`` or ``"avts"``, a :class:`~jaxsearch.enums.Backup`)
+      is looked up in :data:`BACKUPS`; after ``__post_init__`` this is always the rule.
     outcome_rule: :class:`~jaxsearch.enums.OutcomeRule`, at a chance record: ``"balanced"``
       picks ``argmax p(o) / (n(o) + 1)`` (no randomness), ``"sample"`` draws ``o ~ p``, and
       ``"gap"`` (Bellman backup) prefers the outcome whose value is most uncertain in the
@@ -211,8 +179,12 @@ class SearchConfig:
     root_selection: a root-only rule (:class:`~jaxsearch.selection.base.RootRule`, e.g.
       Gumbel MuZero's Sequential Halving) used for the first step of every descent, with the
       simulation index and a per-search draw; ``selection`` then only serves interior nodes.
-    avts: :class:`AvtsOptions`, read by the Bellman backup only (``widening`` and
-      ``max_chance`` need it; with the running-mean backup a record comes with every node).
+    avts: the Bellman backup's options under their former keyword (``AvtsOptions`` is
+      :class:`~jaxsearch.search.backup_bellman.BellmanBackup`): with ``backup="bellman"``
+      they are the rule; given beside the running-mean backup, ``widening`` and
+      ``max_chance`` are refused (a record comes with every node there). After
+      ``__post_init__`` it is the Bellman rule itself, or what was given (``None`` by default)
+      beside another backup.
     entropy: :class:`EntropyOptions`: keep the subtree entropy (running-mean backup only);
       ``None`` (default) allocates and computes nothing.
     loops: :class:`LoopOptions`, how the descent and the backup walk a path on the device
@@ -223,18 +195,17 @@ class SearchConfig:
   selection: SelectionRule
   max_nodes: Optional[int] = None
   max_depth: Optional[int] = None
-  backup: Backup = Backup.MEAN
+  backup: Union[BackupRule, Backup, str] = Backup.MEAN
   outcome_rule: OutcomeRule = OutcomeRule.BALANCED
   num_slots: Optional[int] = None
   root_noise: Optional[RootNoise] = None
   root_selection: Optional[RootRule] = None
-  avts: AvtsOptions = AvtsOptions()
+  avts: Optional[AvtsOptions] = None
   entropy: Optional[EntropyOptions] = None
   loops: LoopOptions = LoopOptions()
 
   def __post_init__(self):
     _positive_int(self.num_simulations, "num_simulations")
-    from jaxsearch.validation import check_selection  # validation imports the tree: JAX
     check_selection(self.selection)
     for name in ("max_nodes", "max_depth"):
       if getattr(self, name) is not None:
@@ -243,25 +214,25 @@ class SearchConfig:
       raise ValueError(
           f"max_nodes={self.max_nodes} is smaller than num_simulations + 1 = "
           f"{self.num_simulations + 1}, the nodes one search from a fresh root needs")
-    _set(self, "backup", coerce(Backup, self.backup, "backup"))
     _set(self, "outcome_rule", coerce(OutcomeRule, self.outcome_rule, "outcome_rule"))
     if self.num_slots is not None:
       _positive_int(self.num_slots, "num_slots")
-    for name, kind in (("root_noise", RootNoise), ("avts", AvtsOptions),
-                       ("entropy", EntropyOptions), ("loops", LoopOptions)):
+    for name, kind in (("root_noise", RootNoise), ("entropy", EntropyOptions),
+                       ("loops", LoopOptions)):
       value = getattr(self, name)
       if value is not None and not isinstance(value, kind):
         raise TypeError(f"{name} must be a {kind.__name__}, got {value!r}")
     if self.root_noise is not None and self.root_noise.fraction == 0.0:
       _set(self, "root_noise", None)
-    # Resolved once: every phase asks this object, never the mode (jaxsearch.search.backup).
-    from jaxsearch.search.backup import resolve
-    _set(self, "_backup_rule", resolve(self.backup, self.avts))
-    self._check_avts()
-    self.backup_rule.check(self)
+    # Resolved once: every phase asks this object, never a mode (jaxsearch.search.backup).
+    _set(self, "backup", resolve_backup(self.backup, self.avts))
+    if isinstance(self.backup, AvtsOptions):
+      _set(self, "avts", self.backup)
+    if self.avts is not None:
+      self._check_avts(self.avts)
+    self.backup.check(self)
 
-  def _check_avts(self):
-    avts = self.avts
+  def _check_avts(self, avts: AvtsOptions):
     if self.num_slots is not None and avts.bound_slots >= self.num_slots:
       raise ValueError(f"bound_slots must be an int in [0, num_slots), got "
                        f"{avts.bound_slots!r} with num_slots={self.num_slots!r}")
@@ -273,15 +244,14 @@ class SearchConfig:
                        f"None, got {avts.max_chance!r}")
 
   @property
-  def backup_rule(self):
-    """The :class:`~jaxsearch.search.backup.BackupRule` of ``backup`` (resolved when the config
-    is built; it holds ``avts`` where the backup reads it)."""
-    return self._backup_rule
+  def backup_rule(self) -> BackupRule:
+    """``backup``, the rule (the name this had when ``backup`` held a mode)."""
+    return self.backup
 
   @property
   def chance_capacity(self) -> int:
-    """``C``: ``avts.max_chance``, or ``max_nodes`` by default."""
-    return self.max_nodes if self.avts.max_chance is None else self.avts.max_chance
+    """``C``: the backup's (``BellmanBackup.max_chance``), or ``max_nodes`` by default."""
+    return self.backup.chance_capacity(self.max_nodes)
 
   @property
   def keeps_prior_probs(self) -> bool:
@@ -289,7 +259,7 @@ class SearchConfig:
     (``tree.slots.prior_probs``), computed once when it is created: the rule reads it and,
     under the running-mean backup, a node's legal slots and logits never change (the Bellman
     backup removes solved slots, widening adds slots)."""
-    return self.selection.reads_prior_probs and self.backup_rule.static_priors
+    return self.selection.reads_prior_probs and self.backup.static_priors
 
   def slots_for(self, num_actions: int) -> int:
     """``K`` for a game with ``num_actions`` actions (``num_slots`` clamped to ``A``)."""
@@ -298,7 +268,7 @@ class SearchConfig:
   def slots_are_actions(self, num_actions: int) -> bool:
     """Slot ``k`` holds action ``k`` in every node (``K = A``, no widening): the slot layout
     is the allocated one and is never written or looked up."""
-    return self.slots_for(num_actions) == num_actions and not self.backup_rule.widening
+    return self.slots_for(num_actions) == num_actions and not self.backup.widening
 
   def for_model(self, model) -> SearchConfig:
     """This config with the sizes left to the game filled in (``max_nodes``, ``max_depth``;
@@ -310,7 +280,7 @@ class SearchConfig:
       max_depth = model.max_length if model.max_length else self.num_simulations
     max_nodes = self.max_nodes
     if max_nodes is None:
-      max_nodes = (self.num_simulations * self.backup_rule.nodes_per_expansion(model.num_outcomes)
+      max_nodes = (self.num_simulations * self.backup.nodes_per_expansion(model.num_outcomes)
                    + 1)
     return dataclasses.replace(self, max_nodes=max_nodes, max_depth=max_depth)
 
@@ -324,7 +294,7 @@ _PART_KEYWORDS = {
     "entropy": (EntropyOptions, {"subtree_entropy": "kind", "entropy_policy": "policy",
                                  "entropy_pibar_c": "pibar_c"}),
     "loops": (LoopOptions, {name: name for name in ("path_update", "levels_per_trip",
-                                                    "batched_opening", "batched_phases")}),
+                                                    "batched_opening")}),
 }
 
 
@@ -333,10 +303,11 @@ def config_from_keywords(**options) -> SearchConfig:
   and the named constructors accept: ``SearchConfig``'s own fields, plus each part's options
   under their flat names — ``dirichlet_fraction``, ``dirichlet_alpha`` (:class:`RootNoise`;
   a fraction of 0, the default, is no noise), ``widening``, ``debias``, ``variance``,
-  ``num_buckets``, ``bound_slots``, ``max_chance``, ``expand_chunk`` (:class:`AvtsOptions`),
+  ``num_buckets``, ``bound_slots``, ``max_chance``, ``expand_chunk`` (the fields of
+  :class:`~jaxsearch.search.backup_bellman.BellmanBackup`, passed as ``avts``),
   ``subtree_entropy`` (``None``: off), ``entropy_policy``, ``entropy_pibar_c``
-  (:class:`EntropyOptions`), ``path_update``, ``levels_per_trip``, ``batched_opening``,
-  ``batched_phases`` (:class:`LoopOptions`)."""
+  (:class:`EntropyOptions`), ``path_update``, ``levels_per_trip``, ``batched_opening``
+  (:class:`LoopOptions`)."""
   parts = {}
   for part, (kind, keywords) in _PART_KEYWORDS.items():
     given = {field: options.pop(name) for name, field in keywords.items() if name in options}

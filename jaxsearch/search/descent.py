@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple, Optional
+from typing import TYPE_CHECKING, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
@@ -10,10 +10,12 @@ from flax import struct
 
 from jaxsearch import entropy as entropy_lib
 from jaxsearch.enums import OutcomeRule
-from jaxsearch.search.plan import SearchPlan
 from jaxsearch.search import rows
 from jaxsearch.selection.base import NodeView, RootContext, masked_argmax, masked_softmax
 from jaxsearch.tree import UNEXPANDED, Tree
+
+if TYPE_CHECKING:  # the plan holds the config, which holds the backup rules that import this
+  from jaxsearch.search.plan import SearchPlan
 
 
 class RootPrior(NamedTuple):
@@ -53,7 +55,7 @@ class Path:
 
   The descent records the statistics it read on the way down, so that the backup never reads
   these tree arrays again before writing them: a read of the pre-descent arrays after the
-  descent makes XLA copy whole tree arrays every simulation (measured; DESIGN.md rules).
+  descent makes XLA copy whole tree arrays every simulation (measured; docs/architecture.md).
 
   Attributes:
     nodes: ``i32[D + 1]`` decision nodes from the root; ``-1`` past the end and where the leaf
@@ -136,7 +138,7 @@ def unpack_steps(steps: jax.Array) -> Step:
               slot_value=as_float(SLOT_VALUE))
 
 
-def _choose_outcome(probs, visits, key, rule, gaps=None):
+def choose_outcome(probs, visits, key, rule, gaps=None):
   """Outcome at a chance record (``probs``/``visits``/``gaps`` ``[O]``); zero-probability
   outcomes are never chosen."""
   rule = OutcomeRule(rule)
@@ -185,17 +187,16 @@ def _exploration(tree: Tree, batch_ids, node) -> jax.Array:
 
 
 def _node_view(tree: Tree, node, visits, value, depth, root: RootPrior, *,
-               plan: SearchPlan, owner: Optional[jax.Array] = None) -> NodeView:
-  """``[R]`` batched :class:`NodeView` of ``node[R]``: what the selection rule sees, ``R = B``
-  walks, one per tree, or those of ``owner`` (``i32[R]``: walk ``i`` is in tree
-  ``owner[i]``). ``node=None`` is the root of every tree, read by static slices (which fuse
-  into their readers) rather than by gathers."""
-  batch_ids = jnp.arange(tree.batch_size) if owner is None else owner
+               plan: SearchPlan) -> NodeView:
+  """``[B]`` batched :class:`NodeView` of ``node[B]``: what the selection rule sees.
+  ``node=None`` is the root of every tree, read by static slices (which fuse into their
+  readers) rather than by gathers."""
+  batch_ids = jnp.arange(tree.batch_size)
   if node is None:
     at = lambda field: field[:, 0]  # noqa: E731
     logits, probs, legal = root
   else:  # a node below the root: no root noise
-    at = lambda field: rows.take(field, node, owner=owner)  # noqa: E731
+    at = lambda field: rows.take(field, node)  # noqa: E731
     logits, legal = at(tree.slots.prior_logits), at(tree.slots.legal)
     probs = at(tree.slots.prior_probs) if plan.keeps_prior_probs else None
   child_visits = at(tree.slots.visits)
@@ -224,7 +225,7 @@ def _outcomes(tree: Tree, chance, outcome_keys, *, plan: SearchPlan) -> jax.Arra
   safe_chance = jnp.maximum(chance, 0)
   probs, gaps = plan.backup.outcome_weights(
       tree, batch_ids, safe_chance, tree.chance.prob[batch_ids, safe_chance], plan=plan)
-  return jax.vmap(_choose_outcome, in_axes=(0, 0, 0 if outcome_keys is not None else None,
+  return jax.vmap(choose_outcome, in_axes=(0, 0, 0 if outcome_keys is not None else None,
                                             None, 0 if gaps is not None else None))(
       probs, tree.chance.visits[batch_ids, safe_chance], outcome_keys, plan.outcome_rule,
       gaps)
@@ -232,27 +233,23 @@ def _outcomes(tree: Tree, chance, outcome_keys, *, plan: SearchPlan) -> jax.Arra
 
 def _descend_one_level(cursor: _Cursor, tree: Tree, root: RootPrior, keys, *,
                        plan: SearchPlan, at_root: bool,
-                       root_context: Optional[RootContext] = None,
-                       owner: Optional[jax.Array] = None) -> _Cursor:
+                       root_context: Optional[RootContext] = None) -> _Cursor:
   """Every walking tree takes one edge: scores its node's slots, picks the slot and the
   outcome, records the edge in the path buffers and moves onto the child if it exists.
 
   ``at_root`` (static) is the first level, where every walk stands at its root: the root is
   read by static slices, and ``plan.root_selection`` (given ``root_context``), where set,
   scores it instead of the interior rule. The other levels never stand on a root, so they
-  neither mix root noise in nor score a root rule. ``owner`` (``i32[R]``, interior levels
-  only): the walks are ``R`` walks sharing trees, walk ``i`` in tree ``owner[i]``
-  (:mod:`jaxsearch.search.phases`)."""
+  neither mix root noise in nor score a root rule."""
   depth_limit = plan.max_depth
   node, at_terminal, depth, steps, go = cursor
   walk_ids = jnp.arange(node.shape[0])
   if at_root:
     visits, value = tree.nodes.visits[:, 0], tree.nodes.value[:, 0]
   else:
-    visits = rows.take(tree.nodes.visits, node, owner=owner)
-    value = rows.take(tree.nodes.value, node, owner=owner)
-  view = _node_view(tree, None if at_root else node, visits, value, depth, root, plan=plan,
-                    owner=owner)
+    visits = rows.take(tree.nodes.visits, node)
+    value = rows.take(tree.nodes.value, node)
+  view = _node_view(tree, None if at_root else node, visits, value, depth, root, plan=plan)
   child_visits, child_values = view.child_visits, view.child_values
   if keys is not None:
     step_keys = jax.vmap(jax.random.fold_in)(keys, depth)
@@ -266,7 +263,7 @@ def _descend_one_level(cursor: _Cursor, tree: Tree, root: RootPrior, keys, *,
         view, rule_keys)
   slot = jax.vmap(masked_argmax)(scores, view.legal)
   slot_chances = (tree.slots.chance[:, 0] if at_root
-                  else rows.take(tree.slots.chance, node, owner=owner))
+                  else rows.take(tree.slots.chance, node))
   chance = rows.take(slot_chances, slot)
   safe_chance = jnp.maximum(chance, 0)
   if tree.num_outcomes == 1:
@@ -274,7 +271,7 @@ def _descend_one_level(cursor: _Cursor, tree: Tree, root: RootPrior, keys, *,
   else:
     outcome = _outcomes(tree, chance, outcome_keys, plan=plan)
   child = jnp.where(chance >= 0,
-                    rows.take(tree.chance.child, safe_chance, outcome, owner=owner), UNEXPANDED)
+                    rows.take(tree.chance.child, safe_chance, outcome), UNEXPANDED)
   # One packed row per edge (columns SLOT .. SLOT_VALUE, in that order); finished trees write
   # out of range.
   row = jnp.where(go, depth, depth_limit)
@@ -286,7 +283,7 @@ def _descend_one_level(cursor: _Cursor, tree: Tree, root: RootPrior, keys, *,
   safe_child = jnp.maximum(child, 0)
   moving = go & (child >= 0)
   node = jnp.where(moving, child, node)
-  at_terminal = jnp.where(moving, rows.take(tree.nodes.terminal, safe_child, owner=owner),
+  at_terminal = jnp.where(moving, rows.take(tree.nodes.terminal, safe_child),
                           at_terminal)
   go = moving & ~at_terminal & (depth < depth_limit)
   return _Cursor(node, at_terminal, depth, steps, go)
@@ -316,14 +313,14 @@ def _root_cursor(tree: Tree, steps: jax.Array, walking: Optional[jax.Array]) -> 
                  jnp.zeros((batch_size,), jnp.int32), steps, go)
 
 
-def _path_of(cursor: _Cursor, tree: Tree, owner: Optional[jax.Array] = None) -> Path:
+def _path_of(cursor: _Cursor, tree: Tree) -> Path:
   """Unpacks the finished walks into a :class:`Path`; a walk that must expand into a full tree
-  ends at its parent instead. ``owner``: as in :func:`_descend_one_level`."""
+  ends at its parent instead."""
   node, leaf_terminal, length, raw_steps, _ = cursor
   batch_size = node.shape[0]
   batch_ids = jnp.arange(batch_size)
-  leaf_visits = rows.take(tree.nodes.visits, node, owner=owner)
-  leaf_value = rows.take(tree.nodes.value, node, owner=owner)
+  leaf_visits = rows.take(tree.nodes.visits, node)
+  leaf_value = rows.take(tree.nodes.value, node)
   # Rows below the walk's depth are this descent's; the rest are an earlier one's.
   steps = jnp.where((jnp.arange(raw_steps.shape[1]) < length[:, None])[:, :, None], raw_steps,
                     jnp.array(_EMPTY_ROW, jnp.int32))
@@ -336,8 +333,7 @@ def _path_of(cursor: _Cursor, tree: Tree, owner: Optional[jax.Array] = None) -> 
   last = jnp.maximum(length - 1, 0)
   expand = (length > 0) & (nodes[batch_ids, length] < 0)
   # A full tree stops growing: the simulation ends at the parent and re-backs its value.
-  num_nodes = tree.num_nodes if owner is None else tree.num_nodes[owner]
-  full = expand & (num_nodes >= tree.max_nodes)
+  full = expand & (tree.num_nodes >= tree.max_nodes)
   length = jnp.where(full, last, length)
   expand = expand & ~full
   # Where the loop did not move onto an existing leaf (expand, full tree) the carried
@@ -351,7 +347,7 @@ def _path_of(cursor: _Cursor, tree: Tree, owner: Optional[jax.Array] = None) -> 
               leaf_value=leaf_value, leaf_terminal=leaf_terminal, steps=raw_steps)
 
 
-def _select(tree: Tree, root: RootPrior, keys, steps: jax.Array, *, plan: SearchPlan,
+def select(tree: Tree, root: RootPrior, keys, steps: jax.Array, *, plan: SearchPlan,
             root_context: Optional[RootContext] = None,
             walking: Optional[jax.Array] = None) -> tuple[Path, Tree]:
   """Descends every tree of the batch from its root to the edge its simulation will expand.

@@ -7,7 +7,6 @@ import jax.numpy as jnp
 
 from jaxsearch import debias as debias_lib
 from jaxsearch.enums import Variance
-from jaxsearch.search.config import SearchConfig
 from jaxsearch.tree import Tree
 
 
@@ -17,14 +16,14 @@ def node_stats(tree: Tree, batch_ids, node) -> debias_lib.DebiasStats:
 
 
 def slot_estimates(stats: debias_lib.DebiasStats, tree_values, visits, solved, num_active, *,
-                   config: SearchConfig):
+                   options):
   """``(q̂3 f32[K], σ² f32[K])`` of one node's slots from its statistics (Bellman backup);
-  ``config`` is the search's :class:`SearchConfig` or its plan (its ``avts`` is read).
+  ``options``: the search's :class:`~jaxsearch.search.backup_bellman.BellmanBackup` (its
+  ``debias`` and ``variance`` are read).
 
   ``q̂3 = q̂2 + Σ_{j > n} bias_mean[j]`` (``q̂2`` alone with ``debias=False``) and
-  ``σ²(s, n)`` per ``config.avts.variance``; a solved slot's value is exact: no drift, no variance.
+  ``σ²(s, n)`` per ``options.variance``; a solved slot's value is exact: no drift, no variance.
   """
-  options = config.avts
   if options.debias:
     debiased = tree_values + jnp.where(solved, 0.0, debias_lib.correction(stats, visits))
   else:

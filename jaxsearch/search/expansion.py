@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import jax
 import jax.numpy as jnp
 
 from jaxsearch import tree as tree_lib
 from jaxsearch.model import Expansion, Model
-from jaxsearch.search.plan import SearchPlan
 from jaxsearch.search.descent import Path
-from jaxsearch.search.nodes import NodeRows, _node_rows, _set_node
+from jaxsearch.search.nodes import NodeRows, node_rows, set_node
 from jaxsearch.tree import UNEXPANDED, ChanceRecords, Tree
 
+if TYPE_CHECKING:  # the plan holds the config, which holds the backup rules that import this
+  from jaxsearch.search.plan import SearchPlan
 
-def _expand_one(tree: Tree, path: Path, expansion: Expansion, rows: NodeRows, probs) -> Tree:
+
+def expand_one(tree: Tree, path: Path, expansion: Expansion, rows: NodeRows, probs) -> Tree:
   """Writes the expanded edge (chance record, reward, discount, child) and the new node of one
-  tree, but for its visits and value (:func:`~jaxsearch.search.backup_mean._backup`
+  tree, but for its visits and value (:func:`~jaxsearch.search.backup_mean.write_returns`
   writes those)."""
   capacity = tree.nodes.visits.shape[0]
   length, expand, new_chance = path.length, path.expand, path.new_chance
@@ -29,7 +33,7 @@ def _expand_one(tree: Tree, path: Path, expansion: Expansion, rows: NodeRows, pr
   write_node = jnp.where(expand, new_node, capacity)
   write_edge = jnp.where(expand, chance_index, capacity)
 
-  tree = _set_node(tree, write_node, expansion, rows, parent, length, stats=False)
+  tree = set_node(tree, write_node, expansion, rows, parent, length, stats=False)
   chance = tree_lib.write(tree.chance, tree_lib.rows(ChanceRecords, node=parent, prob=probs),
                           drop_chance)
   chance = tree_lib.write(chance, tree_lib.rows(
@@ -45,7 +49,7 @@ def _expand_one(tree: Tree, path: Path, expansion: Expansion, rows: NodeRows, pr
   )
 
 
-def _expand_all_one(tree: Tree, path: Path, expansion: Expansion, rows: NodeRows,
+def expand_all_outcomes(tree: Tree, path: Path, expansion: Expansion, rows: NodeRows,
                     probs) -> tuple[Tree, jax.Array]:
   """Bellman mode: creates the expanded slot's chance record with **every** possible outcome's
   node at once (``expansion``/``rows`` are ``[O, ...]``, unbatched tree). Returns the tree and
@@ -58,7 +62,7 @@ def _expand_all_one(tree: Tree, path: Path, expansion: Expansion, rows: NodeRows
   possible = probs > 0
   child_ids = tree.num_nodes + jnp.cumsum(possible).astype(jnp.int32) - 1
   children = jnp.where(possible, child_ids, UNEXPANDED)
-  tree = _set_node(tree, jnp.where(expand & possible, child_ids, capacity), expansion, rows,
+  tree = set_node(tree, jnp.where(expand & possible, child_ids, capacity), expansion, rows,
                    parent, path.length)
   chance = tree.num_chance
   write_chance = jnp.where(expand, chance, capacity)
@@ -79,7 +83,7 @@ def _expand_all_one(tree: Tree, path: Path, expansion: Expansion, rows: NodeRows
   ), edge_chances
 
 
-def _expand_outcomes(model: Model, plan: SearchPlan, params, key, parent_states, actions,
+def step_outcomes(model: Model, plan: SearchPlan, params, key, parent_states, actions,
                      wanted, chunk: int) -> tuple[Expansion, NodeRows]:
   """Steps and evaluates every outcome of each tree's expanded action: ``(expansion, rows)``
   with leading ``[B·O]`` (tree-major), of which only ``wanted`` (``bool[B, O]``) matter.
@@ -101,7 +105,7 @@ def _expand_outcomes(model: Model, plan: SearchPlan, params, key, parent_states,
 
     expansion = model.step(params, key, jax.tree.map(repeat, parent_states), repeat(actions),
                            all_outcomes)
-    return expansion, _node_rows(expansion, plan)
+    return expansion, node_rows(expansion, plan)
   num_chunks = -(-total // chunk)
   flat = wanted.reshape(-1)
   count = jnp.sum(flat, dtype=jnp.int32)
@@ -115,7 +119,7 @@ def _expand_outcomes(model: Model, plan: SearchPlan, params, key, parent_states,
     expansion = model.step(params, chunk_key,
                            jax.tree.map(lambda x: x[tree_ids], parent_states),
                            actions[tree_ids], entries % num_outcomes)
-    rows = _node_rows(expansion, plan)
+    rows = node_rows(expansion, plan)
     return expansion.replace(legal=None, estimate=None), rows
 
   shapes = jax.eval_shape(light, order[:chunk], key)
@@ -145,7 +149,7 @@ def last_edge(tree: Tree, path: Path, plan: SearchPlan):
   return parent_states, tree.slots.actions()[batch_ids, parents, slots]
 
 
-def _outcome_probs(model: Model, params, states, actions, batch_size: int) -> jax.Array:
+def outcome_probs(model: Model, params, states, actions, batch_size: int) -> jax.Array:
   probs = model.outcome_probs(params, states, actions)
   if probs.shape != (batch_size, model.num_outcomes):
     raise ValueError(f"outcome_probs must return [B, O]=({batch_size}, "

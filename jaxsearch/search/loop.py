@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
@@ -12,11 +12,11 @@ from jaxsearch import validation
 from jaxsearch.game import per_item_keys
 from jaxsearch.model import Model
 from jaxsearch.enums import OutcomeRule
-from jaxsearch.search import opening, phases
+from jaxsearch.search import opening
 from jaxsearch.search.backup import SimulationKeys, simulation_keys
 from jaxsearch.search.config import SearchConfig
-from jaxsearch.search.descent import _select, empty_steps, root_prior
-from jaxsearch.search.nodes import _fixed_fields, _node_rows, _root_noise_logits, _write_root
+from jaxsearch.search.descent import RootPrior, empty_steps, root_prior, select
+from jaxsearch.search.nodes import fixed_node_fields, node_rows, root_noise_logits, write_root
 from jaxsearch.search.plan import SearchPlan, plan_for
 from jaxsearch.selection.base import RootContext
 from jaxsearch.tree import Tree
@@ -40,14 +40,14 @@ def init_tree(model: Model, config: SearchConfig | SearchPlan, params, key, root
   state_example = jax.tree.map(lambda x: x[0], expansion.state)
   # What no node would ever change is not stored (a slot's action where slot k is action k,
   # q̂1 where the estimator gives none): a quarter of the slot arrays of a default search.
-  fixed = _fixed_fields(expansion, plan)
+  fixed = fixed_node_fields(expansion, plan)
   fresh = tree_lib.allocate(batch_size, plan.max_nodes, plan.num_slots, plan.num_outcomes,
                             state_example, **plan.backup.tree_parts(),
                             entropy=plan.entropy is not None, max_chance=plan.max_chance,
                             prior_probs=plan.keeps_prior_probs,
                             slot_actions="action" not in fixed,
                             action_values="action_value" not in fixed)
-  fresh = jax.vmap(_write_root)(fresh, expansion, _node_rows(expansion, plan))
+  fresh = jax.vmap(write_root)(fresh, expansion, node_rows(expansion, plan))
   if tree is None:
     return fresh
   _check_reused(tree, fresh, plan.config)
@@ -77,7 +77,7 @@ def _check_reused(tree: Tree, fresh: Tree, config: SearchConfig) -> None:
          tree.max_chance)
   if (tree.slot_bounds is None) != (fresh.slot_bounds is None):
     raise ValueError(f"the tree was made for another backup than this search's "
-                     f"backup={config.backup.value!r}")
+                     f"backup={config.backup.kind.value!r}")
   if (tree.entropy is None) != (fresh.entropy is None):
     raise ValueError("the tree was made with another subtree_entropy setting (None vs kept)")
   if (tree.slots.prior_probs is None) != (fresh.slots.prior_probs is None):
@@ -116,7 +116,7 @@ def _roots(plan: SearchPlan, tree: Tree, noise_key, root_noise: Optional[jax.Arr
   batch_size = tree.batch_size
   root_logits = tree.slots.prior_logits[:, 0]
   if plan.root_noise is not None:
-    root_logits = jax.vmap(_root_noise_logits, in_axes=(0, 0, 0, None, None))(
+    root_logits = jax.vmap(root_noise_logits, in_axes=(0, 0, 0, None, None))(
         per_item_keys(noise_key, batch_size), root_logits, tree.slots.legal[:, 0],
         plan.root_noise.fraction, plan.root_noise.alpha)
   if plan.root_selection is not None and root_noise is None:
@@ -130,8 +130,7 @@ def run(model: Model, config: SearchConfig | SearchPlan, params, key, root_input
   """Runs ``config.num_simulations`` simulations on a batch of trees and returns them.
 
   From fresh roots, the simulations a root rule names up front (Gumbel MuZero's first phase)
-  run first as one batched step (:mod:`jaxsearch.search.opening`), then each stretch of its
-  schedule's later phases as one step (:mod:`jaxsearch.search.phases`), the rest in the loop.
+  run first as one batched step (:mod:`jaxsearch.search.opening`), the rest in the loop.
 
   Args:
     model: the batched world (see :mod:`jaxsearch.model`).
@@ -164,37 +163,57 @@ def run(model: Model, config: SearchConfig | SearchPlan, params, key, root_input
     with jax.named_scope("opening"):
       tree, done = opening.expand(model, plan, params, loop_key, tree, root, root_noise,
                                   opening_width)
-    tree, done = phases.run(model, plan, params, loop_key, tree, root,
-                            RootContext(noise=root_noise, simulation=done,
-                                        raw_value=root_raw_value, reused=reused),
-                            done, opening_width)
+  loop = _Loop(model, plan, params, loop_key, root, root_noise, root_raw_value, reused,
+               needs_key, opening_width, done)
+  trips = (plan.num_simulations if done is None
+           else plan.num_simulations - jnp.min(done))
+  return jax.lax.fori_loop(0, trips, loop.simulate,
+                           (tree, empty_steps(batch_size, plan.max_depth)))[0]
 
-  def simulate(trip, carry):
+
+class _Loop(NamedTuple):
+  """What every simulation of :func:`run`'s loop reads besides the tree (static or traced once
+  per search): the model and plan, the loop's key, the roots' prior and the root rule's draw
+  (``[B, K]``), the roots' raw value (``f32[B]``), whether the tree was kept, whether the
+  descent draws, and the opening's width and per-tree count (``done`` ``i32[B]`` or ``None``)."""
+
+  model: Model
+  plan: SearchPlan
+  params: object
+  loop_key: jax.Array
+  root: RootPrior
+  root_noise: Optional[jax.Array]
+  root_raw_value: jax.Array
+  reused: bool
+  needs_key: bool
+  opening_width: int
+  done: Optional[jax.Array]
+
+  def simulate(self, trip, carry):
+    """One trip of the loop: descent, then the backup rule's expansion, evaluation and
+    backup. ``carry``: the trees and the step buffer the last descent left."""
     tree, steps = carry
-    select_key, outcome_key, estimator_key = simulation_keys(loop_key, opening_width + trip)
-    tree_keys = per_item_keys(select_key, batch_size) if needs_key else None
+    plan, batch_size, done = self.plan, tree.batch_size, self.done
+    select_key, outcome_key, estimator_key = simulation_keys(self.loop_key,
+                                                             self.opening_width + trip)
+    tree_keys = per_item_keys(select_key, batch_size) if self.needs_key else None
     # After an opening, each tree continues from its own count; those with fewer simulations
     # left sit out the last trips.
     simulation = jnp.full((batch_size,), trip, jnp.int32) if done is None else done + trip
     active = None if done is None else simulation < plan.num_simulations
     root_context = None
     if plan.root_selection is not None:
-      root_context = RootContext(noise=root_noise, simulation=simulation,
-                                 raw_value=root_raw_value, reused=reused)
+      root_context = RootContext(noise=self.root_noise, simulation=simulation,
+                                 raw_value=self.root_raw_value, reused=self.reused)
     with jax.named_scope("descent"):
-      path, tree = _select(tree, root, tree_keys, steps, plan=plan, root_context=root_context,
-                           walking=active)
+      path, tree = select(tree, self.root, tree_keys, steps, plan=plan,
+                          root_context=root_context, walking=active)
     # Ties the tree's later reads and in-place writes to after the descent, so that XLA
-    # updates the buffers the descent read instead of copying them (see _select).
+    # updates the buffers the descent read instead of copying them (see select).
     path, tree = jax.lax.optimization_barrier((path, tree))
     # The backup rule was resolved with the plan: one expansion and backup per search.
-    tree = plan.backup.expand_and_backup(model, plan, params,
+    tree = plan.backup.expand_and_backup(self.model, plan, self.params,
                                          SimulationKeys(outcome_key, estimator_key), tree, path)
     if active is not None:
       tree = opening.restore_idle_roots(tree, path, active)
     return tree, path.steps
-
-  trips = (plan.num_simulations if done is None
-           else plan.num_simulations - jnp.min(done))
-  return jax.lax.fori_loop(0, trips, simulate,
-                           (tree, empty_steps(batch_size, plan.max_depth)))[0]

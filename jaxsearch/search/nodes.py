@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple, Optional
+from typing import TYPE_CHECKING, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
@@ -11,15 +11,17 @@ from flax import struct
 from jaxsearch import entropy as entropy_lib
 from jaxsearch import tree as tree_lib
 from jaxsearch.model import Expansion
-from jaxsearch.search.plan import SearchPlan
 from jaxsearch.selection.base import masked_softmax
 from jaxsearch.tree import UNEXPANDED, Tree
+
+if TYPE_CHECKING:  # the plan holds the config, which holds the backup rules that import this
+  from jaxsearch.search.plan import SearchPlan
 
 
 @struct.dataclass
 class NodeRows:
   """Everything a new decision node stores (leading ``[B]``; ``K`` slots), as partial rows of
-  the tree's parts (:func:`jaxsearch.tree.rows`): :func:`_set_node` adds what comes from the
+  the tree's parts (:func:`jaxsearch.tree.rows`): :func:`set_node` adds what comes from the
   expansion and the path (visits, parent, depth, terminal, state, solved) and leaves the
   ``None`` fields as allocated (slot visits and chance links).
 
@@ -55,7 +57,7 @@ class _Sanitised(NamedTuple):
 
 
 def _sanitise(expansion: Expansion, plan: SearchPlan) -> _Sanitised:
-  """Replaces non-finite values, prior logits and action values (see :func:`_node_rows`)."""
+  """Replaces non-finite values, prior logits and action values (see :func:`node_rows`)."""
   estimate = expansion.estimate
   legal = expansion.legal
   declared_useless = jnp.zeros_like(legal)
@@ -87,7 +89,7 @@ def _sanitise(expansion: Expansion, plan: SearchPlan) -> _Sanitised:
 def _slot_layout(clean: _Sanitised, action_bounds,
                  plan: SearchPlan) -> tuple[jax.Array, Optional[jax.Array]]:
   """``(slot_action i32[B, K], slot_valid bool[B, K] or None)``: which action each slot holds
-  (see :func:`_node_rows`); ``slot_valid`` marks the bound slots that found an action."""
+  (see :func:`node_rows`); ``slot_valid`` marks the bound slots that found an action."""
   legal = clean.legal
   batch_size = legal.shape[0]
   num_slots, num_actions = plan.num_slots, plan.num_actions
@@ -177,7 +179,7 @@ def _initial_values(plan: SearchPlan, terminal, value, slot_legal, slot_action_v
   return num_active, node_value, slot_value
 
 
-def _node_rows(expansion: Expansion, plan: SearchPlan) -> NodeRows:
+def node_rows(expansion: Expansion, plan: SearchPlan) -> NodeRows:
   """Sanitises a batch of estimates and lays them out as slot rows.
 
   Non-finite output never reaches the tree. Values that are NaN/inf become 0; a row of prior
@@ -221,7 +223,7 @@ def _node_rows(expansion: Expansion, plan: SearchPlan) -> NodeRows:
         slot_legal, slot_logits, expansion.terminal, plan.entropy.policy))
   # Fields that always hold their allocated value under this config and model are left
   # ``None`` (not written): each write is a kernel per simulation.
-  fixed = _fixed_fields(expansion, plan)
+  fixed = fixed_node_fields(expansion, plan)
   keep = lambda name, value: None if name in fixed else value  # noqa: E731
   return NodeRows(
       nodes=tree_lib.rows(tree_lib.NodeStats, value=node_value, raw_value=clean.value,
@@ -238,7 +240,7 @@ def _node_rows(expansion: Expansion, plan: SearchPlan) -> NodeRows:
       bad=bad, slot_bounds=slot_bounds, entropy=entropy)
 
 
-def _fixed_fields(expansion: Expansion, plan: SearchPlan) -> frozenset:
+def fixed_node_fields(expansion: Expansion, plan: SearchPlan) -> frozenset:
   """Names of the :class:`NodeRows` fields that equal what :func:`jaxsearch.tree.allocate`
   put there, for every node, whatever the estimates (known at trace time). A node is only ever
   written where nothing was (the tree's entries past ``num_nodes`` are as allocated: ``reroot``
@@ -260,7 +262,7 @@ def _fixed_fields(expansion: Expansion, plan: SearchPlan) -> frozenset:
   return frozenset(fixed)
 
 
-def _set_node(tree: Tree, index, expansion: Expansion, rows: NodeRows, parent, depth,
+def set_node(tree: Tree, index, expansion: Expansion, rows: NodeRows, parent, depth,
               stats: bool = True) -> Tree:
   """Writes decision node(s) ``index`` of one (unbatched) tree from unbatched ``rows``:
   ``index`` is a scalar (rows unbatched) or ``[M]`` (rows ``[M, ...]``); out-of-range indices
@@ -277,14 +279,14 @@ def _set_node(tree: Tree, index, expansion: Expansion, rows: NodeRows, parent, d
       entropy=tree_lib.write(tree.entropy, rows.entropy, index))
 
 
-def _write_root(tree: Tree, expansion: Expansion, rows: NodeRows) -> Tree:
+def write_root(tree: Tree, expansion: Expansion, rows: NodeRows) -> Tree:
   """Writes node 0 of one empty tree (unbatched)."""
-  tree = _set_node(tree, 0, expansion, rows, UNEXPANDED, 0)
+  tree = set_node(tree, 0, expansion, rows, UNEXPANDED, 0)
   return tree.replace(num_nodes=jnp.int32(1),
                       nonfinite_estimates=tree.nonfinite_estimates + rows.bad.astype(jnp.int32))
 
 
-def _root_noise_logits(key, logits, legal, fraction, alpha):
+def root_noise_logits(key, logits, legal, fraction, alpha):
   """Dirichlet noise over the legal actions of one root, as logits (``-inf`` = illegal)."""
   gammas = jax.random.gamma(key, alpha, logits.shape)
   gammas = jnp.where(legal, gammas, 0.0)

@@ -13,8 +13,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional
 
-from jaxsearch.search.config import (AvtsOptions, EntropyOptions, LoopOptions, RootNoise,
-                                     SearchConfig)
+from jaxsearch.search.backup import BackupRule
+from jaxsearch.search.config import EntropyOptions, LoopOptions, RootNoise, SearchConfig
 from jaxsearch.selection.base import RootRule, SelectionRule
 
 
@@ -28,7 +28,7 @@ class SearchPlan:
     num_slots: ``K``, action slots per node (``config.num_slots`` clamped to ``A``).
     num_outcomes: ``O``, chance outcomes per action.
     max_nodes: ``N``. max_chance: ``C``, chance records per tree. max_depth: ``D``.
-    backup: the config's :class:`~jaxsearch.search.backup.BackupRule`.
+    backup: the config's :class:`~jaxsearch.search.backup.BackupRule` (``config.backup``).
     slots_are_actions: slot ``k`` holds action ``k`` in every node (``K = A``, no widening):
       the slot layout is the allocated one, never written or looked up.
     keeps_prior_probs: nodes keep their prior probabilities (:attr:`SearchConfig.keeps_prior_probs`).
@@ -45,7 +45,7 @@ class SearchPlan:
   max_nodes: int
   max_chance: int
   max_depth: int
-  backup: object
+  backup: BackupRule
   slots_are_actions: bool
   keeps_prior_probs: bool
   has_bound: bool
@@ -74,10 +74,6 @@ class SearchPlan:
     return self.config.outcome_rule
 
   @property
-  def avts(self) -> AvtsOptions:
-    return self.config.avts
-
-  @property
   def entropy(self) -> Optional[EntropyOptions]:
     return self.config.entropy
 
@@ -98,7 +94,7 @@ def plan_for(config: SearchConfig | SearchPlan, model) -> SearchPlan:
   return SearchPlan(config=config, num_actions=num_actions,
                     num_slots=config.slots_for(num_actions), num_outcomes=model.num_outcomes,
                     max_nodes=config.max_nodes, max_chance=config.chance_capacity,
-                    max_depth=config.max_depth, backup=config.backup_rule,
+                    max_depth=config.max_depth, backup=config.backup,
                     slots_are_actions=config.slots_are_actions(num_actions),
                     keeps_prior_probs=config.keeps_prior_probs, has_bound=model.has_bound,
                     has_upper=model.has_upper, value_bounds=model.value_bounds)

@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 
 
-def flat_index(shape, *indices, drop: bool = True, owner=None) -> jax.Array:
+def flat_index(shape, *indices, drop: bool = True) -> jax.Array:
   """``i32[B]`` the flat index of entry ``(b, *indices)`` of an array of ``shape``
   (``[B, D1, ..., Dm, ...]``, each index ``i32[B]``) viewed as ``[B·D1·…·Dm, ...]``.
 
@@ -24,12 +24,8 @@ def flat_index(shape, *indices, drop: bool = True, owner=None) -> jax.Array:
   clamped (``drop=False``, what a gather does). The result's entries are distinct either
   way (one per row), which lets :func:`put_flat` tell XLA that its indices are unique.
   Compute it once where several arrays of one shape are written at the same entries.
-
-  ``owner`` (``i32[R]``, reads only): ``R`` entries whose row is ``owner[i]`` instead of
-  ``i``, each index ``i32[R]``; several may share a row, so the entries may repeat.
   """
-  flat = (jnp.arange(shape[0], dtype=jnp.int32) if owner is None
-          else jnp.asarray(owner, jnp.int32))
+  flat = jnp.arange(shape[0], dtype=jnp.int32)
   batch_size = flat.shape[0]
   valid = jnp.ones((batch_size,), bool)
   for size, index in zip(shape[1:], indices):
@@ -46,18 +42,16 @@ def flat_index(shape, *indices, drop: bool = True, owner=None) -> jax.Array:
   return flat
 
 
-def _flat_view(array: jax.Array, depth: int) -> jax.Array:
+def flat_view(array: jax.Array, depth: int) -> jax.Array:
+  """``array`` ``[B, D1, ..., Ddepth, ...]`` viewed as ``[B·D1·…·Ddepth, ...]`` (a bitcast)."""
   return array.reshape((-1,) + array.shape[1 + depth:])
 
 
-def take(array: jax.Array, *indices, owner=None) -> jax.Array:
+def take(array: jax.Array, *indices) -> jax.Array:
   """``array[arange(B), *indices]`` (``array`` ``[B, D1, ..., Dm, ...]``, each index
   ``i32[B]``): entry ``b`` of the result is ``array[b, indices[0][b], ...]``, shape
-  ``[B, ...]``. Out-of-range indices are clamped, as in a JAX gather. ``owner``
-  (``i32[R]``): ``R`` readers sharing rows, entry ``i`` is ``array[owner[i],
-  indices[0][i], ...]`` (each index ``i32[R]``)."""
-  return _flat_view(array, len(indices))[flat_index(array.shape, *indices, drop=False,
-                                                    owner=owner)]
+  ``[B, ...]``. Out-of-range indices are clamped, as in a JAX gather."""
+  return flat_view(array, len(indices))[flat_index(array.shape, *indices, drop=False)]
 
 
 def put(array: jax.Array, indices, values, *, add: bool = False) -> jax.Array:
@@ -76,7 +70,7 @@ def put_flat(array: jax.Array, at: jax.Array, values, *, depth: int,
   The indices are distinct (one entry per row, :func:`flat_index`), and XLA is told so: a
   GPU then writes each entry directly, with no atomic update or sort for repeated indices.
   """
-  flat = _flat_view(array, depth)
+  flat = flat_view(array, depth)
   flat = (flat.at[at].add(values, mode="drop", unique_indices=True) if add
           else flat.at[at].set(values, mode="drop", unique_indices=True))
   return flat.reshape(array.shape)

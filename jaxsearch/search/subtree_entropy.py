@@ -1,18 +1,22 @@
-"""Subtree-entropy statistics along the backup path (entropy-guided PUCT, ALGORITHMS.md §4)."""
+"""Subtree-entropy statistics along the backup path (entropy-guided PUCT,
+``docs/algorithms.md`` §4)."""
 
 from __future__ import annotations
 
 import functools
+from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
 
 from jaxsearch import entropy as entropy_lib
 from jaxsearch import tree as tree_lib
-from jaxsearch.search.plan import SearchPlan
 from jaxsearch.search.descent import Path
 from jaxsearch.selection.base import NodeView
 from jaxsearch.tree import UNEXPANDED, EntropyStats, Tree
+
+if TYPE_CHECKING:  # the plan holds the config, which holds the backup rules that import this
+  from jaxsearch.search.plan import SearchPlan
 
 
 def _node_entropy(legal, visits, values, logits, node_visits, node_value, terminal, has_chance,
@@ -56,7 +60,7 @@ def _level_entropy(tree: Tree, path: Path, node, row, depth, child_h, child_k, c
       kid(tree.entropy.closed, child_c))
 
 
-def _entropy_update(tree: Tree, path: Path, plan: SearchPlan) -> Tree:
+def entropy_update(tree: Tree, path: Path, plan: SearchPlan) -> Tree:
   """Recomputes the subtree entropy ``H``, leaf count ``K`` and all-terminal flag of the
   nodes on every path, leaf to root, by the chain rule (:mod:`jaxsearch.entropy`).
 
@@ -64,7 +68,7 @@ def _entropy_update(tree: Tree, path: Path, plan: SearchPlan) -> Tree:
   values). Only path nodes change: each level reads one node's ``[K]`` slot rows and its
   children's ``[K, O]`` statistics from the tree, replaces the path child's by the value the
   loop carries up, and the results are written once per field after the loop — the loop
-  carries ``O(B)`` values, never the tree (DESIGN.md performance rules). ``O(D·K·O)``.
+  carries ``O(B)`` values, never the tree (docs/architecture.md). ``O(D·K·O)``.
   """
   batch_size, depth_limit = path.slots.shape
   rows = jnp.arange(batch_size)

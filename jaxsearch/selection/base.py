@@ -37,7 +37,7 @@ class NodeView:
     upper_bounds: ``f32[K]`` each slot's optimistic bound (Bellman backup with a game that
       has an ``optimistic_value``; ``+3e38`` where there is none).
     child_exploration: ``f32[K]`` E(s, a), the normalised entropy of the frontier-leaf
-      distribution below each slot (ALGORITHMS.md §4; 1 for a subtree whose leaves are all
+      distribution below each slot (docs/algorithms.md §4; 1 for a subtree whose leaves are all
       terminal, 0 for an unexpanded slot or a single leaf), or ``None`` when the search keeps
       no subtree entropy (``SearchConfig.entropy=None``).
     prior_probs: ``f32[K]`` ``masked_softmax(prior_logits, legal)`` where the engine keeps it
@@ -107,13 +107,6 @@ class RootRule:
       batched step instead of ``count`` simulations (:mod:`jaxsearch.search.opening`);
       ``None``: the rule has no such simulations.
     opening_width: the largest ``count`` ``opening`` returns (static; 0 without one).
-    schedule: ``(num_considered, num_simulations) -> i32[num_simulations]`` (static, numpy)
-      where, from a fresh root whose ``num_considered`` slots were opened, simulation ``i``
-      picks among the slots whose visit count equals entry ``i`` by ``score`` alone (which
-      reads nothing but the root's view and ``context``): Sequential Halving's visit levels.
-      Each stretch of equal entries picks different slots, so their walks cannot meet below
-      the root, and the engine runs a stretch as one batched step
-      (:mod:`jaxsearch.search.phases`); ``None``: no such schedule.
   """
 
   name: str
@@ -121,7 +114,6 @@ class RootRule:
   noise: Optional[Callable[[jax.Array, tuple], jax.Array]] = None
   opening: Optional[Callable[..., tuple[jax.Array, jax.Array]]] = None
   opening_width: int = 0
-  schedule: Optional[Callable[[int, int], object]] = None
 
 
 @dataclasses.dataclass(frozen=True)

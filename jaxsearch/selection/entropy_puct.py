@@ -1,4 +1,4 @@
-"""Entropy-guided PUCT (lc0 issue #780, seed 004; ALGORITHMS.md §4).
+"""Entropy-guided PUCT (lc0 issue #780; docs/algorithms.md §4).
 
 ``argmax q̄(a) + c(N)·π(a)·sqrt(N) / (1 + n(a)·E(s, a))`` with ``E(s, a)`` the normalised
 entropy of the frontier-leaf distribution of the subtree below slot ``a``

@@ -1,4 +1,4 @@
-"""Hoeffding upper confidence bound (seed 000; ALGORITHMS.md §1)."""
+"""Hoeffding upper confidence bound (the AVTS article; docs/algorithms.md §1)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ def hoeffding(value_range: tuple[float, float], p: float = 0.999) -> SelectionRu
 
   Args:
     value_range: ``(L, U)``, bounds on a value (Wordle: ``(-6, 0)``).
-    p: the confidence parameter of seed 000 (0.999).
+    p: the confidence parameter of the AVTS article (0.999).
   """
   lo, hi = value_range
   if not hi > lo:

@@ -1,4 +1,5 @@
-"""The Laplace sampler of seed 000 (ALGORITHMS.md §1): a rule-of-succession optimism bonus."""
+"""The Laplace sampler of the AVTS article (docs/algorithms.md §1): a rule-of-succession
+optimism bonus."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ def laplace(delta: float = 0.1) -> SelectionRule:
   """``argmax (q̂3·n + (q̂3 + δ)) / (n + 1) = q̂3 + δ / (n + 1)``.
 
   Args:
-    delta: the optimistic offset δ of one imagined extra sample (seed 000: 0.1, in units of
+    delta: the optimistic offset δ of one imagined extra sample (the AVTS article: 0.1, in units of
       the game's values).
   """
 

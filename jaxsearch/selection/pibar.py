@@ -1,7 +1,7 @@
 """The regularised policy π̄ of Grill et al. (2020) and the selection rules built on it.
 
 Grill, Altché, Tang, Hubert, Valko, Antonoglou, Munos, "Monte-Carlo Tree Search as
-Regularized Policy Optimization", ICML 2020 (ALGORITHMS.md §3). At a node with action values
+Regularized Policy Optimization", ICML 2020 (docs/algorithms.md §3). At a node with action values
 ``q``, prior ``π_θ`` and ``N = Σ_b n(b)`` child visits,
 
     π̄ = argmax_{y ∈ Δ} qᵀy − λ_N·KL(π_θ ‖ y),        λ_N = c·sqrt(N) / (|A| + N),

@@ -1,4 +1,4 @@
-"""PUCT: the prior-weighted rule of AlphaZero and MuZero (ALGORITHMS.md §1).
+"""PUCT: the prior-weighted rule of AlphaZero and MuZero (docs/algorithms.md §1).
 
 ``argmax q̄(a) + c(N) * π(a) * sqrt(N) / (1 + n(a))`` where ``π`` is the softmax of the prior
 logits over legal slots and ``q̄`` is Q after a :data:`QTransform` (per-node min-max by default).

@@ -1,4 +1,4 @@
-"""Thompson sampling on AVTS's debiased values (seed 000; ALGORITHMS.md §2).
+"""Thompson sampling on AVTS's debiased values (the AVTS article; docs/algorithms.md §2).
 
 Each selectable slot draws ``q̃(a) ~ N(q̂3(a), σ²(s, n(a)))`` and the largest draw wins: an
 action is chosen with the probability that it is the best, with no exploration constant.

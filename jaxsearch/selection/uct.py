@@ -1,4 +1,4 @@
-"""UCT: UCB1 applied to trees (Kocsis & Szepesvári 2006; ALGORITHMS.md §1)."""
+"""UCT: UCB1 applied to trees (Kocsis & Szepesvári 2006; docs/algorithms.md §1)."""
 
 from __future__ import annotations
 

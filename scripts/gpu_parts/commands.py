@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from gpu_parts.common import ROOT, emit, last_json, run_cli, run_script
+from gpu_parts.common import emit, last_json, run_cli, run_script
 
 # XLA's CUDA graphs over loops too (``mastermind_graphs``): each trip of a data-dependent loop
 # then runs inside a graph on the device instead of handing its condition to the host.
@@ -61,12 +60,11 @@ def part_solve_profile(args) -> None:
                              "--xla_dump_hlo_as_text").strip()
   import jax  # after XLA_FLAGS: XLA reads them once
 
-  sys.path.insert(0, str(ROOT))
   from jaxsearch import cli
   from jaxsearch.solve import loop
   traced = folder / "solve"
   traced.mkdir()
-  chunk_of_loop, timing = loop._chunk, {}
+  chunk_of_loop, timing = loop.run_chunk, {}
 
   def traced_chunk(the_loop, *rest):  # the second chunk of the run, under the profiler
     if the_loop.chunks != 1:
@@ -80,7 +78,7 @@ def part_solve_profile(args) -> None:
       timing["simulations"] = the_loop.options.search.chunk
       jax.profiler.stop_trace()
 
-  loop._chunk = traced_chunk
+  loop.run_chunk = traced_chunk
   # Chunks of 4 simulations keep the trace (a kernel event each) small enough to come back.
   size = ["--pegs", "3", "--colours", "4", "--chunk", "1"] if args.smoke else ["--chunk", "4"]
   cli.main(["solve", "mastermind", *size, "--simulations", "8", "--certify-seconds", "5",
@@ -153,7 +151,6 @@ def part_openings(args) -> None:
 
 def _small_wordle_lists(folder: Path) -> tuple[Path, Path, str]:
   """The first 40 answers of the default lists (the smoke run's puzzle)."""
-  sys.path.insert(0, str(ROOT))
   from jaxsearch.games import wordle
   answers_path, _ = wordle.default_paths()
   words = [w for w in answers_path.read_text().split() if w][:40]

@@ -10,7 +10,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from gpu_parts.common import ROOT, emit
+from gpu_parts.common import emit
 
 # The bench grid.
 BATCHES, SIMULATIONS = (256, 4096, 32768), (32, 128)
@@ -20,7 +20,6 @@ SMOKE_BATCHES, SMOKE_SIMULATIONS = (4,), (4,)
 def part_env(args) -> None:
   import jax
 
-  sys.path.insert(0, str(ROOT))
   from jaxsearch.app import bench
   device = jax.devices()[0]
   emit({"jax": jax.__version__, "jaxlib": _version("jaxlib"), "backend": jax.default_backend(),
@@ -49,7 +48,6 @@ def _workers(args) -> int:
 def part_bench(args) -> None:
   """Every (game, B, S) of the grid, batch by batch: the workloads of one batch size are
   compiled together on the host's cores, then timed one after another."""
-  sys.path.insert(0, str(ROOT))
   from jaxsearch.app import bench
   with_mctx = bench.has_mctx()
   if not with_mctx:
@@ -78,23 +76,20 @@ def part_bench(args) -> None:
       emit(bench.measure(workload, mine, repeats=args.repeats))
 
 
-# Loop settings compared by the ``variants`` part: "path_update/levels_per_trip", with
-# "/phases" where Sequential Halving's later phases run batched (LoopOptions.batched_phases).
-VARIANTS = ("per_level/1", "whole_path/1", "whole_path/2", "whole_path/4", "whole_path/2/phases")
+# Loop settings compared by the ``variants`` part: "path_update/levels_per_trip".
+VARIANTS = ("per_level/1", "whole_path/1", "whole_path/2", "whole_path/4")
 
 
 def _loop_options(setting: str) -> dict:
   """SearchConfig keywords of a :data:`VARIANTS` setting."""
-  update, levels, *rest = setting.split("/")
-  return {"path_update": update, "levels_per_trip": int(levels),
-          "batched_phases": rest == ["phases"]}
+  update, levels = setting.split("/")
+  return {"path_update": update, "levels_per_trip": int(levels)}
 
 
 def part_variants(args) -> None:
   """Our searches under each of :data:`VARIANTS` (the same trees, different loops), beside
   mctx at the default settings, at every batch of the grid and S = 32: what a loop trip
   costs on this device."""
-  sys.path.insert(0, str(ROOT))
   from jaxsearch.app import bench
   with_mctx = bench.has_mctx()
   batches, sims = ((SMOKE_BATCHES, SMOKE_SIMULATIONS[0]) if args.smoke
@@ -106,7 +101,7 @@ def part_variants(args) -> None:
   names = (args.variant_games.split(",") if args.variant_games
            else ["hashed"] if args.smoke else ["hashed", "connect_four"])
   games = tuple(makers[name.strip()] for name in names)
-  variants = (VARIANTS[0], VARIANTS[-1]) if args.smoke else VARIANTS
+  variants = (VARIANTS[0], VARIANTS[2]) if args.smoke else VARIANTS
   if args.variant_settings:
     variants = tuple(setting.strip() for setting in args.variant_settings.split(","))
   for batch_size in batches:
@@ -130,7 +125,6 @@ def part_variants(args) -> None:
 PROFILES = {
     "puct_hashed": ("puct", "hashed", 4096, {}),
     "gumbel_hashed": ("gumbel", "hashed", 4096, {}),
-    "gumbel_hashed_phases": ("gumbel", "hashed", 4096, {"batched_phases": True}),
     "puct_connect_four_whole_path": ("puct", "connect_four", 32768,
                                      {"path_update": "whole_path"}),
     "puct_connect_four_per_level": ("puct", "connect_four", 32768,
@@ -145,8 +139,6 @@ def part_profile(args) -> None:
 
   import jax
 
-  sys.path.insert(0, str(ROOT))
-  sys.path.insert(0, str(ROOT / "scripts"))
   import profile_search
   with tempfile.TemporaryDirectory() as folder:
     folder = Path(folder)
