@@ -21,6 +21,10 @@ worst case and the histogram.
   feedback that some secret gives at a node must have a child. Children that no secret reaches
   are allowed (they are validated, never followed). Nodes may carry other keys (annotations);
   they are ignored. The header may carry other keys too; they are kept.
+* An object never holds a key twice (JSON leaves that undefined; Python would keep the last
+  copy silently): :func:`load` refuses a file where one does (a feedback with two children, a
+  header key given twice...), naming the key and where it is, and so it refuses ``NaN`` and
+  ``Infinity``, which are not JSON.
 * A policy may waste guesses (repeat one, or play one that tells nothing): it is legal, and
   evaluated at its cost. Trees of any depth are read, written and evaluated (a tree deeper
   than Python's JSON module nests is read and written without recursion).
@@ -71,7 +75,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Protocol
 
 from jaxsearch.atomic_file import write_atomically
-from jaxsearch.policy_tree import Evaluation, PolicyError, Score, evaluate, walk_structure
+from jaxsearch.policy_tree import (
+    Evaluation, PolicyError, Score, evaluate, format_path, walk_structure)
 from jaxsearch.policy_tree import consistent_candidates_policy  # noqa: F401 (re-exported)
 
 FORMAT = "jaxsearch-policy/1"
@@ -244,13 +249,70 @@ def dumps(value: Any, indent: Optional[int] = None) -> str:
     return _dumps_deep(value, indent)
 
 
-def loads(text: str) -> Any:
+def loads(text: str, duplicates: Optional[list] = None) -> Any:
   """``json.loads(text)`` for documents nested to any depth; raises
-  :class:`json.JSONDecodeError` as it does."""
+  :class:`json.JSONDecodeError` as it does.
+
+  With ``duplicates`` (a list), strict JSON: every key met twice in one object is appended
+  to it as ``(the object, the key)`` (the object as read, for :func:`where_duplicate`), and
+  ``NaN``, ``Infinity`` and ``-Infinity`` raise ``ValueError``."""
+  if duplicates is None:
+    hooks: dict = {}
+  else:
+    hooks = dict(object_pairs_hook=_recording(duplicates), parse_constant=_no_constant)
   try:
-    return json.loads(text)
+    return json.loads(text, **hooks)
   except RecursionError:
-    return _loads_deep(text)
+    return _loads_deep(text, duplicates)
+
+
+def _recording(duplicates: list):
+  """An ``object_pairs_hook`` that builds the object and notes each key it meets twice."""
+  def hook(pairs):
+    made: dict = {}
+    for key, value in pairs:
+      if key in made:
+        duplicates.append((made, key))
+      made[key] = value
+    return made
+  return hook
+
+
+def _no_constant(name: str):
+  raise ValueError(f"{name} is not a JSON number")
+
+
+def where_duplicate(body: dict, container: dict, key: str) -> str:
+  """Says where ``container`` (an object of ``body``, a policy file read by :func:`loads`)
+  is, and that it holds ``key`` twice: the header, a node or a node's children (by the
+  node's path of ``(guess, feedback)`` pairs), or another object (by its keys from the
+  top)."""
+  if container is body:
+    return f"the header has the key {key!r} twice"
+  nodes: list[tuple[Any, tuple]] = [(body.get("policy"), ())]
+  while nodes:
+    node, path = nodes.pop()
+    if not isinstance(node, dict):
+      continue
+    children = node.get("children")
+    if node is container:
+      return f"the node at path {format_path(path)} has the key {key!r} twice"
+    if children is container:
+      return (f"the node at path {format_path(path)} has two children for the feedback "
+              f"{key!r}")
+    if isinstance(children, dict):
+      nodes.extend((child, path + ((node.get("guess"), feedback),))
+                   for feedback, child in children.items())
+  values: list[tuple[Any, tuple]] = [(body, ())]
+  while values:
+    value, keys = values.pop()
+    if value is container:
+      return f"the object at {' → '.join(map(repr, keys))} has the key {key!r} twice"
+    if isinstance(value, dict):
+      values.extend((child, keys + (k,)) for k, child in value.items())
+    elif isinstance(value, list):
+      values.extend((child, keys + (i,)) for i, child in enumerate(value))
+  return f"an object has the key {key!r} twice"
 
 
 def _dumps_deep(value: Any, indent: Optional[int]) -> str:
@@ -307,10 +369,12 @@ def _json_key(key: Any) -> str:
 _WHITESPACE = json.decoder.WHITESPACE
 
 
-def _loads_deep(text: str) -> Any:
+def _loads_deep(text: str, duplicates: Optional[list] = None) -> Any:
   """What :func:`loads` reads, by a loop over an explicit stack of the objects and arrays
   being read (innermost last, each with the key its next value goes to)."""
-  scalar = json.JSONDecoder().raw_decode  # a string, number, true, false or null at a place
+  # A string, number, true, false or null at a place (strict: no NaN, Infinity).
+  scalar = (json.JSONDecoder() if duplicates is None else
+            json.JSONDecoder(parse_constant=_no_constant)).raw_decode
   stack: list[list] = []
   pos = _WHITESPACE.match(text, 0).end()
   while True:
@@ -335,6 +399,8 @@ def _loads_deep(text: str) -> Any:
       frame = stack[-1]
       container = frame[0]
       if isinstance(container, dict):
+        if duplicates is not None and frame[1] in container:
+          duplicates.append((container, frame[1]))
         container[frame[1]] = value
       else:
         container.append(value)
@@ -368,15 +434,21 @@ def load(path: os.PathLike | str) -> tuple[dict, dict]:
 
   Raises:
     FileNotFoundError: no such file.
-    PolicyError: not JSON, not this format, missing keys, or a malformed tree.
+    PolicyError: not JSON (``NaN`` and ``Infinity`` are not), an object with a key given
+      twice (named, with where it is), not this format, missing keys, or a malformed tree.
   """
   path = Path(path)
+  duplicates: list = []
   try:
-    body = loads(path.read_text(encoding="utf-8"))
-  except json.JSONDecodeError as e:
+    body = loads(path.read_text(encoding="utf-8"), duplicates)
+  except ValueError as e:  # json.JSONDecodeError, or NaN / Infinity
     raise PolicyError(f"{path}: not a JSON policy file ({e})") from None
   if not isinstance(body, dict):
     raise PolicyError(f"{path}: a policy file is a JSON object, got {type(body).__name__}")
+  if duplicates:
+    more = f" (and {len(duplicates) - 1} more repeated keys)" if len(duplicates) > 1 else ""
+    raise PolicyError(f"{path}: {where_duplicate(body, *duplicates[0])}{more}: each key "
+                      f"may appear only once in an object")
   if body.get("format") != FORMAT:
     raise PolicyError(f"{path}: format {body.get('format')!r} is not {FORMAT!r}")
   if "policy" not in body:

@@ -389,3 +389,13 @@ def test_from_tables_rejects_bad_tables():
     garnet.from_tables(nxt, np.ones((2, 1, 2)), ones, horizon=2)
   with pytest.raises(ValueError, match="horizon"):
     garnet.from_tables(nxt, ones, ones, horizon=0)
+
+
+def test_from_tables_takes_read_only_arrays_and_leaves_them_alone():
+  """JAX arrays (read-only through numpy) are accepted; the caller's probabilities unchanged."""
+  next_state = np.array([[[1, 1]], [[1, 1]]], np.int32)
+  probs = jnp.array([[[0.25, 0.75]], [[0.5, 0.5]]], jnp.float32)
+  rewards = jnp.zeros((2, 1, 2), jnp.float32)
+  game = garnet.from_tables(next_state, probs, rewards, horizon=1)
+  assert game is not None
+  np.testing.assert_array_equal(np.asarray(probs), [[[0.25, 0.75]], [[0.5, 0.5]]])

@@ -500,3 +500,55 @@ def test_any_game_plugs_in_through_the_registry(tmp_path):
     pf.make_header("coin")
   with pytest.raises(pf.PolicyError, match="'game' must be one of .*'coin'.*got 'dice'"):
     pf.make_header("dice")
+
+
+MM22 = '"format": "jaxsearch-policy/1", "game": "mastermind", "pegs": 2, "colours": 2'
+
+
+@pytest.mark.parametrize("body,named", [
+    # Two children for one feedback: which one a reader follows would be undefined.
+    ('{%s, "policy": {"guess": "11", "children": {"b1w0": {"guess": "12"}, "b0w0": '
+     '{"guess": "22"}, "b1w0": {"guess": "21"}}}}' % MM22,
+     "the node at path root has two children for the feedback 'b1w0'"),
+    ('{%s, "policy": {"guess": "11", "children": {"b1w0": {"guess": "12", "children": '
+     '{"b0w2": {"guess": "21"}, "b0w2": {"guess": "22"}}}}}}' % MM22,
+     "the node at path [('11', 'b1w0')] has two children for the feedback 'b0w2'"),
+    ('{%s, "colours": 3, "policy": {"guess": "11"}}' % MM22,
+     "the header has the key 'colours' twice"),
+    ('{%s, "policy": {"guess": "11", "guess": "22"}}' % MM22,
+     "the node at path root has the key 'guess' twice"),
+    ('{%s, "note": {"by": "a", "by": "b"}, "policy": {"guess": "11"}}' % MM22,
+     "the object at 'note' has the key 'by' twice"),
+    ('{%s, "note": NaN, "policy": {"guess": "11"}}' % MM22, "NaN is not a JSON number"),
+])
+def test_load_refuses_repeated_keys_naming_the_key_and_where(tmp_path, body, named):
+  path = tmp_path / "dup.json"
+  path.write_text(body)
+  with pytest.raises(pf.PolicyError) as refused:
+    pf.load(path)
+  assert named in str(refused.value) and str(path) in str(refused.value)
+
+
+def test_deep_files_refuse_repeated_keys_too(tmp_path):
+  """Past the depth Python's JSON module recurses to, the loop that reads files checks the
+  same: a repeated feedback 1,500 guesses deep is found and placed."""
+  depth = 1500
+  text = ('{%s, "policy": ' % MM22 + '{"guess": "12", "children": {"b0w2": ' * depth +
+          '{"guess": "11"}, "b0w2": {"guess": "22"}' + "}}" * depth + "}")
+  path = tmp_path / "deep.json"
+  path.write_text(text)
+  with pytest.raises(pf.PolicyError, match=r"has two children for the feedback 'b0w2'") as e:
+    pf.load(path)
+  assert str(e.value).count("('12', 'b0w2')") == depth - 1
+
+
+def test_the_command_refuses_a_policy_with_a_repeated_feedback(tmp_path, capsys):
+  from jaxsearch import cli
+  path = tmp_path / "dup.json"
+  # Read with the last copy winning, this policy is complete (total 8, the optimum).
+  path.write_text('{%s, "policy": {"guess": "12", "children": {"b0w2": {"guess": "21"}, '
+                  '"b1w0": {"guess": "22"}, "b1w0": {"guess": "11", "children": '
+                  '{"b0w0": {"guess": "22"}}}}}}' % MM22)
+  status = cli.main(["evaluate", str(path)])
+  err = capsys.readouterr().err
+  assert status == 1 and "two children for the feedback 'b1w0'" in err, err

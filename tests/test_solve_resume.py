@@ -188,8 +188,8 @@ def test_the_command_killed_mid_search_resumes_to_the_same_result(straight, tmp_
   assert summary["total_guesses"] == straight.evaluation.total_guesses
   assert summary["proven_given_first"] == straight.proven_given_first
   assert summary["subproblems_proven"] == list(straight.subproblems)
-  assert summary["bound_total"] == round(straight.bound_total, 3)
-  assert summary["upper_total"] == round(straight.upper_total, 3)
+  assert summary["achievable_total"] == round(straight.bound_total, 3)
+  assert summary["lower_bound_total"] == round(straight.upper_total, 3)
 
 
 def _error(capsys, status: int, *phrases: str, lines: int = 1) -> None:
@@ -213,7 +213,9 @@ def test_a_checkpoint_of_another_problem_or_options_is_refused(small, straight, 
   with pytest.raises(solve_lib.CheckpointMismatch, match="problem.openings"):
     solve_lib.solve_puzzle(small, max_simulations=2, checkpoint=tmp_path, resume=True,
                            **{**SMALL, "first": "1123"})
-  with pytest.raises(solve_lib.CheckpointMismatch, match="problem.secrets"):
+  # Another puzzle: said in words (its pegs and colours, not its secrets' digests).
+  with pytest.raises(solve_lib.CheckpointMismatch,
+                     match="problem.rules.colours is 3 here, 4 there.*the secrets differ"):
     solve_lib.solve_puzzle(mastermind.puzzle(4, 3), max_simulations=2, checkpoint=tmp_path,
                            resume=True, **SMALL)
   # Without --resume a saved run is never overwritten; --resume needs a directory.
@@ -290,6 +292,6 @@ def test_wordle_killed_mid_search_resumes_to_the_same_result(tmp_path):
   assert done.returncode == 0, done.stderr[-2000:]
   summary = json.loads(done.stdout.strip().splitlines()[-1])
   assert summary["resumed_from_simulations"] == saved["simulations"] > 0
-  for name in ("simulations", "total_guesses", "proven_given_first", "bound_total",
-               "upper_total", "subproblems_proven"):
+  for name in ("simulations", "total_guesses", "proven_given_first", "achievable_total",
+               "lower_bound_total", "subproblems_proven"):
     assert summary[name] == expected[name], name

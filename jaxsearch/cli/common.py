@@ -77,6 +77,22 @@ time_limit = float_at_least(0.0, "a non-negative number of seconds (inf: no limi
                             allow_inf=True)
 
 
+def prng_seed(text: str) -> int:
+  """argparse type of ``--seed``: an integer from 0 to 2**32 - 1 (:mod:`jaxsearch.seeds`:
+  what ``jax.random.PRNGKey`` tells apart), refused while parsing rather than as an
+  ``OverflowError`` once the run is built."""
+  from jaxsearch.seeds import MAX_SEED, seed_problem
+  try:
+    value = int(text)
+  except ValueError:
+    raise argparse.ArgumentTypeError(f"expected an integer from 0 to {MAX_SEED}, "
+                                     f"got {text!r}") from None
+  problem = seed_problem(value)
+  if problem is not None:
+    raise argparse.ArgumentTypeError(f"the seed {problem}")
+  return value
+
+
 def game_name(names: Sequence[str]):
   """argparse type of a game argument: one of ``names`` or ``pgx:ENV_ID`` (the id is checked
   when the game is built, where pgx is imported)."""

@@ -10,7 +10,7 @@ from typing import Callable, Optional, Sequence
 
 from jaxsearch.app import registry
 from jaxsearch.app.registry import PlaySpec
-from jaxsearch.cli.common import CommandError, check_draw_file, game_name
+from jaxsearch.cli.common import CommandError, check_draw_file, game_name, prng_seed
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,7 +66,8 @@ def add_parser(commands) -> None:
                          "prior (default: uct)")
   play.add_argument("--first", choices=["human", "search"], default="human",
                     help="who moves first (default: human)")
-  play.add_argument("--seed", type=int, default=0, help="PRNG seed (default: 0)")
+  play.add_argument("--seed", type=prng_seed, default=0,
+                    help="PRNG seed, 0 to 2**32 - 1 (default: 0)")
   play.add_argument("--draw", default=None, metavar="FILE",
                     help="after each search move, draw its tree to FILE, replacing the "
                          "previous move's (.dot, .svg, .png or .pdf; moves numbered as you "

@@ -13,7 +13,7 @@ from typing import Sequence
 from jaxsearch.app import registry
 from jaxsearch.enums import SearchPolicy
 from jaxsearch.cli.common import (CommandError, check_plot_file, check_writable, game_name,
-                                  positive_float, positive_int)
+                                  positive_float, positive_int, prng_seed)
 
 
 def add_parser(commands) -> None:
@@ -45,7 +45,8 @@ def add_parser(commands) -> None:
   train.add_argument("--plot", action="store_true", help="write training.png in --out")
   train.add_argument("--json", action="store_true",
                      help="end with one JSON line: the final evaluation and the run's size")
-  train.add_argument("--seed", type=int, default=0, help="PRNG seed (default 0)")
+  train.add_argument("--seed", type=prng_seed, default=None,
+                     help="PRNG seed, 0 to 2**32 - 1 (default 0)")
   train.add_argument("--devices", type=int, default=None,
                      help="split self-play and updates over this many devices (default: one)")
   train.add_argument("--set", action="append", metavar="KEY=VALUE",
@@ -100,6 +101,8 @@ def run(args: argparse.Namespace) -> int:
     summary = trainer.run(steps=args.steps or 0, minutes=minutes or 0.0, resume=args.resume,
                           progress=not args.quiet, plot=args.plot, console=console,
                           started=started)
+  except checkpoint_lib.CheckpointLocked as error:  # a fresh run is refused too, not a resume
+    raise CommandError(f"jaxsearch train: {error}") from None
   except checkpoint_lib.CheckpointError as error:
     raise CommandError(f"jaxsearch train: cannot resume: {error}") from None
   except KeyboardInterrupt:
@@ -107,10 +110,15 @@ def run(args: argparse.Namespace) -> int:
           f"to continue.", file=sys.stderr)
     return 130
   shown = {k: v for k, v in summary.items() if k not in ("out_dir",)}
-  print(f"{config.game}: {summary['steps']} steps, {summary['positions']} self-play positions, "
-        f"{summary['updates']} updates in {summary['minutes']:.2f} min; final evaluation: "
+  resumed = (f" (resumed from step {summary['resumed_from']}: corrupt checkpoints skipped: "
+             f"{', '.join(map(str, summary['skipped_checkpoints']))})"
+             if summary.get("skipped_checkpoints") else "")
+  print(f"{config.game}: {summary['steps']} steps{resumed}, {summary['positions']} self-play "
+        f"positions, {summary['updates']} updates in {summary['minutes']:.2f} min; final "
+        "evaluation: "
         + ", ".join(f"{k}={v}" for k, v in shown.items()
-                    if k not in ("steps", "positions", "updates", "minutes", "games", "plot"))
+                    if k not in ("steps", "positions", "updates", "minutes", "games", "plot",
+                                 "skipped_checkpoints", "resumed_from"))
         + f". Metrics: {out / 'metrics.jsonl'}"
         + (f", plot: {summary['plot']}" if summary.get("plot") else ""))
   if args.json:
@@ -122,16 +130,36 @@ def _config(args: argparse.Namespace, training):
   """The run's ``TrainConfig``: the game's preset (:mod:`jaxsearch.app.training`) with the
   command line's overrides."""
   from jaxsearch import sharding
-  from jaxsearch.train.config import TrainConfig
+  from jaxsearch.train.config import ConfigError, TrainConfig
   try:
     overrides = parse_overrides(args.set or [], TrainConfig)
-    overrides["seed"] = args.seed
+    if args.seed is not None:  # else the preset's, or --set seed=S
+      overrides["seed"] = args.seed
     if args.policy:
       overrides["policy"] = args.policy
     if args.devices is not None:
       overrides["devices"] = args.devices
     config = training.preset(args.game, **overrides)
     sharding.resolve_devices(config.devices or None)  # a clear error before building
+  except ConfigError as error:  # checked before anything is built: name the flag that set it
+    flag = setting_flags(args).get(error.field)
+    raise CommandError(f"jaxsearch train: {flag + ': ' if flag else ''}{error}") from None
   except (TypeError, ValueError, ImportError) as error:
     raise CommandError(f"jaxsearch train: {error}") from None
   return config
+
+
+def setting_flags(args: argparse.Namespace) -> dict:
+  """Each configuration field the command line set -> the flag as typed (``--set
+  learning_rate=nan``, ``--devices 3``); the last ``--set`` of a field wins, as in
+  :func:`parse_overrides`."""
+  flags = {}
+  for pair in args.set or []:
+    flags[pair.partition("=")[0].strip().replace("-", "_")] = f"--set {pair}"
+  if args.seed is not None:
+    flags["seed"] = f"--seed {args.seed}"
+  if args.policy:
+    flags["policy"] = f"--policy {args.policy}"
+  if args.devices is not None:
+    flags["devices"] = f"--devices {args.devices}"
+  return flags

@@ -257,7 +257,7 @@ def from_tables(next_state, probs, rewards, horizon: int, discount: float = 1.0,
   num_states, num_actions, branching = next_state.shape
   if next_state.min() < 0 or next_state.max() >= num_states:
     raise ValueError(f"garnet.from_tables: next_state must lie in [0, {num_states})")
-  probs = np.asarray(probs, np.float32)
+  probs = np.array(probs, np.float32)  # a copy: normalised in place below, the caller's kept
   rewards = np.asarray(rewards, np.float32)
   if probs.shape != next_state.shape or rewards.shape != next_state.shape:
     raise ValueError(f"garnet.from_tables: probs {probs.shape} and rewards {rewards.shape} "
@@ -439,7 +439,7 @@ def estimator(garnet, bias: float = 0.0, noise: float = 0.0, seed: int = 0,
   all three are 0.
 
   ``bias_per_step`` makes the optimism grow with the moves left, as for Wordle's entropic
-  estimator (seed 000): estimates far from the end are too good and a one-step lookahead
+  estimator (the AVTS article): estimates far from the end are too good and a one-step lookahead
   revises them down — the drift AVTS's debiasing removes. A constant ``bias`` shifts every
   action alike and cancels out.
 

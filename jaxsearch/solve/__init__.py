@@ -51,7 +51,8 @@ from jaxsearch.memory import (
 from jaxsearch.solve.certify import (
     CertificateGame, ExactSearch, IntegerBounds, Settled, certify, settle, settle_each)
 from jaxsearch.solve.checkpoint import (
-    Checkpoint, CheckpointCorrupt, CheckpointError, CheckpointExists, CheckpointMismatch)
+    Checkpoint, CheckpointCorrupt, CheckpointError, CheckpointExists, CheckpointLocked,
+    CheckpointMismatch)
 from jaxsearch.solve.exact import GameSolution, RootSolution, exact_value, solve_game
 from jaxsearch.solve.extract import PolicyExtractor, extract_policy
 from jaxsearch.solve.loop import Problem, SearchResult, estimate_memory
@@ -79,6 +80,6 @@ __all__ = [
     "IntegerBounds", "ExactSearch", "CertificateGame", "Settled", "certify", "settle",
     "settle_each",
     "Checkpoint", "CheckpointError", "CheckpointExists", "CheckpointMismatch",
-    "CheckpointCorrupt",
+    "CheckpointCorrupt", "CheckpointLocked",
     "plot_history", "summary",
 ]

@@ -18,6 +18,11 @@ and renamed over the old one (``os.replace``), so that a run killed at any momen
 kept trees and certificates count only where it names them (the same fingerprint; the
 certificates, of the same final search). Nothing is pickled: arrays are ``.npz`` members,
 the rest JSON, and the trees' structure comes from the run that loads them.
+
+A run holds the directory's lock (:mod:`jaxsearch.dir_lock`, the file ``.jaxsearch.lock``)
+from the moment it opens the checkpoint to its end: a second run on the directory is refused
+at once (:class:`CheckpointLocked`, naming the first run's pid), and the files a killed write
+left behind are removed only under the lock, never while another run is writing them.
 """
 
 from __future__ import annotations
@@ -33,7 +38,9 @@ from typing import Any, Optional
 import jax
 import numpy as np
 
+from jaxsearch import dir_lock
 from jaxsearch.atomic_file import write_atomically
+from jaxsearch.solve import fingerprint as fingerprint_lib
 
 FORMAT = "jaxsearch-solve-checkpoint/1"
 SEARCH, CERTIFICATES = "search.npz", "certificates.json"
@@ -60,9 +67,13 @@ class CheckpointCorrupt(CheckpointError):
   """The checkpoint's files are unreadable or do not fit the run's trees."""
 
 
+class CheckpointLocked(CheckpointError):
+  """Another live run holds the directory (the message names its pid)."""
+
+
 @dataclasses.dataclass
 class SearchState:
-  """The search loop's state after a chunk (:class:`jaxsearch.solve.loop._Loop`).
+  """The search loop's state after a chunk (:class:`jaxsearch.solve.loop.ChunkedSearch`).
 
   Attributes:
     simulations, chunks: simulations per tree and chunks run so far, every run's.
@@ -196,7 +207,9 @@ def saved_progress(directory) -> Optional[dict]:
 
 
 class Checkpoint:
-  """A solve's checkpoint directory (see the module's docstring), opened for one run.
+  """A solve's checkpoint directory (see the module's docstring), opened for one run, which
+  holds the directory's lock until :meth:`close` (or the end of a ``with`` block, or of the
+  process).
 
   Args:
     directory: where the state goes (created if missing).
@@ -206,6 +219,7 @@ class Checkpoint:
     identity: JSON-able facts of what is solved that the search loop cannot see (a puzzle's
       name, its secrets' and guesses' digests, its openings...): part of the fingerprint.
   Raises:
+    CheckpointLocked: another live run holds the directory (named by its pid).
     CheckpointExists: the directory holds a state and ``resume`` is false.
     CheckpointError: ``directory`` is a file.
   """
@@ -214,19 +228,35 @@ class Checkpoint:
     self.directory = Path(directory)
     if self.directory.exists() and not self.directory.is_dir():
       raise CheckpointError(f"checkpoint {directory} is not a directory")
+    self._lock = dir_lock.DirectoryLock(self.directory, what=f"checkpoint {directory}")
+    try:
+      self._lock.acquire()
+    except dir_lock.DirectoryLocked as error:
+      raise CheckpointLocked(str(error)) from None
     self.found = holds_state(self.directory)
     if self.found and not resume:
+      self.close()
       raise CheckpointExists(
           f"{directory} already holds a solve's checkpoint: pass --resume (resume=True) to go "
           f"on with that run, or choose another directory")
-    self.directory.mkdir(parents=True, exist_ok=True)
-    for leftover in self.directory.glob(_TEMPORARY + "*"):  # a write cut short by a kill
+    # A write cut short by a kill; removed under the lock, so never another run's write.
+    for leftover in self.directory.glob(_TEMPORARY + "*"):
       leftover.unlink(missing_ok=True)
     self.resume, self.identity = bool(resume), dict(identity or {})
     self.digest: Optional[str] = None  # the fingerprint of the search saved or loaded last
     self.simulations: Optional[int] = None  # and its simulations
     self._kept: set = set()  # roots whose kept tree is on disk for that search
     self._certificates: Optional[dict] = None
+
+  def close(self) -> None:
+    """Ends the run's hold on the directory (its lock); the files stay."""
+    self._lock.release()
+
+  def __enter__(self) -> "Checkpoint":
+    return self
+
+  def __exit__(self, *exc) -> None:
+    self.close()
 
   def fingerprint(self, search: dict) -> dict:
     """The whole fingerprint: the search loop's (``search``) and this run's ``identity``."""
@@ -417,32 +447,11 @@ def _read_meta(path: Path) -> dict:
 
 def _check_fingerprint(directory, saved: dict, current: dict) -> None:
   """Raises :class:`CheckpointMismatch` naming what differs between two fingerprints."""
-  saved, current = _flat(saved), _flat(current)
-  # The problem's identity first (what the user chose), then the options and the rest.
-  differs = sorted((key for key in set(saved) | set(current)
-                    if saved.get(key) != current.get(key)),
-                   key=lambda key: (not key.startswith("problem."), key))
-  if not differs:
-    return
-  named = "; ".join(f"{key} is {_shown(current.get(key))} here, {_shown(saved.get(key))} there"
-                    for key in differs[:3]) + ("; …" if len(differs) > 3 else "")
-  raise CheckpointMismatch(f"checkpoint {directory} holds another solve ({named}): resume "
-                           f"with the same problem and options, or choose another directory")
-
-
-def _shown(value) -> str:
-  text = json.dumps(value)
-  return text if len(text) <= 40 else text[:40] + "…"
-
-
-def _flat(tree: dict, prefix: str = "") -> dict:
-  flat = {}
-  for key, value in tree.items():
-    if isinstance(value, dict) and value:
-      flat.update(_flat(value, f"{prefix}{key}."))
-    else:
-      flat[f"{prefix}{key}"] = value
-  return flat
+  named = fingerprint_lib.differences(saved, current)
+  if named:
+    raise CheckpointMismatch(f"checkpoint {directory} holds another solve ({named}): resume "
+                             f"with the same problem and options, or choose another "
+                             f"directory")
 
 
 def _policy_to_json(policy: Optional[dict]):

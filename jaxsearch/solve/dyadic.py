@@ -83,5 +83,7 @@ def expected_float(edge, values, default) -> float:
       total += p * r
     else:
       value = values.get(child)
-      total += p * (r + d * (default[child] if value is None else value))
+      value = default[child] if value is None else value
+      # A discount of 0 hides the child's value, +inf included (0 · inf would be NaN).
+      total += p * (r + d * value) if d else p * r
   return total

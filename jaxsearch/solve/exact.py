@@ -48,7 +48,10 @@ from jaxsearch.solve import checkpoint as checkpoint_lib
 from jaxsearch.solve import loop
 from jaxsearch.solve.options import SolveOptions
 from jaxsearch.solve.dyadic import Dyadic, expected
-from jaxsearch.solve.state_graph import _Graph, _Oracle, _keys, _take
+from jaxsearch.solve.game_identity import check_key, game_identity
+from jaxsearch.solve.game_numbers import (
+    INFINITE, BadGameNumber, check_transitions, describe_state)
+from jaxsearch.solve.state_graph import StateGraph, Oracle, state_keys, take
 from jaxsearch.solve.tree_reader import TreeReader
 
 def _child(node: dict, outcome: int):
@@ -57,7 +60,7 @@ def _child(node: dict, outcome: int):
   return child
 
 
-def _evaluate_levels(oracle: _Oracle, states, nodes: list, max_depth: int):
+def _evaluate_levels(oracle: Oracle, states, nodes: list, max_depth: int):
   """Walks a policy level by level through ``game.step``: per level, the edges of every
   item ``[(p, r, d, next item index or None)]``. Within a level, items that are the same
   policy node (the same dict) at the same state are one item, so a policy that shares its
@@ -75,8 +78,9 @@ def _evaluate_levels(oracle: _Oracle, states, nodes: list, max_depth: int):
       raise ValueError(f"the policy plays action {actions[bad[0]]}, which is not legal "
                        f"there (or the state is terminal)")
     probs, rewards, discounts, terminal, following = oracle.transitions(states, actions)
+    check_transitions(probs, rewards, discounts, states, actions)
     flat = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), following)
-    next_keys = _keys(flat)
+    next_keys = state_keys(flat)
     edges, next_nodes, rows, seen = [], [], [], {}
     for i, node in enumerate(nodes):
       item = []
@@ -95,7 +99,7 @@ def _evaluate_levels(oracle: _Oracle, states, nodes: list, max_depth: int):
         item.append((probs[i, o], rewards[i, o], discounts[i, o], index))
       edges.append(item)
     levels.append(edges)
-    nodes, states = next_nodes, _take(flat, np.array(rows, np.int64))
+    nodes, states = next_nodes, take(flat, np.array(rows, np.int64))
   raise ValueError(f"the policy is deeper than {max_depth} moves")
 
 
@@ -111,10 +115,10 @@ def exact_value(game: Game, state, policy: dict, *, max_depth: int = 10_000) -> 
   an illegal action, misses an outcome with ``p > 0`` that does not end the game, or is
   deeper than ``max_depth``.
   """
-  return _exact_value(_Oracle(game), state, policy, max_depth)
+  return _exact_value(Oracle(game), state, policy, max_depth)
 
 
-def _exact_value(oracle: _Oracle, state, policy: dict, max_depth: int = 10_000) -> Fraction:
+def _exact_value(oracle: Oracle, state, policy: dict, max_depth: int = 10_000) -> Fraction:
   states = jax.tree.map(lambda x: np.asarray(x)[None], state)
   levels = _evaluate_levels(oracle, states, [policy], max_depth)
   values: list[Dyadic] = []
@@ -136,7 +140,8 @@ class RootSolution:
     lower: the certified lower bound on the optimal value: ``value``.
     upper: the certified upper bound (exact Bellman recursion over the states the search and
       the exact completion stepped, with the game's ``optimistic_value``), or ``None`` where
-      the game has no optimistic value.
+      the game has no optimistic value, or where its optimistic values leave the root
+      unbounded (``+inf`` at states the graph did not open further).
     proven: ``lower == upper`` exactly: ``policy`` is optimal and ``value`` is the optimum.
     search_bound, search_upper: the search's float bounds at the root (``None`` if absent).
     states: distinct states reachable from the root in the exact graph (0 for a finished
@@ -185,7 +190,7 @@ def _meets_within(tolerance: float):
   return meets
 
 
-def _tree_roots(graph: _Graph, tree) -> int:
+def _tree_roots(graph: StateGraph, tree) -> int:
   """Adds one root's searched tree (a batch of one) to ``graph`` (its states, and every
   action it expanded, re-stepped through the game); returns the root's id."""
   reader = TreeReader(tree)
@@ -200,7 +205,7 @@ def _tree_roots(graph: _Graph, tree) -> int:
 def solve_game(game: Game, estimator: Estimator, roots, *, seconds: float = 60.0,
                max_simulations: Optional[int] = None, max_nodes: int = 10_000,
                chunk: int = 64, num_slots: Optional[int] = None, tolerance: float = 1e-6,
-               completion: int = 100_000, on_chunk=None,
+               completion: int = 100_000, on_chunk=None, game_key: Any = None,
                options: Optional[SolveOptions] = None, **keywords) -> GameSolution:
   """Solves a batch of roots of any single-agent game with chance, with exact certificates.
 
@@ -232,6 +237,11 @@ def solve_game(game: Game, estimator: Estimator, roots, *, seconds: float = 60.0
       through the game per root, beyond those the search expanded (``0``: none; the bounds
       are then those of the searched trees alone). Needs the game's ``optimistic_value``.
     on_chunk: called after every chunk with the search's progress.
+    game_key: JSON-able data naming the game (``"garnet seed 1"``, ``{"seed": 1}``): part
+      of a checkpoint's fingerprint, beside a digest of what the game and the estimator do
+      from the roots (:mod:`jaxsearch.solve.game_identity`), so that a checkpoint of another
+      game is refused, saying what differs. The digest samples the game near the roots: give
+      a key where two games could agree there.
     options, keywords: the other :class:`~jaxsearch.solve.options.SolveOptions` (``seed``,
       ``bound_slots``, ``max_depth``, ``selection``, ``proof_every``, ``devices``,
       ``checkpoint``...), as an object or flat keywords; the arguments above replace its
@@ -242,37 +252,56 @@ def solve_game(game: Game, estimator: Estimator, roots, *, seconds: float = 60.0
     they are equal. A finished root (no legal action) has value 0 and the empty policy
     ``{}``, proven; the other roots are searched as a batch of their own (``trees`` holds
     theirs; the finished ones' history bounds are 0).
+
+  Every bound the game gives is checked where the solver meets it (at the roots before the
+  search, at every state of the exact graph after it): NaN is refused, and so are an
+  optimistic ``-inf`` or a pessimistic ``+inf`` where a legal action is, and non-finite
+  rewards, discounts or probabilities (:class:`~jaxsearch.solve.game_numbers.BadGameNumber`,
+  a ``ValueError`` naming the state). An optimistic ``+inf`` is admissible and means no
+  information: the exact completion opens the game below it.
   Raises:
-    TypeError: an unknown keyword. ValueError: a bad option, before any work.
+    TypeError: an unknown keyword. ValueError: a bad option, before any work; a bad bound
+      (see above). CheckpointError: see :class:`jaxsearch.solve.checkpoint.Checkpoint`
+      (another live run holds the directory, another game's or options' checkpoint...).
   """
   if isinstance(completion, bool) or int(completion) != completion or completion < 0:
     raise ValueError(f"solve_game: completion must be an integer >= 0, got {completion!r}")
+  game_key = check_key(game_key)
   if options is not None and not isinstance(options, SolveOptions):
     raise TypeError(f"solve_game: options must be a SolveOptions, got {options!r}")
   options = (options or SolveOptions()).override(
       "solve_game", seconds=seconds, max_simulations=max_simulations, max_nodes=max_nodes,
       chunk=chunk, num_slots=num_slots, **keywords)
   return _solve_game(game, estimator, roots, options, float(tolerance), int(completion),
-                     on_chunk)
+                     on_chunk, game_key)
 
 
 def _solve_game(game: Game, estimator: Estimator, roots, options: SolveOptions,
-                tolerance: float, completion: int, on_chunk) -> GameSolution:
+                tolerance: float, completion: int, on_chunk, game_key=None) -> GameSolution:
   """:func:`solve_game`, its options validated."""
   finished = _finished_roots(game, roots)
   if finished.any():  # nothing to play at a finished root: its value is 0
     return _with_finished_roots(game, estimator, roots, finished, options, tolerance,
-                                completion, on_chunk)
+                                completion, on_chunk, game_key)
   started = time.perf_counter()
   batch = int(jax.tree.leaves(roots)[0].shape[0])
   problem = loop.Problem(game=game, estimator=estimator)
   checkpointing = options.checkpointing
+  # The directory's lock first (a second run is refused before any work), then the game's
+  # bounds at the roots, then the game's identity (the checkpoint's fingerprint).
   store = None if checkpointing.directory is None else checkpoint_lib.Checkpoint(
       checkpointing.directory, resume=checkpointing.resume)
-  found = loop.run(problem, roots, options, weights=np.ones(batch),
-                   meets=_meets_within(tolerance), on_chunk=on_chunk, checkpoint=store)
-  oracle = _Oracle(game, estimator)
-  graph = _Graph(oracle)  # shared by the roots: a state met from one is known to all
+  oracle = Oracle(game, estimator)
+  try:
+    _check_roots(oracle, estimator, roots)
+    if store is not None:
+      store.identity = {"game": game_identity(game, estimator, roots, game_key)}
+    found = loop.run(problem, roots, options, weights=np.ones(batch),
+                     meets=_meets_within(tolerance), on_chunk=on_chunk, checkpoint=store)
+  finally:
+    if store is not None:
+      store.close()
+  graph = StateGraph(oracle)  # shared by the roots: a state met from one is known to all
   root_ids = [_tree_roots(graph, tree) for tree in found.trees]
   deadline = started + options.budget.seconds
   solutions = []
@@ -282,7 +311,8 @@ def _solve_game(game: Game, estimator: Estimator, roots, options: SolveOptions,
     value = _exact_value(oracle, jax.tree.map(lambda x: np.asarray(x)[row], roots), policy)
     if value != graph.lower(root)[0][root].fraction():
       raise AssertionError("the extracted policy's value differs from its evaluation")
-    upper = None if graph.optimistic[root] is None else graph.upper(root)[root].fraction()
+    upper = None if graph.optimistic[root] is None else graph.upper(root)[root]
+    upper = None if upper is None or upper is INFINITE else upper.fraction()
     bound, top = found.bound[row], None if found.upper is None else found.upper[row]
     solutions.append(RootSolution(
         policy=policy, value=value, lower=value, upper=upper,
@@ -294,6 +324,19 @@ def _solve_game(game: Game, estimator: Estimator, roots, options: SolveOptions,
                       seconds=found.seconds, history=found.history, trees=found.trees)
 
 
+def _check_roots(oracle: Oracle, estimator: Estimator, roots) -> None:
+  """Refuses, before the search, a bad bound of the game at the roots
+  (:mod:`jaxsearch.solve.game_numbers`), or a NaN among the estimator's ``action_bounds``
+  there."""
+  roots = jax.tree.map(np.asarray, roots)
+  oracle.check_bounds(roots, oracle.legal(roots))
+  bounds = jax.jit(lambda s: estimator(None, jax.random.PRNGKey(0), s).action_bounds)(roots)
+  if bounds is not None and np.isnan(np.asarray(bounds)).any():
+    row, action = (int(i) for i in np.argwhere(np.isnan(np.asarray(bounds)))[0])
+    raise BadGameNumber(f"the estimator's action_bounds is nan for action {action} at the "
+                        f"root {describe_state(roots, row)}: NaN is no bound")
+
+
 def _finished_roots(game: Game, roots) -> np.ndarray:
   """``bool[B]``: the roots with no legal action (finished games)."""
   legal = np.asarray(jax.vmap(game.legal_actions)(roots))
@@ -302,7 +345,7 @@ def _finished_roots(game: Game, roots) -> np.ndarray:
 
 def _with_finished_roots(game: Game, estimator: Estimator, roots, finished: np.ndarray,
                          options: SolveOptions, tolerance: float, completion: int,
-                         on_chunk) -> GameSolution:
+                         on_chunk, game_key=None) -> GameSolution:
   """:func:`solve_game` of a batch where the roots ``finished`` have no legal action: each is
   worth 0 with the empty policy, proven; the others are solved as a batch of their own."""
   def done():
@@ -313,7 +356,7 @@ def _with_finished_roots(game: Game, estimator: Estimator, roots, finished: np.n
     return GameSolution(roots=[done() for _ in finished], simulations=0, nodes=0,
                         seconds=0.0, history=[], trees=None)
   solved = _solve_game(game, estimator, jax.tree.map(lambda x: np.asarray(x)[rest], roots),
-                       options, tolerance, completion, on_chunk)
+                       options, tolerance, completion, on_chunk, game_key)
   solutions = [done() for _ in finished]
   for row, solution in zip(rest, solved.roots):
     solutions[row] = solution

@@ -1,12 +1,18 @@
 """The exact side of :func:`jaxsearch.solve.solve_game`: a game's states as a graph, in exact
 arithmetic.
 
-* :class:`_Oracle` steps a game's states in padded batches and remembers each distinct state
+* :class:`Oracle` steps a game's states in padded batches and remembers each distinct state
   (keyed by the bytes of its leaves);
+* every number the exact side takes from the game is checked where it is met: a NaN bound,
+  reward, discount or probability, an optimistic bound of ``-inf`` or a pessimistic one of
+  ``+inf`` at a state with a legal action, or an infinite reward, is refused
+  (:class:`~jaxsearch.solve.game_numbers.BadGameNumber`, naming the state); an optimistic
+  bound of ``+inf`` is admissible and means "no information" (``INFINITE`` in the exact
+  upper bounds, :mod:`jaxsearch.solve.game_numbers`);
 * :class:`~jaxsearch.solve.dyadic.Dyadic` (its own module) is exact arithmetic on the game's
   float32 numbers (``n·2^e``; sums and products of floats stay dyadic), turned into
   :class:`fractions.Fraction` for results;
-* :class:`_Graph` reads searched trees into one entry per distinct state, extracts the best
+* :class:`StateGraph` reads searched trees into one entry per distinct state, extracts the best
   policy it holds, bounds it from above by a Bellman recursion, and opens more of the game
   (the exact completion) until the bounds meet — all by iterative traversals.
 """
@@ -22,26 +28,28 @@ import numpy as np
 
 from jaxsearch.game import Estimator, Game
 from jaxsearch.solve.dyadic import ZERO, Dyadic, expected, expected_float
+from jaxsearch.solve.game_numbers import (
+    INFINITE, check_bounds, check_transitions, expected_upper)
 
 _MIN_BUCKET = 64  # batches are padded to 64, 256, 1024... rows: few shapes to compile
 
 
-def _take(states, index):
+def take(states, index):
   return jax.tree.map(lambda x: x[index], states)
 
 
-def _keys(states) -> list[tuple]:
+def state_keys(states) -> list[tuple]:
   """One hashable key per row of a batch of (numpy) states: the bytes of every leaf."""
   leaves = [np.ascontiguousarray(x) for x in jax.tree.leaves(states)]
   size = leaves[0].shape[0] if leaves else 0
   return [tuple(leaf[i].tobytes() for leaf in leaves) for i in range(size)]
 
 
-class _Oracle:
+class Oracle:
   """The game's and the estimator's functions, vmapped and jitted, on numpy batches (padded
   to a few sizes, so that a few shapes are compiled)."""
 
-  _cache: dict = {}  # (id(game), id(estimator)) -> _Oracle, the most recent few
+  _cache: dict = {}  # (id(game), id(estimator)) -> Oracle, the most recent few
   _CACHE_SIZE = 16
 
   def __new__(cls, game: Game, estimator: Optional[Estimator] = None):
@@ -78,6 +86,8 @@ class _Oracle:
     self._legal = jax.jit(jax.vmap(game.legal_actions))
     self._optimistic = (None if game.optimistic_value is None else
                         jax.jit(jax.vmap(game.optimistic_value)))
+    self._pessimistic = (None if game.pessimistic_value is None else
+                         jax.jit(jax.vmap(game.pessimistic_value)))
     self._greedy = None if estimator is None else jax.jit(greedy)
 
   @staticmethod
@@ -88,7 +98,7 @@ class _Oracle:
     while padded < size:
       padded *= 4
     index = np.concatenate([np.arange(size), np.zeros(padded - size, np.int64)])
-    out = fn(*(_take(x, index) for x in batch))
+    out = fn(*(take(x, index) for x in batch))
     return jax.tree.map(lambda x: np.asarray(x)[:size], out)
 
   def transitions(self, states, actions):
@@ -101,13 +111,30 @@ class _Oracle:
   def optimistic(self, states) -> Optional[np.ndarray]:
     return None if self._optimistic is None else self._call(self._optimistic, states)
 
+  def pessimistic(self, states) -> Optional[np.ndarray]:
+    return None if self._pessimistic is None else self._call(self._pessimistic, states)
+
+  def check_bounds(self, states, legal: np.ndarray) -> Optional[np.ndarray]:
+    """The game's optimistic values at ``states`` (``f32[n]``, ``None`` without), every
+    bound of the game checked there (:mod:`jaxsearch.solve.game_numbers`): NaN refused, and
+    the infinities that cannot hold (optimistic ``-inf``, pessimistic ``+inf``) where a legal
+    action is (``legal bool[n, A]``)."""
+    playable = legal.reshape(legal.shape[0], -1).any(axis=1)
+    optimistic = self.optimistic(states)
+    if optimistic is not None:
+      check_bounds("optimistic_value", optimistic, playable, states, -np.inf)
+    pessimistic = self.pessimistic(states)
+    if pessimistic is not None:
+      check_bounds("pessimistic_value", pessimistic, playable, states, np.inf)
+    return optimistic
+
   def greedy(self, states) -> np.ndarray:
     return self._call(self._greedy, states)
 
 
-class _Graph:
-  """Every state met, keyed by its bytes (:func:`_keys`): the game's transitions from it (one
-  entry per action stepped: its outcomes with ``p > 0``), its legal actions, the game's
+class StateGraph:
+  """Every state met, keyed by its bytes (:func:`state_keys`): the game's transitions from it
+  (one entry per action stepped: its outcomes with ``p > 0``), its legal actions, the game's
   optimistic value and the estimator's greedy action. Identical states reached along
   different histories are one entry, so the graph grows with the number of distinct states,
   not of histories (a finite-horizon MDP: states × horizon), and every traversal is
@@ -120,7 +147,7 @@ class _Graph:
 
   _CHUNK = 4096  # rows per call of the game's functions (bounds the compiled shapes)
 
-  def __init__(self, oracle: _Oracle):
+  def __init__(self, oracle: Oracle):
     self.oracle = oracle
     self.ids: dict[tuple, int] = {}
     self.keys: list[tuple] = []
@@ -152,25 +179,27 @@ class _Graph:
       self._spec = (jax.tree.structure(states),
                     [(np.asarray(x).dtype, np.asarray(x).shape[1:])
                      for x in jax.tree.leaves(states)])
-    keys = _keys(states)
+    keys = state_keys(states)
     new: dict[tuple, int] = {}
     for row, key in enumerate(keys):
       if key not in self.ids and key not in new:
         new[key] = row
     rows = np.fromiter(new.values(), np.int64, len(new))
     for start in range(0, len(rows), self._CHUNK):
-      batch = _take(states, rows[start:start + self._CHUNK])
+      batch = take(states, rows[start:start + self._CHUNK])
       legal = self.oracle.legal(batch)
-      optimistic = self.oracle.optimistic(batch)
+      optimistic = self.oracle.check_bounds(batch, legal)
       greedy = self.oracle.greedy(batch) if self.oracle.estimator is not None else None
       for k, row in enumerate(rows[start:start + self._CHUNK]):
         node = len(self.keys)
         self.ids[keys[row]] = node
         self.keys.append(keys[row])
         self.legal.append(legal[k])
-        self.optimistic.append(None if optimistic is None else Dyadic.of(optimistic[k]))
-        self.optimistic_float.append(np.inf if optimistic is None else float(optimistic[k]))
         playable = bool(legal[k].any())
+        own = None if optimistic is None else float(optimistic[k]) if playable else 0.0
+        self.optimistic.append(None if own is None else INFINITE if own == np.inf else
+                               Dyadic.of(own))
+        self.optimistic_float.append(np.inf if own is None else own)
         self.greedy.append(int(greedy[k]) if playable and greedy is not None else -1)
         self.edges.append({})
         self.float_edges.append({})
@@ -196,12 +225,14 @@ class _Graph:
     size = max(1, self._CHUNK // num_outcomes)
     for start in range(0, len(pairs), size):
       chunk = pairs[start:start + size]
-      probs, rewards, discounts, terminal, following = self.oracle.transitions(
-          self.states([n for n, _ in chunk]), np.array([a for _, a in chunk], np.int32))
+      states = self.states([n for n, _ in chunk])
+      actions = np.array([a for _, a in chunk], np.int32)
+      probs, rewards, discounts, terminal, following = self.oracle.transitions(states, actions)
+      check_transitions(probs, rewards, discounts, states, actions)
       flat = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), following)
       places = [(k, int(o)) for k in range(len(chunk)) for o in np.flatnonzero(probs[k] > 0)]
       going_on = [k * num_outcomes + o for k, o in places if not terminal[k, o]]
-      children = iter(self.add(_take(flat, np.array(going_on, np.int64))) if going_on else [])
+      children = iter(self.add(take(flat, np.array(going_on, np.int64))) if going_on else [])
       outcomes: list[list] = [[] for _ in chunk]
       for k, o in places:
         outcomes[k].append((o, probs[k, o], rewards[k, o], discounts[k, o],
@@ -293,7 +324,7 @@ class _Graph:
     """An exact upper bound on the optimal value of every state reachable from ``root``: the
     Bellman recursion over the stepped actions, the game's optimistic value for every legal
     action not stepped, min'd with the state's own optimistic value (0 where nothing is
-    legal)."""
+    legal). :data:`INFINITE` where the optimistic values say nothing (``+inf``)."""
     if self.negative_discount:
       raise ValueError("exact certificates are for single-agent games: a negative "
                        "discount (alternating players) was met")
@@ -311,9 +342,13 @@ class _Graph:
         continue
       best = None
       for edge in self.edges[node].values():
-        q = expected(edge, value)
+        q = expected_upper(edge, value)
+        if q is INFINITE:
+          best = q
+          break
         best = q if best is None or q > best else best
-      value[node] = own if own < best else best
+      value[node] = (best if own is INFINITE else
+                     own if best is INFINITE or own < best else best)
     self._passes[("upper", root)] = (self.version, value)
     return value
 
@@ -409,8 +444,10 @@ class _Graph:
     return spent
 
   def proven(self, root: int) -> bool:
-    return (self.optimistic[root] is not None and
-            self.lower(root)[0][root] == self.upper(root)[root])
+    if self.optimistic[root] is None:
+      return False
+    upper = self.upper(root)[root]
+    return upper is not INFINITE and self.lower(root)[0][root] == upper
 
   def complete(self, root: int, limit: int, deadline: float, tolerance: float) -> int:
     """The exact completion: steps more of the game from ``root`` until its exact bounds meet,
@@ -429,7 +466,8 @@ class _Graph:
     while spent < limit and time.perf_counter() < deadline:
       lower, upper = self._float_passes(root)
       tips = []
-      if upper[root] - lower[root] > tolerance * max(1.0, abs(upper[root])):
+      if (upper[root] == np.inf or
+          upper[root] - lower[root] > tolerance * max(1.0, abs(upper[root]))):
         tips = self._tips(root, upper)
       if not tips:
         if not self.proven(root):
@@ -453,3 +491,4 @@ class _Graph:
         made[node] = {"action": action, "children": {} if action < 0 else {
             o: made[c] for o, _, _, _, c in self.edges[node][action] if c is not None}}
     return made[root]
+

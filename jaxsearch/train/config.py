@@ -8,9 +8,12 @@ defaults (``preset``) are the application layer's: :func:`jaxsearch.app.training
 from __future__ import annotations
 
 import dataclasses
+import math
+import numbers
 from typing import Optional
 
 from jaxsearch.enums import SearchPolicy, ValueScaleKind, ValueTarget, coerce
+from jaxsearch.seeds import seed_problem
 
 # Configuration fields a resumed run may change (they do not change what a step computes;
 # ``devices`` changes the updates only by float summation order).
@@ -23,11 +26,80 @@ MAY_CHANGE = ("steps", "minutes", "checkpoint_every", "eval_every", "eval_games"
 # older 2048 or backgammon checkpoint resumes with scaled value targets.)
 ADDED_SETTINGS = ("pibar_target", "gumbel_c_scale", "ones_plane", "value_scale", "td_steps")
 
+# What each numeric field accepts, checked once when a config is built (as the solver's
+# ``SolveOptions`` are): a NaN learning rate trained a NaN network, and a negative one trained
+# away from the targets, both exiting 0. Integers: the least value (``None``: any integer).
+INT_FIELDS = dict(
+    batch_size=1, simulations=1, moves_per_step=1, updates_per_step=1, replay_capacity=1,
+    train_batch=1, eval_simulations=1, td_steps=1, channels=1, head_hidden=1, blocks=0,
+    max_nodes=0, temperature_moves=0, random_opening=0, min_replay=0, warmup_steps=0,
+    decay_steps=0, steps=0, checkpoint_every=0, log_every=0, eval_uct_simulations=0,
+    devices=0, eval_games=None, eval_every=None)  # eval_games: even, >= 2 (below)
+# Floats: ``(least, most, least allowed)``; every one must be finite.
+FLOAT_FIELDS = dict(
+    learning_rate=(0.0, math.inf, False), dirichlet_fraction=(0.0, 1.0, True),
+    dirichlet_alpha=(0.0, math.inf, False), gumbel_c_scale=(0.0, math.inf, False),
+    weight_decay=(0.0, math.inf, True), l2=(0.0, math.inf, True),
+    action_value_weight=(0.0, math.inf, True), minutes=(0.0, math.inf, True),
+    c=(0.0, math.inf, True))
+BOOL_FIELDS = ("ones_plane", "reuse", "pibar_target")
+NETWORKS = ("mlp", "resnet")
+
+
+class ConfigError(ValueError):
+  """A :class:`TrainConfig` field out of range; ``field`` names it (the command line names
+  the flag that set it, e.g. ``--set learning_rate=nan``)."""
+
+  def __init__(self, field: str, message: str):
+    super().__init__(message)
+    self.field = field
+
+
+def _float_range(least: float, most: float, closed: bool) -> str:
+  if most == math.inf:
+    return ("a non-negative" if closed else "a positive") + " finite number"
+  return f"a number in [{least:g}, {most:g}]"
+
+
+def check_field(name: str, value):
+  """``value`` of the numeric or boolean field ``name``, normalised (``int``, ``float``,
+  ``bool``); other fields are returned as given.
+
+  Raises:
+    ConfigError: naming the field, what it accepts and the value given.
+  """
+  if name in INT_FIELDS:
+    least = INT_FIELDS[name]
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+      want = "an integer" + (f" >= {least}" if least is not None else "")
+      raise ConfigError(name, f"{name} must be {want}, got {value!r}")
+    if least is not None and value < least:
+      raise ConfigError(name, f"{name} must be >= {least}, got {value!r}")
+    return int(value)
+  if name in FLOAT_FIELDS:
+    if name == "c" and value is None:  # the MuZero schedule
+      return None
+    least, most, closed = FLOAT_FIELDS[name]
+    if (isinstance(value, bool) or not isinstance(value, numbers.Real)
+        or not math.isfinite(value) or value > most
+        or value < least or (value == least and not closed)):
+      want = _float_range(least, most, closed) + (" or null" if name == "c" else "")
+      raise ConfigError(name, f"{name} must be {want}, got {value!r}")
+    return float(value)
+  if name in BOOL_FIELDS and not isinstance(value, bool):
+    raise ConfigError(name, f"{name} must be true or false, got {value!r}")
+  return value
+
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
   """Everything that defines a training run (see :func:`jaxsearch.app.training.preset` for
   the per-game defaults).
+
+  Every field is checked when the configuration is built, before anything else is (as the
+  solver's ``SolveOptions``): numbers finite and in range (:data:`INT_FIELDS`,
+  :data:`FLOAT_FIELDS`), the seed from 0 to 2**32 - 1 (:mod:`jaxsearch.seeds`), and the
+  fields that depend on each other; a :class:`ConfigError` (a ``ValueError``) names the field.
 
   Attributes:
     game: the game's name, as the application's registry knows it
@@ -133,32 +205,52 @@ class TrainConfig:
 
   def __post_init__(self):
     if not isinstance(self.game, str) or not self.game:
-      raise ValueError(f"game must be a game's name, got {self.game!r}")
+      raise ConfigError("game", f"game must be a game's name, got {self.game!r}")
     # Given as strings (presets, --set, a checkpoint's JSON) or members: members from here on.
     for name, kind in (("policy", SearchPolicy), ("value_target", ValueTarget),
                        ("value_scale", ValueScaleKind)):
-      object.__setattr__(self, name, coerce(kind, getattr(self, name), name))
-    for name in ("batch_size", "simulations", "moves_per_step", "replay_capacity",
-                 "train_batch", "eval_simulations", "td_steps"):
-      if int(getattr(self, name)) < 1:
-        raise ValueError(f"{name} must be >= 1, got {getattr(self, name)!r}")
-    if int(self.updates_per_step) < 1:
-      raise ValueError(f"updates_per_step must be >= 1, got {self.updates_per_step!r}")
-    if int(self.min_replay) > int(self.replay_capacity):
-      raise ValueError(f"min_replay = {self.min_replay} exceeds replay_capacity = "
-                       f"{self.replay_capacity}: the buffer could never hold enough "
-                       "positions and no update would ever run")
-    if int(self.eval_games) < 2 or int(self.eval_games) % 2:
-      raise ValueError(f"eval_games must be an even number >= 2 (each side half the games), "
-                       f"got {self.eval_games!r}")
+      try:
+        object.__setattr__(self, name, coerce(kind, getattr(self, name), name))
+      except ValueError as error:
+        raise ConfigError(name, str(error)) from None
+    for field in dataclasses.fields(self):
+      object.__setattr__(self, field.name, check_field(field.name, getattr(self, field.name)))
+    self._check_combinations()
     if self.pibar_target and self.policy is not SearchPolicy.ALPHAZERO:
-      raise ValueError("pibar_target needs policy='alphazero' (PUCT)")
-    if int(self.devices) < 0:
-      raise ValueError(f"devices must be >= 0 (0 = one device), got {self.devices!r}")
+      raise ConfigError("pibar_target", "pibar_target needs policy='alphazero' (PUCT)")
+
+  def _check_combinations(self) -> None:
+    """The seed, the network's kind and widths, and the fields checked against each other."""
+    problem = seed_problem(self.seed)
+    if problem is not None:
+      raise ConfigError("seed", f"seed {problem}")
+    if self.network not in NETWORKS:
+      raise ConfigError("network", f"network must be one of {', '.join(NETWORKS)}, got "
+                                   f"{self.network!r}")
+    hidden = self.hidden
+    if (isinstance(hidden, (str, bytes)) or not hasattr(hidden, "__iter__")
+        or any(isinstance(h, bool) or not isinstance(h, numbers.Integral) or h < 1
+               for h in hidden)):
+      raise ConfigError("hidden", f"hidden must be a list of layer widths >= 1, got "
+                                  f"{hidden!r}")
+    object.__setattr__(self, "hidden", tuple(int(h) for h in hidden))
+    # (AVTS raises a smaller capacity to simulations + 1 itself.)
+    if (self.max_nodes and self.max_nodes < self.simulations + 1
+        and self.policy is not SearchPolicy.AVTS):
+      raise ConfigError("max_nodes", f"max_nodes = {self.max_nodes} cannot hold a search of "
+                                     f"simulations = {self.simulations} (it needs "
+                                     f"{self.simulations + 1} nodes; 0 = 2 × simulations + 1)")
+    if self.min_replay > self.replay_capacity:
+      raise ConfigError("min_replay", f"min_replay = {self.min_replay} exceeds replay_capacity "
+                                      f"= {self.replay_capacity}: the buffer could never hold "
+                                      "enough positions and no update would ever run")
+    if self.eval_games < 2 or self.eval_games % 2:
+      raise ConfigError("eval_games", f"eval_games must be an even number >= 2 (each side "
+                                      f"half the games), got {self.eval_games!r}")
     for name in ("batch_size", "train_batch"):
-      if self.devices and int(getattr(self, name)) % int(self.devices):
-        raise ValueError(f"{name} = {getattr(self, name)} is not divisible by "
-                         f"devices = {self.devices}: each device takes an equal share")
+      if self.devices and getattr(self, name) % self.devices:
+        raise ConfigError(name, f"{name} = {getattr(self, name)} is not divisible by "
+                                f"devices = {self.devices}: each device takes an equal share")
 
   @property
   def nodes(self) -> int:

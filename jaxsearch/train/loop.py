@@ -24,7 +24,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -185,7 +187,7 @@ class Trainer:
       return (games, buffer), info
 
     # A Python loop, not a scan: the games' trees and the replay buffer must not become a
-    # loop carry (DESIGN.md); moves_per_step is small.
+    # loop carry, which XLA copies every trip; moves_per_step is small.
     carry, infos = (ts.selfplay, ts.buffer), []
     for i in range(config.moves_per_step):
       carry, info = play(carry, i)
@@ -223,11 +225,14 @@ class Trainer:
 
   # ---- the run ----
 
-  def checkpointer(self) -> checkpoint_lib.Checkpointer:
+  def checkpointer(self, lock: bool = False) -> checkpoint_lib.Checkpointer:
+    """The run's checkpoints; ``lock``: hold ``out_dir``'s lock until it is closed (a
+    training run does, so that a second run on the directory is refused at once)."""
     if self.out_dir is None:
       raise ValueError("checkpoints need an out_dir")
     return checkpoint_lib.Checkpointer(self.out_dir, self.config.to_dict(),
-                                       may_change=MAY_CHANGE, defaults=CONFIG_DEFAULTS)
+                                       may_change=MAY_CHANGE, defaults=CONFIG_DEFAULTS,
+                                       lock=lock)
 
   def run(self, *, steps: Optional[int] = None, minutes: Optional[float] = None,
           resume: bool = False, progress: bool = True, plot: bool = False,
@@ -238,22 +243,35 @@ class Trainer:
     ``started``: the ``time.perf_counter()`` the clock counts from (default: now; the CLI
     passes its own start, so imports and building the trainer count too).
 
+    A resume whose newest checkpoint is corrupt continues from the newest intact one
+    (:meth:`~jaxsearch.train.checkpoint.Checkpointer.restore`), saying so on ``console``
+    (default: stderr).
+
     Returns:
       the summary: the final evaluation's fields plus ``steps``, ``positions`` (self-play
       positions played, all runs), ``games``, ``updates``, ``minutes`` (this call),
-      ``out_dir``.
+      ``out_dir``; after such a fallback also ``skipped_checkpoints`` (the corrupt steps)
+      and ``resumed_from`` (the step restored).
     """
     config = self.config
     budget = _Budget(steps=config.steps if steps is None else steps,
                      minutes=config.minutes if minutes is None else minutes,
                      started=time.perf_counter() if started is None else started)
-    ckpt = self.checkpointer() if self.out_dir is not None else None
-    ts = self._start_state(ckpt, resume)
+    ckpt = self.checkpointer(lock=True) if self.out_dir is not None else None
+    try:
+      ts = self._start_state(ckpt, resume)
+    except BaseException:
+      if ckpt is not None:  # its lock too
+        ckpt.close()
+      raise
+    skipped = tuple(ckpt.skipped) if ckpt is not None else ()
+    _report_skipped(skipped, int(ts.step), console)
     metrics_path = self.out_dir / "metrics.jsonl" if self.out_dir is not None else None
     if metrics_path is not None:
       truncate_metrics(metrics_path, int(ts.step))
     sleep = float(os.environ.get(SLEEP_ENV, "0") or 0)
-    run = _RunProgress(ts=ts, step=int(ts.step), last_saved=int(ts.step))
+    run = _RunProgress(ts=ts, step=int(ts.step), last_saved=int(ts.step),
+                       skipped=[s.step for s in skipped], resumed_from=int(ts.step))
     bar = ProgressBar(progress, budget.steps, budget.minutes, console)
     try:
       with bar:
@@ -339,6 +357,8 @@ class Trainer:
         steps=run.step, positions=int(ts.selfplay.moves), games=int(ts.selfplay.games),
         updates=int(ts.updates), minutes=round(budget.elapsed() / 60, 3),
         out_dir=str(out) if out is not None else None)
+    if run.skipped:
+      summary.update(skipped_checkpoints=run.skipped, resumed_from=run.resumed_from)
     if plot_from is not None:
       scale = "" if self.value_scale.is_identity else f", values {self.value_scale.describe()}"
       summary["plot"] = str(plot_metrics(plot_from, out / "training.png",
@@ -382,6 +402,21 @@ class _RunProgress:
   last_saved: int
   last_eval: dict = dataclasses.field(default_factory=dict)
   last_final: bool = False
+  # A resume that passed over corrupt checkpoints: their steps, and the step it restored.
+  skipped: list = dataclasses.field(default_factory=list)
+  resumed_from: Optional[int] = None
+
+
+def _report_skipped(skipped, step: int, console=None) -> None:
+  """Says (on ``console``, else stderr) which corrupt checkpoints a resume passed over
+  (:class:`~jaxsearch.train.checkpoint.SkippedStep`) and the ``step`` it resumed from."""
+  for note in skipped:
+    message = (f"warning: checkpoint step {note.step} is corrupt and was skipped; resuming "
+               f"from step {step}. ({note.brief()})")
+    if console is not None:
+      console.print(message, markup=False, highlight=False, style="yellow")
+    else:
+      print(message, file=sys.stderr)
 
 
 def load_trained(out_dir: str | Path, game_module: Callable[[str], Any],
@@ -417,7 +452,10 @@ def load_trained(out_dir: str | Path, game_module: Callable[[str], Any],
   trainer = Trainer(config, game_module(config.game), out_dir=out_dir, evaluator=False)
   ckpt = trainer.checkpointer()
   try:
-    state, _ = ckpt.restore(jax.eval_shape(trainer.init_state), step)
+    state, restored = ckpt.restore(jax.eval_shape(trainer.init_state), step)
   finally:
     ckpt.close()
+  for note in ckpt.skipped:
+    warnings.warn(f"checkpoint step {note.step} is corrupt and was skipped; using step "
+                  f"{restored}. ({note.brief()})", stacklevel=2)
   return trainer, jax.tree.map(jnp.asarray, state.params)
