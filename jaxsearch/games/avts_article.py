@@ -1,0 +1,515 @@
+"""The AVTS article's own experiment, on the host: one tree from the empty board, one rule at
+every node (*Wordle Perfect Play with Generic Methods*, T. Tyl 2024; docs/algorithms.md §2).
+
+Nothing of the solver is used. The tree is a dict-of-nodes in numpy, as the article's
+reference code builds it:
+
+* **A node** is a set of remaining secrets (``n >= 2``; a single secret is a leaf worth one
+  more guess, the all-correct feedback a leaf worth none). It keeps *choices* (guesses), each
+  with q̂1 (the entropic estimator, :func:`entropic_values`), q̂2 (its Bellman value), its
+  visits and its bound.
+* **Widening, no cut**: a new node holds one choice, the best guess by q̂1; whenever the
+  newest choice is selected, the next best guess by q̂1 among *all* guesses is added. The
+  order is cached ``cache`` guesses at a time and recomputed when used up (an estimator
+  evaluation counted like a new node's), so no guess is ever out of reach.
+* **One iteration** (:meth:`ArticleTree.iterate`) visits every state of the current tree
+  under the chosen actions: the root picks a choice with the rule, and every feedback part
+  of it with two secrets or more is either created (a leaf: one estimator evaluation) or, if
+  it exists, visited the same way. The visit runs level by level, so one level's new nodes
+  are evaluated in one batched call; then the chosen choices are backed up from the deepest
+  level up: ``q̂2 = Σ_o p(o)·(−1 + V(s_o))`` with ``V`` the child's best debiased value.
+* **Debiasing** as the article: bucket ``v`` (a choice's ``v``-th visit) keeps the streamed
+  mean of the changes of q̂2; ``q̂3 = q̂2 + Σ_{j > n} mean[j]``. Histories are never cut: the
+  buckets grow with the most visited choice.
+* **The bound** (the article's plot): each choice's bound is the value of a concrete policy,
+  ``max(old, Σ_o p(o)·(−1 + B(s_o)))``, a fresh choice charged ``−n`` (each of the ``n``
+  secrets found by its ``n``-th guess at worst); ``B(s_o)`` is the bound of the child's best
+  choice by value (``ChildBound.BEST_VALUE``, the reference code) or the child's best bound
+  (``ChildBound.BEST_BOUND``). The root's best bound times the number of secrets is an upper
+  bound on the optimal total of guesses, and it never gets worse.
+* **Variances** (:class:`Variance`), per bucket ``v`` with ``c`` records:
+  ``AVTS`` the change minus the bucket's mean from before the record, squared, over
+  ``max(c − 1, 1)`` (the library's default, :mod:`jaxsearch.debias`); ``CENTRED`` the
+  article's text, Welford's centred sum over ``c − 1`` (one record: its mean squared);
+  ``REFERENCE`` the article's code, the raw change of q̂2 squared, over (choices with at
+  least ``v − 1`` visits) ``− 1``. ``σ²(n) = Σ_{j > n} var[j]``, a zero replaced by the
+  nearest non-zero value toward fewer visits.
+
+Rules (:class:`Rule`, the article's constants): Thompson sampling (one draw per choice from
+``N(q̂3, σ²)``, the argmax; the reference code estimates each choice's probability of being
+best from 1024 such draws and then samples from those probabilities, which is the same
+distribution), Laplace ``q̂3 + δ/(n+1)``, PUCT ``q̂3 + c·softmax(q̂1)·sqrt(N)/(1+n)``,
+Hoeffding ``q̂3 + (U−L)·sqrt(−ln p/2)/sqrt(n+1)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import math
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+
+from jaxsearch.enums import Variance
+from jaxsearch.games.guessing_estimator import feedback_parts, greedy_guess, part_sizes_by_code
+
+
+class Rule(enum.StrEnum):
+  """The article's selection rules (constants as the article's)."""
+
+  THOMPSON = "thompson_avts"
+  LAPLACE = "laplace"
+  PUCT = "puct_value_prior"
+  HOEFFDING = "hoeffding"
+
+
+class ChildBound(enum.StrEnum):
+  """Which bound of a child a choice's bound is backed up from."""
+
+  BEST_VALUE = "best_value"  # the child's best choice by debiased value (reference code)
+  BEST_BOUND = "best_bound"  # the child's best bound (tighter, also a concrete policy)
+
+
+LAPLACE_DELTA = 0.1
+PUCT_C = 1.0
+HOEFFDING_P = 0.999
+HOEFFDING_RANGE = (-6.0, 0.0)
+VARIANCES = (Variance.AVTS, Variance.CENTRED, Variance.REFERENCE)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Problem:
+  """A guessing game on the host: ``table u8[S, G]`` (feedback of guess ``g`` for secret
+  ``s``), ``guess_of_secret int[S]``, the all-correct ``solved_code``, ``num_codes``."""
+
+  table: np.ndarray
+  guess_of_secret: np.ndarray
+  solved_code: int
+  num_codes: int
+  name: str
+  guess_names: Optional[Sequence[str]] = None
+
+  @property
+  def num_secrets(self) -> int:
+    return self.table.shape[0]
+
+  @classmethod
+  def wordle(cls, answers: Sequence[str], guesses: Sequence[str]) -> "Problem":
+    """Wordle over the given lists (the guesses must include the answers)."""
+    from jaxsearch.games import wordle
+    index = {w: i for i, w in enumerate(guesses)}
+    missing = [w for w in answers if w not in index]
+    if missing:
+      raise ValueError(f"{len(missing)} answers are not allowed guesses, e.g. {missing[:3]}")
+    table = np.asarray(wordle.feedback_table(guesses, answers, secret_major=True), np.uint8)
+    return cls(table, np.asarray([index[w] for w in answers]), wordle.SOLVED,
+               wordle.NUM_PATTERNS, f"wordle {len(answers)}/{len(guesses)}", tuple(guesses))
+
+  @classmethod
+  def mastermind(cls, pegs: int, colours: int) -> "Problem":
+    """Mastermind ``pegs`` × ``colours`` (every code a secret and a guess)."""
+    from jaxsearch.games import mastermind
+    table = np.asarray(mastermind.feedback_table(pegs, colours), np.uint8)
+    num_codes = len(mastermind.feedback_keys(pegs))
+    return cls(table, np.arange(table.shape[0]), num_codes - 1, num_codes,
+               f"mastermind {pegs}x{colours}")
+
+
+def entropic_values(problem: Problem, secrets: np.ndarray) -> np.ndarray:
+  """``f64[G]``: q̂1 of every guess for the set ``secrets`` (``n >= 2`` indices), the
+  entropic estimator of docs/algorithms.md §2 in float64; ``-inf`` for a guess that tells
+  nothing and is not a candidate."""
+  n = len(secrets)
+  rows = problem.table[secrets]
+  if problem.num_codes <= max(2 * n, 16):
+    sizes = part_sizes_by_code(rows, problem.num_codes)
+  else:
+    _, sizes = feedback_parts(rows)
+  p = sizes / n
+  entropy = -np.sum(np.where(sizes > 0, p * np.log2(np.where(sizes > 0, p, 1.0)), 0.0), axis=0)
+  p_sol = np.zeros(sizes.shape[1])
+  p_sol[problem.guess_of_secret[secrets]] = 1.0 / n
+  with np.errstate(divide="ignore"):
+    expected = np.log2(n) / entropy + 1.0
+  q = -(p_sol + (1.0 - p_sol) * expected)
+  return np.where(entropy > 0, q, -np.inf)
+
+
+Estimator = Callable[[Problem, Sequence[np.ndarray]], list]
+
+
+def numpy_estimator(problem: Problem, sets: Sequence[np.ndarray]) -> list:
+  """The batched estimator's host form: :func:`entropic_values` of each set."""
+  return [entropic_values(problem, s) for s in sets]
+
+
+def jax_estimator(problem: Problem, batched: Optional[bool] = None,
+                  bucket: int = 64) -> Estimator:
+  """The library's estimator (:func:`jaxsearch.games.guessing_estimator.entropic_estimator`)
+  as a batched backend: each call is one jitted program over the sets (padded to a multiple
+  of ``bucket`` so that few shapes compile). ``batched=True`` computes every histogram of the
+  batch as one matrix product, the form an accelerator wants; ``None`` decides by backend.
+  float32 estimates, so ties may order differently from :func:`numpy_estimator`."""
+  import jax
+  import jax.numpy as jnp
+  from jaxsearch.games.guessing import State, mask_to_bits
+  from jaxsearch.games.guessing_estimator import entropic_estimator
+
+  table = jnp.asarray(problem.table)
+  secret_of_guess = np.full(problem.table.shape[1], -1, np.int64)
+  secret_of_guess[problem.guess_of_secret] = np.arange(problem.num_secrets)
+
+  @jax.jit
+  def run(tbl, masks):
+    est = entropic_estimator(tbl, secret_of_guess, problem.num_codes, batched=batched)
+    states = State(remaining=mask_to_bits(masks), solved=jnp.zeros(masks.shape[0], bool))
+    return est(None, None, states).action_values
+
+  def estimate(_, sets: Sequence[np.ndarray]) -> list:
+    size = -(-len(sets) // bucket) * bucket
+    masks = np.zeros((size, problem.num_secrets), bool)
+    for k, secrets in enumerate(sets):
+      masks[k, secrets] = True
+    values = np.asarray(run(table, jnp.asarray(masks)), np.float64)
+    return [values[k] for k in range(len(sets))]
+
+  return estimate
+
+
+class Node:
+  """One state of the tree: its secrets, its choices and their statistics."""
+
+  __slots__ = ("secrets", "guesses", "q1", "q2", "visits", "bound", "parts", "children",
+               "order", "order_q1", "cursor", "active", "count", "mean", "sq", "reached",
+               "total", "best_bound")
+
+  def __init__(self, secrets: np.ndarray):
+    self.secrets = secrets
+    self.guesses, self.q1, self.q2, self.visits, self.bound = [], [], [], [], []
+    self.parts, self.children = [], []
+    self.order, self.order_q1, self.cursor, self.active = None, None, 0, set()
+    self.count, self.mean, self.sq = [], [], []  # bucket j (index j - 1): the j-th visits
+    self.reached = [0]  # reached[k]: choices with at least k visits
+    self.total = 0
+    self.best_bound = -float(len(secrets))
+
+  @property
+  def n(self) -> int:
+    return len(self.secrets)
+
+  def q3(self) -> np.ndarray:
+    """``f64[A]`` debiased values of the choices."""
+    suffix = np.concatenate([np.cumsum(self.mean[::-1])[::-1], [0.0]])
+    visits = np.asarray(self.visits)
+    return np.asarray(self.q2) + suffix[np.minimum(visits, len(self.mean))]
+
+  def bucket_variance(self, variance: Variance) -> np.ndarray:
+    """``f64[V]`` per-bucket variance of the chosen model (module docstring)."""
+    count = np.asarray(self.count, np.float64)
+    sq = np.asarray(self.sq)
+    if variance == Variance.REFERENCE:
+      before = np.asarray(self.reached[:len(count)], np.float64)
+      return sq / np.where(before > 1, before - 1, 1.0)
+    var = sq / np.maximum(count - 1, 1)
+    if variance == Variance.CENTRED:
+      var = np.where(count == 1, np.square(self.mean), var)
+    return var
+
+  def sigma2(self, variance: Variance) -> np.ndarray:
+    """``f64[A]`` σ² of each choice (zero-filled toward fewer visits)."""
+    per = self.bucket_variance(variance)
+    if len(per) == 0:
+      best = float(np.max(self.q3())) if variance == Variance.REFERENCE else 0.0
+      return np.full(len(self.guesses), best * best)
+    sums = np.concatenate([np.cumsum(per[::-1])[::-1], [0.0]])  # σ² for n = 0..V
+    last = np.maximum.accumulate(np.where(sums > 0, np.arange(len(sums)), -1))
+    filled = np.where(last >= 0, sums[np.maximum(last, 0)], 0.0)
+    return filled[np.minimum(np.asarray(self.visits), len(per))]
+
+  def record(self, visits_after: int, change: float, variance: Variance) -> None:
+    """Bucket ``visits_after`` records one change of q̂2 (histories grow, never cut)."""
+    j = visits_after - 1
+    if j == len(self.count):
+      self.count.append(0)
+      self.mean.append(0.0)
+      self.sq.append(0.0)
+    self.count[j] += 1
+    c = self.count[j]
+    old = self.mean[j]
+    new = old + (change - old) / c
+    self.mean[j] = new
+    if variance == Variance.AVTS:
+      self.sq[j] += (change - old) ** 2
+    elif variance == Variance.CENTRED:
+      recentred = (change - old) - (new - old)
+      self.sq[j] += recentred ** 2 * (c / (c - 1) if c > 1 else 1.0)
+    else:
+      self.sq[j] += change ** 2
+    if visits_after == len(self.reached):
+      self.reached.append(0)
+    self.reached[visits_after] += 1
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+  """One run: the ``rule`` at every node, the ``variance`` model, how a choice's bound reads
+  its children (``child_bound``), ``cache`` guesses of each node's q̂1 order kept between
+  widenings (an order used up is recomputed: no cut), and the random ``seed``.
+
+  Two departures from the article, to isolate what a search engine changes: ``cut > 0`` keeps
+  at most ``cut`` guesses per node (the article's earlier version kept 100); ``one_path``
+  makes an iteration one path, as an engine's simulation: below a chosen guess already
+  expanded, one child drawn in proportion to its answers instead of every child."""
+
+  rule: Rule = Rule.THOMPSON
+  variance: Variance = Variance.AVTS
+  child_bound: ChildBound = ChildBound.BEST_VALUE
+  cache: int = 32
+  seed: int = 0
+  cut: int = 0
+  one_path: bool = False
+
+  def __post_init__(self):
+    object.__setattr__(self, "rule", Rule(self.rule))
+    object.__setattr__(self, "variance", Variance(self.variance))
+    object.__setattr__(self, "child_bound", ChildBound(self.child_bound))
+    if self.variance not in VARIANCES:
+      raise ValueError(f"variance must be one of {[v.value for v in VARIANCES]}, "
+                       f"got {self.variance.value!r}")
+    if not isinstance(self.cache, int) or self.cache < 1:
+      raise ValueError(f"cache must be a positive int, got {self.cache!r}")
+    if not isinstance(self.cut, int) or self.cut < 0:
+      raise ValueError(f"cut must be a non-negative int (0: no cut), got {self.cut!r}")
+
+
+class ArticleTree:
+  """The article's tree over ``problem`` from the empty board (every secret possible).
+
+  Args:
+    problem: the game.
+    config: the rule, variance and bound options.
+    estimator: ``(problem, sets) -> [f64[G], ...]`` q̂1 of a batch of sets of secrets (one
+      call per level of an iteration); default :func:`numpy_estimator`.
+
+  Attributes:
+    iterations: iterations run. evaluations: sets of secrets the estimator evaluated (new
+    nodes and re-sorted orders). nodes: nodes in the tree. visited: states the last
+    iteration visited (the root included; new leaves not counted).
+  """
+
+  def __init__(self, problem: Problem, config: Config = Config(),
+               estimator: Optional[Estimator] = None):
+    self.problem, self.config = problem, config
+    self.estimator = estimator or numpy_estimator
+    self.rng = np.random.default_rng(config.seed)
+    self.iterations = self.evaluations = self.nodes = self.visited = 0
+    self.root = Node(np.arange(problem.num_secrets))
+    self._evaluate([self.root])
+
+  # --- the bound ------------------------------------------------------------------------------
+
+  def bound_total(self) -> float:
+    """The tree's upper bound on the optimal total of guesses over all secrets."""
+    return -self.root.best_bound * self.problem.num_secrets
+
+  def bound_mean(self) -> float:
+    """The same per game (the article's axis)."""
+    return -self.root.best_bound
+
+  # --- one iteration --------------------------------------------------------------------------
+
+  def iterate(self) -> None:
+    """One article iteration: every state under the chosen actions, level by level, then
+    the backups from the deepest level up."""
+    levels, level, visited = [], [self.root], 0
+    while level:
+      chosen, deeper, fresh = [], [], []
+      for node in level:
+        i = self._select(node)
+        if i == len(node.guesses) - 1 and node.visits[i] == 0:
+          self._widen(node)
+        if node.parts[i] is None:
+          fresh.extend(self._split(node, i))
+        else:
+          deeper.extend(self._below(node.children[i]))
+        chosen.append(i)
+      visited += len(level)
+      self._evaluate(fresh)
+      levels.append((level, chosen))
+      level = deeper
+    for level, chosen in reversed(levels):
+      for node, i in zip(level, chosen):
+        self._backup(node, i)
+    self.iterations += 1
+    self.visited = visited
+
+  def _below(self, children: list) -> list:
+    """The existing children an iteration visits: all of them, or one (``one_path``)."""
+    nodes = [c for c in children if isinstance(c, Node)]
+    if not self.config.one_path or len(nodes) <= 1:
+      return nodes
+    sizes = np.asarray([c.n for c in nodes], np.float64)
+    return [nodes[int(self.rng.choice(len(nodes), p=sizes / sizes.sum()))]]
+
+  def _evaluate(self, nodes: list) -> None:
+    """New nodes: one batched estimator call, each node's first choice its best guess."""
+    if not nodes:
+      return
+    values = self.estimator(self.problem, [node.secrets for node in nodes])
+    self.evaluations += len(nodes)
+    self.nodes += len(nodes)
+    for node, q in zip(nodes, values):
+      self._sort(node, q)
+      self._widen(node)
+
+  def _sort(self, node: Node, q: np.ndarray) -> None:
+    """Caches the next ``cache`` guesses of ``node`` by q̂1 (ties: lower index first)."""
+    q = np.asarray(q, np.float64).copy()
+    if node.active:
+      q[list(node.active)] = -np.inf
+    finite = int(np.sum(np.isfinite(q)))
+    take = min(self.config.cache, finite)
+    # Ties: the lower index first, every time. A copy, not a view of the whole argsort
+    # (which would keep G indices alive per node: 9 GB at 73,000 nodes of Wordle).
+    top = np.argsort(-q, kind="stable")[:take].astype(np.int32)
+    node.order, node.order_q1, node.cursor = top, q[top], 0
+
+  def _widen(self, node: Node) -> None:
+    """Adds the best guess by q̂1 not yet a choice (re-sorting the node when its cache is
+    used up; nothing when every informative guess is a choice)."""
+    if self.config.cut and len(node.guesses) >= self.config.cut:
+      return
+    if node.cursor >= len(node.order):
+      if len(node.order) < self.config.cache:
+        return  # the last sort held every informative guess left
+      self._sort(node, self.estimator(self.problem, [node.secrets])[0])
+      self.evaluations += 1
+      if len(node.order) == 0:
+        return
+    g, q1 = int(node.order[node.cursor]), float(node.order_q1[node.cursor])
+    node.cursor += 1
+    node.active.add(g)
+    node.guesses.append(g)
+    node.q1.append(q1)
+    node.q2.append(q1)
+    node.visits.append(0)
+    node.bound.append(-float(node.n))
+    node.parts.append(None)
+    node.children.append(None)
+    node.reached[0] += 1
+
+  def _split(self, node: Node, i: int) -> list:
+    """Creates the feedback parts of choice ``i``; returns the new (unevaluated) nodes."""
+    codes = self.problem.table[node.secrets, node.guesses[i]]
+    order = np.argsort(codes, kind="stable")
+    codes_sorted = codes[order]
+    starts = np.flatnonzero(np.r_[True, codes_sorted[1:] != codes_sorted[:-1]])
+    parts, children, fresh = [], [], []
+    for start, stop in zip(starts, np.r_[starts[1:], len(codes)]):
+      secrets = node.secrets[np.sort(order[start:stop])]
+      code = int(codes_sorted[start])
+      parts.append((code, len(secrets)))
+      if len(secrets) >= 2:
+        child = Node(secrets)
+        children.append(child)
+        fresh.append(child)
+      else:
+        children.append(0.0 if code == self.problem.solved_code else -1.0)
+    node.parts[i], node.children[i] = parts, children
+    return fresh
+
+  # --- selection and backup -------------------------------------------------------------------
+
+  def _select(self, node: Node) -> int:
+    if len(node.guesses) == 1:
+      return 0
+    rule, q3 = self.config.rule, node.q3()
+    visits = np.asarray(node.visits, np.float64)
+    if rule == Rule.THOMPSON:
+      sigma = np.sqrt(node.sigma2(self.config.variance))
+      score = q3 + sigma * self.rng.standard_normal(len(q3))
+    elif rule == Rule.LAPLACE:
+      score = q3 + LAPLACE_DELTA / (visits + 1.0)
+    elif rule == Rule.HOEFFDING:
+      lo, hi = HOEFFDING_RANGE
+      score = q3 + (hi - lo) * math.sqrt(-math.log(HOEFFDING_P) / 2.0) / np.sqrt(visits + 1.0)
+    else:
+      q1 = np.asarray(node.q1)
+      prior = np.exp(q1 - q1.max())
+      prior /= prior.sum()
+      score = q3 + PUCT_C * prior * math.sqrt(node.total) / (1.0 + visits)
+    return int(np.argmax(score))
+
+  def _child_value(self, child) -> tuple[float, float]:
+    """``(V, B)``: a child's best debiased value and its bound (a leaf: its exact value)."""
+    if not isinstance(child, Node):
+      return child, child
+    q3 = child.q3()
+    best = int(np.argmax(q3))
+    if self.config.child_bound == ChildBound.BEST_VALUE:
+      return float(q3[best]), child.bound[best]
+    return float(q3[best]), child.best_bound
+
+  def _backup(self, node: Node, i: int) -> None:
+    """The Bellman backup of choice ``i``, its debias record and its bound."""
+    value = bound = 0.0
+    for (_, size), child in zip(node.parts[i], node.children[i]):
+      v, b = self._child_value(child)
+      value += size * (v - 1.0)
+      bound += size * (b - 1.0)
+    value, bound = value / node.n, bound / node.n
+    node.visits[i] += 1
+    node.total += 1
+    node.record(node.visits[i], value - node.q2[i], self.config.variance)
+    node.q2[i] = value
+    node.bound[i] = max(node.bound[i], bound)
+    node.best_bound = max(node.best_bound, node.bound[i])
+
+  # --- the exported policy --------------------------------------------------------------------
+
+  def policy_total(self, memo: Optional[dict] = None) -> int:
+    """Exact total of guesses of the exported policy over all secrets: each node's best
+    choice by q̂3, the entropic estimator's greedy guess below the tree (``memo``: set ->
+    greedy total, shared between calls)."""
+    memo = {} if memo is None else memo
+    return self._total(self.root, self.root.secrets, memo)
+
+  def _total(self, node: Optional[Node], secrets: np.ndarray, memo: dict) -> int:
+    n = len(secrets)
+    if n == 1:
+      return 1
+    if node is None:
+      key = secrets.tobytes()
+      if key not in memo:
+        memo[key] = self._guess_total(None, None, secrets, memo)
+      return memo[key]
+    return self._guess_total(node, int(np.argmax(node.q3())), secrets, memo)
+
+  def _guess_total(self, node, i, secrets, memo) -> int:
+    problem = self.problem
+    if node is None:
+      guess = greedy_guess(problem.table, problem.guess_of_secret, secrets, problem.num_codes)
+      children = None
+    else:
+      guess, children = node.guesses[i], node.children[i]
+    codes = problem.table[secrets, guess]
+    total = len(secrets)
+    for k, code in enumerate(np.unique(codes)):
+      if code == problem.solved_code:
+        continue
+      part = secrets[codes == code]
+      child = children[k] if children is not None else None
+      total += self._total(child if isinstance(child, Node) else None, part, memo)
+    return total
+
+  def count_nodes(self) -> int:
+    """Nodes reachable from the root (a check of :attr:`nodes`)."""
+    stack, seen = [self.root], 0
+    while stack:
+      node = stack.pop()
+      seen += 1
+      for children in node.children:
+        if children is not None:
+          stack.extend(c for c in children if isinstance(c, Node))
+    return seen
