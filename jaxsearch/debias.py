@@ -1,4 +1,5 @@
-"""AVTS per-visit bias and variance statistics of one decision node (ALGORITHMS.md §2, seed 000).
+"""AVTS per-visit bias and variance statistics of one decision node (the AVTS article;
+docs/algorithms.md §2).
 
 Pure functions over one node's ``[V]`` arrays (vmap them over nodes and trees). Visit counts are
 bucketed ``v = 1..V``; a slot going from ``v - 1`` to ``v`` visits records its change in bucket
@@ -7,9 +8,9 @@ bucketed ``v = 1..V``; a slot going from ``v - 1`` to ``v`` visits records its c
 * bias: ``count[v] += 1``, ``bias_mean[v] += (change - bias_mean[v]) / count[v]`` (Welford);
   the debiased value of a slot with ``n`` visits is ``q̂3 = q̂2 + sum_{j = n+1}^{V} bias_mean[j]``.
 * variance (:func:`bucket_variance`): ``sq_sum[v]`` sums the squared changes ``Δ`` of the
-  *debiased* value, centred on the bucket's bias — seed 000's ``Δq̂3`` is centred on the
+  *debiased* value, centred on the bucket's bias — the AVTS article's ``Δq̂3`` is centred on the
   converged bias, ``E[Δq̂3] = 0`` — so ``var[v] = sq_sum[v] / (count[v] - 1)`` is the sample
-  variance of the bucket's changes (Bessel's ``- 1``, as the seed's ``|Â| - 1``) and tends to
+  variance of the bucket's changes (Bessel's ``- 1``, as the article's ``|Â| - 1``) and tends to
   the noise ``σ_v²`` whatever the drift ``μ_v``. Streamed with Welford's product: the change
   under the bias estimate before this record times the change under the updated one. A
   bucket with one record has no sample variance; it counts its squared change (cold start,
@@ -19,12 +20,12 @@ bucketed ``v = 1..V``; a slot going from ``v - 1`` to ``v`` visits records its c
 
   Squaring the change under the bias estimate from *before* the record instead
   (:func:`record` with ``centred=False``, what ``AvtsOptions(variance="avts")`` does) is not
-  the seed's variance: a bucket's first record sees a mean of 0 and adds the whole ``μ_v²``,
+  the article's variance: a bucket's first record sees a mean of 0 and adds the whole ``μ_v²``,
   so ``E[var[v]] = σ_v²·(c + H_{c-1})/(c - 1) + μ_v²/(c - 1)`` after ``c`` records (``H``
   harmonic numbers): 0.097, 0.027, 0.0078 at ``c = 2, 5, 20`` for ``μ = -0.3``, ``σ = 0.05``,
   against ``σ² = 0.0025``. It is kept, and is the search's default, because Thompson sampling
-  does better with that drift-inflated width on the seed's own kind of problem (Wordle
-  sub-problems, Mastermind 4×3: docs/rules_wordle.md); the seed's variance is
+  does better with that drift-inflated width on the article's own kind of problem (Wordle
+  sub-problems, Mastermind 4×3: docs/rules_wordle.md); the article's variance is
   ``AvtsOptions(variance="centred")``, the better one on random Garnet MDPs.
 
 Used by the Bellman backup of :mod:`jaxsearch.search` (``SearchConfig(backup="bellman")``).
@@ -86,7 +87,7 @@ def record(stats: DebiasStats, visits_after: jax.Array, change: jax.Array,
       *before* this record (for a slot that stays unsolved that is ``change`` minus the
       bucket's current mean); ``None`` means exactly that, ``change - bias_mean[bucket]``.
     valid: ``bool[]``; when False nothing is recorded (for masked path entries).
-    centred: True: seed 000's variance, the change re-centred on the bucket's *updated* bias
+    centred: True: the AVTS article's variance, the change re-centred on the bucket's *updated* bias
       estimate before squaring. With ``Δ`` the debiased change under the old estimate and
       ``Δ' = Δ - (new_mean - old_mean)`` under the new one, the term added is Welford's
       ``Δ·Δ' = Δ'²·c/(c - 1)`` (``c`` the bucket's count after this record), so for unsolved

@@ -1,4 +1,4 @@
-"""Subtree entropy for entropy-guided PUCT (lc0 issue #780, seed 004; ALGORITHMS.md §4).
+"""Subtree entropy for entropy-guided PUCT (lc0 issue #780; docs/algorithms.md §4).
 
 A playout from node ``n`` follows a *playout policy* ``π_n`` at every decision node (and the
 outcome probabilities at chance records) until it reaches a **frontier leaf**: an unexpanded

@@ -1,7 +1,8 @@
 """Ready-made estimators: ``(params, key, states[B]) -> Estimate``.
 
 * :func:`uniform` — zero value, uniform prior (the "no knowledge" baseline);
-* :func:`rollout` — the average return of random legal play to the end (seed 001);
+* :func:`rollout` — the average return of random legal play to the end (a rollout,
+  Tesauro & Galperin 1996);
 * :func:`from_unbatched` — lift a per-state function to the batched protocol.
 """
 
@@ -80,7 +81,8 @@ def random_playout(game: Game, key: jax.Array, state, max_steps: int) -> jax.Arr
 
 def rollout(game: Game, num_rollouts: int = 1, max_steps: Optional[int] = None,
             action_values: bool = False) -> Estimator:
-  """The random-rollout estimator (seed 001): value = mean return of ``num_rollouts`` random
+  """The random-rollout estimator (Tesauro & Galperin 1996): value = mean return of
+  ``num_rollouts`` random
   legal playouts to the end; uniform prior.
 
   Args:

@@ -4,7 +4,7 @@ A **Game** is a bundle of pure, *unbatched* JAX functions over one state (a pytr
 vmaps them. An **Estimator** is a *batched* function ``(params, key, states[B]) -> Estimate[B]``
 so that a network runs once per simulation step for the whole batch.
 
-Conventions (DESIGN.md):
+Conventions (docs/architecture.md):
   * values and rewards are from the point of view of the player to move;
   * two-player zero-sum games return ``discount = -1`` on every non-terminal move and
     ``discount = 0`` on the move that ends the game;
@@ -94,7 +94,7 @@ class Game:
     value_range: ``(lo, hi)`` bounds on values, used by range-normalised selection rules.
     pessimistic_value: optional ``state -> f32[]``, the exact value (mover's view) of some
       concrete policy played from ``state``, hence a lower bound on its optimal value; 0 at
-      terminal states. It seeds AVTS's *achievable bound* (ALGORITHMS.md §2). Only meaningful
+      terminal states. It seeds AVTS's *achievable bound* (docs/algorithms.md §2). Only meaningful
       for single-agent games (discount >= 0); without it searches report no bound.
     optimistic_value: optional ``state -> f32[]``, an admissible bound: never below the
       state's optimal value (0 at terminal states). Lets a solver certify optimality when the
@@ -103,7 +103,7 @@ class Game:
       value of any state for the player to move, whatever the play (two-player wins and
       losses: ``(-1, 1)``). A search's summary (:func:`jaxsearch.summary.root_summary`, given
       them) reports ``root_value`` and ``q_values`` clipped to them (AVTS's debiased values
-      extrapolate and may leave them, ALGORITHMS.md §2); the search's own statistics and its
+      extrapolate and may leave them, docs/algorithms.md §2); the search's own statistics and its
       certified bounds are never clipped. ``None`` (default): none
       declared, nothing clipped. Unlike ``value_range`` (a scale for selection rules, with a
       default every game gets, e.g. a guessing game's ``(-6, 0)`` that a poor policy
@@ -141,7 +141,7 @@ class Game:
 
 # Set by :mod:`jaxsearch.sharding` while it traces a function per shard (``shard_map``):
 # ``(mesh axis name, rows of the local batch)``.
-_SHARD = contextvars.ContextVar("jaxsearch_shard", default=None)
+CURRENT_SHARD = contextvars.ContextVar("jaxsearch_shard", default=None)
 
 
 def per_item_keys(key: jax.Array, batch_size: int) -> jax.Array:
@@ -154,7 +154,7 @@ def per_item_keys(key: jax.Array, batch_size: int) -> jax.Array:
   depend on the number of devices either.
   """
   index = jnp.arange(batch_size)
-  shard = _SHARD.get()
+  shard = CURRENT_SHARD.get()
   if shard is not None and batch_size % shard[1] == 0:
     index = index + jax.lax.axis_index(shard[0]) * batch_size
   return jax.vmap(jax.random.fold_in, in_axes=(None, 0))(key, index)

@@ -15,19 +15,35 @@ class MemoryBudgetError(ValueError):
   """A solve whose estimated memory exceeds the budget (refused before it starts)."""
 
 
+GB = 1 << 30  # what ``--memory`` and the figures here call a GB
+
+
+def format_bytes(count: float) -> str:
+  """``count`` bytes for a person: MB below a GB (``"850 MB"``), else GB (``"2.3 GB"``)."""
+  if count < GB:
+    return f"{count / (1 << 20):,.0f} MB"
+  return f"{count / GB:,.1f} GB"
+
+
 @dataclasses.dataclass(frozen=True)
 class MemoryEstimate:
-  """Bytes a solve needs, by part (:func:`jaxsearch.solve.estimate_memory`).
+  """Bytes a solve needs at its peak, by part (:func:`jaxsearch.solve.estimate_memory`,
+  :func:`estimate_from_sizes`).
 
   Attributes:
-    trees: the batch of trees (``B`` trees of ``N`` nodes, from their allocated shapes).
+    trees: the batch of trees (``B`` trees of ``N`` nodes, from their allocated shapes),
+      held once: each chunk writes into the previous chunk's trees (they are donated).
     per_node: ``trees / (B · N)``.
     tables: the game's tables (held once on the host and once as the programs' input).
     working: the estimator's outputs for one chunk of expanded states (``expand_chunk × A``
-      values, a few arrays of them) and copies of the trees (regrowing the open ones,
-      extraction).
-    runtime: JAX, XLA and compiled programs (measured: about 1.5 GB for Wordle).
+      values, a few arrays of them).
+    runtime: Python, JAX, the game and XLA compiling the search's programs (measured:
+      :data:`RUNTIME_BYTES`).
     nodes: ``B · N``.
+
+  Not counted: moving the open trees into larger ones (a regrowth holds both for a moment:
+  ``trees`` more), which the search does only where that memory is free then
+  (:func:`can_hold`), and the certificates' worker processes (their own memory).
   """
 
   trees: int
@@ -42,14 +58,90 @@ class MemoryEstimate:
     return self.trees + self.tables + self.working + self.runtime
 
   def describe(self) -> str:
-    gb = 1 << 30
-    return (f"about {self.total / gb:.1f} GB: trees {self.trees / gb:.2f} GB "
+    return (f"about {format_bytes(self.total)}: trees {format_bytes(self.trees)} "
             f"({self.nodes} nodes × {self.per_node:,.0f} bytes), tables "
-            f"{self.tables / gb:.2f} GB, working memory {self.working / gb:.2f} GB, runtime "
-            f"{self.runtime / gb:.1f} GB")
+            f"{format_bytes(self.tables)}, working memory {format_bytes(self.working)}, "
+            f"runtime {format_bytes(self.runtime)}")
 
 
-RUNTIME_BYTES = 3 << 29  # 1.5 GB: JAX and XLA with the solver's compiled programs
+# Python, JAX and the game, and XLA compiling the search's programs: peak RSS less the trees,
+# tables and working memory, measured with `/usr/bin/time -v` on `jaxsearch solve
+# mastermind` (1.0-1.2 GB at 50,000 to 400,000 nodes) and `jaxsearch solve wordle --first
+# tarse` (1.0 GB), docs/solving.md.
+RUNTIME_BYTES = 1_150_000_000
+
+
+@dataclasses.dataclass(frozen=True)
+class PuzzleSizes:
+  """What the memory of a guessing game's solve depends on, known before the game is built.
+
+  Attributes:
+    secrets, actions, outcomes: ``S``, ``A``, ``O``.
+    state_bytes: bytes of one game state (a node stores one).
+    table_bytes: bytes of the game's tables (``Puzzle.tables``).
+  """
+
+  secrets: int
+  actions: int
+  outcomes: int
+  state_bytes: int
+  table_bytes: int
+
+  @classmethod
+  def of(cls, puzzle) -> "PuzzleSizes":
+    """The sizes of a built :class:`jaxsearch.solve.Puzzle`."""
+    import jax
+    import numpy as np
+    state = sum(int(np.asarray(x).nbytes) for x in jax.tree.leaves(puzzle.initial_state))
+    tables = sum(int(np.asarray(x).nbytes) for x in jax.tree.leaves(puzzle.tables))
+    return cls(secrets=len(puzzle.secrets), actions=int(puzzle.game.num_actions),
+               outcomes=int(puzzle.game.num_outcomes), state_bytes=state, table_bytes=tables)
+
+
+def working_bytes(num_actions: int) -> int:
+  """The estimator's outputs for one chunk of expanded states: ``expand_chunk × A`` values,
+  eight f32 arrays of them."""
+  from jaxsearch.search import AvtsOptions
+  return 8 * 4 * AvtsOptions().expand_chunk * num_actions
+
+
+def tree_bytes(batch: int, max_nodes: int, num_slots: int, num_outcomes: int,
+               max_chance: int, state_bytes: int) -> int:
+  """Bytes of the solver's ``batch`` trees (AVTS with the Bellman backup: slot bounds, debias
+  statistics, the slots' actions and q̂1), from :func:`jaxsearch.tree.allocate`'s shapes
+  (``jax.eval_shape``: nothing is allocated)."""
+  import jax
+  import numpy as np
+  from jaxsearch import tree as tree_lib
+  from jaxsearch.search import AvtsOptions
+
+  state = (np.zeros(state_bytes, np.uint8),)
+  shapes = jax.eval_shape(lambda: tree_lib.allocate(
+      batch, max_nodes, num_slots, num_outcomes, state,
+      num_buckets=AvtsOptions().num_buckets, slot_bounds=True, max_chance=max_chance,
+      slot_actions=True, action_values=True))
+  return sum(int(np.prod(x.shape)) * x.dtype.itemsize for x in jax.tree.leaves(shapes))
+
+
+def estimate_from_sizes(sizes: PuzzleSizes, options, batch: Optional[int] = None
+                        ) -> MemoryEstimate:
+  """The estimate of a solve with ``options`` (a :class:`jaxsearch.solve.SolveOptions`) from
+  ``sizes`` alone: nothing is built, traced or compiled. ``batch``: that many sub-problem
+  trees share the node budget (each at least :func:`subproblem_min_nodes`); ``None``: one
+  tree from the start."""
+  from jaxsearch.solve.subproblems import subproblem_min_nodes
+  tree_options = (options if batch is None else
+                  options.for_trees(batch, subproblem_min_nodes(sizes.outcomes)))
+  batch = 1 if batch is None else batch
+  capacity = tree_options.capacity
+  num_slots = min(capacity.num_slots or sizes.actions, sizes.actions)
+  max_chance = tree_options.max_chance_of(sizes.outcomes)
+  trees = tree_bytes(batch, capacity.max_nodes, num_slots, sizes.outcomes, max_chance,
+                     sizes.state_bytes)
+  nodes = batch * capacity.max_nodes
+  return MemoryEstimate(trees=trees, per_node=trees / max(nodes, 1),
+                        tables=2 * sizes.table_bytes, working=working_bytes(sizes.actions),
+                        runtime=RUNTIME_BYTES, nodes=nodes)
 
 
 def available_memory() -> Optional[int]:
@@ -77,6 +169,16 @@ def check_memory(estimate: MemoryEstimate, budget: Optional[float] = None) -> No
   where = "the budget" if budget is not None else "the memory available"
   raise MemoryBudgetError(
       f"this run would need {estimate.describe()}, more than {where} "
-      f"({limit / (1 << 30):.1f} GB). Lower the node budget (--nodes; the trees take "
+      f"({format_bytes(limit)}). Lower the node budget (--nodes; the trees take "
       f"{estimate.per_node:,.0f} bytes a node) or the slots per node (--slots), or raise "
       f"--memory if more is free.")
+
+
+def can_hold(extra: int, estimate: Optional[MemoryEstimate],
+             budget: Optional[float] = None) -> bool:
+  """Whether ``extra`` bytes more than ``estimate`` fit: within ``budget`` bytes where one
+  is given, else within the memory available now (true where that is unknown)."""
+  if budget is not None:
+    return (0 if estimate is None else estimate.total) + extra <= budget
+  free = available_memory()
+  return free is None or extra <= free

@@ -200,11 +200,11 @@ def shard_map_batch(fn: Callable, devices: Devices, batch_argnums: Sequence[int]
                      for i in range(len(args)))
 
     def body(*shard_args):
-      token = game_lib._SHARD.set((AXIS, local))
+      token = game_lib.CURRENT_SHARD.set((AXIS, local))
       try:
         return fn(*shard_args)
       finally:
-        game_lib._SHARD.reset(token)
+        game_lib.CURRENT_SHARD.reset(token)
 
     return jax.shard_map(body, mesh=the_mesh, in_specs=in_specs,
                          out_specs=PartitionSpec(AXIS), check_vma=False)(*args)

@@ -1,5 +1,5 @@
-"""The search tree: batch-first, fixed-size arrays in small typed parts (DESIGN.md, "Core data
-model").
+"""The search tree: batch-first, fixed-size arrays in small typed parts (docs/architecture.md,
+"Data model").
 
 A :class:`Tree` always holds a whole batch: every array has a leading ``[B]`` axis. The
 per-tree phase functions in :mod:`jaxsearch.search` are written for one tree and vmapped; they
@@ -183,7 +183,7 @@ class SlotBounds:
 
 @struct.dataclass
 class EntropyStats:
-  """Subtree entropy of the decision nodes, ``[B, N]`` (entropy-guided PUCT, ALGORITHMS.md §4;
+  """Subtree entropy of the decision nodes, ``[B, N]`` (entropy-guided PUCT, docs/algorithms.md §4;
   :mod:`jaxsearch.entropy`).
 
   Attributes:

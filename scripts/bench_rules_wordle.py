@@ -55,7 +55,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
 import time
 
@@ -63,9 +62,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(_HERE, ".."))
-sys.path.insert(0, _HERE)
 
 import jaxsearch as js  # noqa: E402
 from jaxsearch.games import guessing, wordle  # noqa: E402

@@ -45,13 +45,11 @@ import os
 import sys
 import time
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(_HERE, ".."))
 
 from jaxsearch import selection as sel  # noqa: E402
 from jaxsearch.games import wordle  # noqa: E402
 from jaxsearch.solve import SolveOptions  # noqa: E402
-from jaxsearch.solve.finish import _opening_policy  # noqa: E402
+from jaxsearch.solve.finish import opening_policy  # noqa: E402
 from jaxsearch.solve.root import RootOptions, RootSearch  # noqa: E402
 
 RULES = ("thompson_avts", "laplace", "puct_value_prior", "hoeffding", "optimistic")
@@ -84,7 +82,7 @@ def run_rule(puzzle, name: str, args) -> dict:
     search.run(min(args.check_every, args.cap_seconds - searched))
     searched += time.perf_counter() - started
     opening = search.best_live()
-    evaluation, _, _ = _opening_policy(puzzle, opening.name, opening.outcomes,
+    evaluation, _, _ = opening_policy(puzzle, opening.name, opening.outcomes,
                                        opening.loop.final_trees(), opening.rows)
     total = int(evaluation.total_guesses)
     best = total if best is None else min(best, total)

@@ -1,4 +1,4 @@
-"""Sample efficiency of selection rules on random MDPs (seed 000's comparison).
+"""Sample efficiency of selection rules on random MDPs (the AVTS article's comparison).
 
 For each rule, one batched search runs over ``--mdps`` random Garnet MDPs (one tree each, one
 compile), one simulation at a time. After every simulation we note each tree's recommended
@@ -8,7 +8,7 @@ evaluated state). Two figures per MDP:
 * **settle** (the issue's metric): the number of evaluations at which the recommended action
   (``out.action``: the most visited, ties by q̂3) becomes optimal **and stays optimal** until
   the budget ends;
-* **bound** (seed 000's metric): the number of evaluations at which the root's achievable
+* **bound** (the AVTS article's metric): the number of evaluations at which the root's achievable
   bound ``out.root_bound`` — the exact value of a concrete policy the tree holds, initialised
   by the Garnet's pessimistic value (the policy "always action 0") — first reaches ``V*``
   (within 1e-5): the search then holds a provably optimal policy. The bound never decreases,
@@ -21,35 +21,35 @@ the settle figure is also given for two other recommendations: ``recommend_bound
 visited root action with the best debiased value q̂3).
 
 Rules (all AVTS rules share the Bellman backup over exact chance outcomes, debiasing and
-progressive widening, as in seed 000; only the selection differs):
+progressive widening, as in the AVTS article; only the selection differs):
   thompson_avts      Thompson sampling on q̂3 (the default ``js.policies.avts``)
   thompson_no_debias the same without debiasing
   laplace            q̂3 + δ/(n+1), δ = 0.1
   hoeffding          q̂3 + (U−L)·sqrt(−ln p / 2)/sqrt(n+1), p = 0.999
-  puct_value_prior   seed 000's PUCT: q̂3 + c·softmax(q̂1)·sqrt(N)/(1+n), c = 1
+  puct_value_prior   the AVTS article's PUCT: q̂3 + c·softmax(q̂1)·sqrt(N)/(1+n), c = 1
   uct                classic UCT, running-mean backup, leaf value max q̂1
 and, only when named in ``--only``: ``thompson_centred`` and ``thompson_reference``
 (Thompson-AVTS with ``variance="centred"`` / ``"reference"``).
 
 The estimator is ``Q* + bias_per_step·(moves left) + noise·z`` (fixed per state): optimistic
 far from the end, like Wordle's entropic estimator. ``--num-slots K`` keeps the top-K actions
-by q̂1 (seed 000: top 100 of 14855) and ``--variance`` picks the AVTS variance model, for every
+by q̂1 (the article: top 100 of 14855) and ``--variance`` picks the AVTS variance model, for every
 AVTS rule.
 
     python scripts/bench_sample_efficiency.py              # 128 MDPs, JSON line + PNG
     python scripts/bench_sample_efficiency.py --quick      # a small smoke run
     python scripts/bench_sample_efficiency.py --horizon 2 --actions 512 --num-slots 100 \
-        --only thompson_avts,puct_value_prior,laplace      # a regime closer to seed 000
+        --only thompson_avts,puct_value_prior,laplace      # a regime closer to the AVTS article
 
 ``--calibration`` runs Thompson-AVTS alone and prints how its Gaussian at the root matches
 its errors (median σ, median ``|q̂3 − Q*|``, their ratio, the gap between the two best Q*)
 after 50, 200 and 1000 simulations: why Thompson sampling explores as much as it does.
 
-``--mastermind PxC`` replaces the Garnets by seed 000's own kind of problem: Mastermind with P
+``--mastermind PxC`` replaces the Garnets by the article's own kind of problem: Mastermind with P
 pegs and C colours (the Wordle machinery of ``jaxsearch.games.mastermind``: entropic optimistic
 estimator, exact chance over feedbacks), one instance searched by ``--repeats`` independent
 trees per Bellman-backup rule, scored by the bound metric against the known optimal total
-(ALGORITHMS.md §6; ``evaluations_used`` per tree says how far each run got):
+(docs/algorithms.md §6; ``evaluations_used`` per tree says how far each run got):
 
     python scripts/bench_sample_efficiency.py --mastermind 4x3 --budget 4096 --repeats 4 \
         --only thompson_avts,puct_value_prior,laplace
@@ -66,7 +66,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
 import time
 
@@ -74,7 +73,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import jaxsearch as js  # noqa: E402
 from jaxsearch.games import garnet  # noqa: E402
@@ -237,7 +235,7 @@ def settle_evaluations(actions, evaluations, optimal, budget: int):
 
 def reach_evaluations(bounds, evaluations, target, budget: int, tolerance: float = 1e-5):
   """Per MDP, evaluations when the root's achievable bound first reaches ``target`` (``V*``)
-  within ``tolerance`` — the search then holds a provably optimal concrete policy, seed 000's
+  within ``tolerance`` — the search then holds a provably optimal concrete policy, the article's
   metric; the bound never decreases, so it stays there. ``inf`` if not within ``budget``.
 
   Args:
@@ -321,7 +319,7 @@ def garnet_from_arguments(args):
   optimal = q_root >= q_root.max(axis=-1, keepdims=True) - 1e-6
   return family, estimator, family.roots(), q_root, optimal
 
-# Optimal total guesses over all secrets (ALGORITHMS.md §6), by (pegs, colours).
+# Optimal total guesses over all secrets (docs/algorithms.md §6), by (pegs, colours).
 MASTERMIND_OPTIMA = {(2, 2): 8, (2, 3): 21, (3, 2): 18, (2, 4): 45, (3, 3): 73, (4, 3): 246,
                      (3, 4): 206}
 
@@ -346,7 +344,7 @@ def run_mastermind(args, parser):
     avts_options["num_slots"] = args.num_slots
   outcomes = m.game.num_outcomes
   searches = rules(m.game, m.estimator, args.budget + outcomes + 1, avts_options)
-  searches = {k: v for k, v in searches.items() if v.config.backup is js.Backup.BELLMAN}
+  searches = {k: v for k, v in searches.items() if v.config.backup.kind is js.Backup.BELLMAN}
   names = args.only.split(",") if args.only else [k for k in searches if k not in EXTRA_RULES]
   unknown = set(names) - set(searches)
   if unknown:
@@ -431,7 +429,7 @@ def main(argv=None):
 
   results, bound_results, report = {}, {}, {}
   for name, search in searches.items():
-    per_step = args.branching if search.config.backup is js.Backup.BELLMAN else 1
+    per_step = args.branching if search.config.backup.kind is js.Backup.BELLMAN else 1
     steps = args.budget // per_step + 1
     start = time.perf_counter()
     record = root_record if search.config.bellman else None

@@ -45,11 +45,9 @@ if "xla_force_host_platform_device_count" not in _flags:
                              f"{max(DEVICE_COUNTS)}").strip()
 
 import json  # noqa: E402
-import pathlib  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402

@@ -33,7 +33,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from jaxsearch.games import wordle  # noqa: E402
 from jaxsearch import solve as solve_lib  # noqa: E402

@@ -25,14 +25,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import time
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(_HERE, ".."))
-sys.path.insert(0, _HERE)
 
 from bench_rules_wordle_full import RULES, rule_options  # noqa: E402
 from jaxsearch import solve as solve_lib  # noqa: E402

@@ -6,7 +6,7 @@ no ``--first``, the search over first guesses) in a child process under
 ``/usr/bin/time -v`` (peak resident memory of the whole run, compilation included) and prints
 
     {"first": ..., "total_guesses": ..., "proven_optimal": ..., "proven_given_first": ...,
-     "upper_total": ...,
+     "lower_bound_total": ...,
      "seconds": ..., "wall_seconds": ..., "peak_rss_gib": ..., "nodes": ...,
      "bytes_per_node": ..., "memory_estimate_gb": ..., "simulations": ..., "command": ...}
 
@@ -62,7 +62,7 @@ def run(first: str, lists: str, extra: list[str], warm: bool) -> dict:
           # With --first a proof is of the best total given that guess: proven_optimal (of
           # the game) stays false even when this is true.
           "proven_given_first": found.get("proven_given_first"),
-          "upper_total": found["upper_total"],
+          "lower_bound_total": found["lower_bound_total"],
           "seconds": found["seconds"], "wall_seconds": round(wall, 1),
           "peak_rss_gib": None if peak is None else round(peak / (1 << 30), 2),
           "nodes": found["nodes"], "bytes_per_node": found.get("bytes_per_node"),

@@ -3,7 +3,7 @@
 Rules (``--rules``; estimator evaluations = nodes in the tree, the budget unit everywhere):
   uct               UCT, running-mean backup
   puct              PUCT, MuZero schedule, min-max Q, running-mean backup
-  value_prior_puct  seed 000's PUCT (prior = softmax q̂1) on AVTS's Bellman backup
+  value_prior_puct  the AVTS article's PUCT (prior = softmax q̂1) on AVTS's Bellman backup
   hoeffding         Hoeffding bound on q̂3, AVTS's Bellman backup
   laplace           q̂3 + δ/(n+1), AVTS's Bellman backup
   thompson_avts     Thompson sampling on debiased q̂3 (``js.policies.avts``)
@@ -49,8 +49,6 @@ import jax
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, ".."))
-sys.path.insert(0, HERE)
 
 import jaxsearch as js  # noqa: E402
 from bench_sample_efficiency import (add_garnet_arguments, garnet_from_arguments,  # noqa: E402
@@ -194,7 +192,7 @@ def connect4_positions(count, seed, data_dir=None):
 
 def run_mastermind(args, rules, budget):
   m = mastermind.make(3, 4)
-  optimum = -206.0 / 64.0  # ALGORITHMS.md §6: (3 pegs, 4 colours) -> 206 guesses in total
+  optimum = -206.0 / 64.0  # docs/algorithms.md §6: (3 pegs, 4 colours) -> 206 guesses in total
   roots = jax.tree.map(lambda x: x[None], m.game.init(jax.random.key(0)))
   result = {"pegs": 3, "colours": 4, "optimal_total": 206, "budget": budget}
   for rule in rules:

@@ -20,15 +20,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import jaxsearch as js  # noqa: E402
 from jaxsearch.games import tictactoe as t3  # noqa: E402

@@ -1,5 +1,6 @@
 """Shared fixtures: data paths and jitted searches reused across tests (compiles are costly)."""
 
+import gc
 import os
 import subprocess
 import sys
@@ -83,6 +84,33 @@ def pytest_runtest_makereport(item, call):
 def pytest_make_collect_report(collector):
   outcome = yield
   _fail_skip_under_ci(outcome.get_result())
+
+
+# pytest-xdist ends a run by asking each worker to exit; execnet gives a worker 5 seconds to
+# return, then sends it SIGINT. The last worker to finish gets that request as soon as it
+# reports its results, and still has pytest's teardown ahead, which collects garbage at
+# least twice (pytest's unraisable-exception check calls gc.collect). A full collection
+# walks every live object, and a worker that ran a share of the suite holds millions
+# (compiled programs, trees, cached data): on 2 CPU cores those collections took more than the
+# 5 seconds, the SIGINT arrived inside one, and the KeyboardInterrupt it raised in JAX's
+# ``_xla_gc_callback`` (a gc callback, where an exception cannot propagate) was printed as a
+# PytestUnraisableExceptionWarning after every run. So each worker collects once before it
+# reports (the controller waits for that report anyway), then freezes what survived
+# (``gc.freeze``: later collections skip it), and its teardown is quick. Those objects are
+# freed with the process.
+def settle_garbage_before_reporting() -> bool:
+  """In a pytest-xdist worker: collects garbage, then freezes the survivors out of later
+  collections; returns whether it did (not in the controller or a plain run)."""
+  if not os.environ.get("PYTEST_XDIST_WORKER"):
+    return False
+  gc.collect()
+  gc.freeze()
+  return True
+
+
+@pytest.hookimpl(trylast=True)  # after the session fixtures' teardown, before xdist reports
+def pytest_sessionfinish(session):
+  settle_garbage_before_reporting()
 
 
 @pytest.fixture(scope="session")

@@ -171,9 +171,9 @@ def _one_line_error(capsys, status, expected_status, *needles):
 
 
 @pytest.mark.parametrize("argv, needles", [
-    # Sizes the game refuses: a ValueError from jaxsearch.games.mastermind.make, before any compile.
-    (["solve", "mastermind", "--pegs", "9", "--colours", "12"], ["jaxsearch solve", "colours"]),
-    (["solve", "mastermind", "--pegs", "0", "--colours", "3"], ["jaxsearch solve", "pegs"]),
+    # Sizes each allowed, too many codes together: refused naming both flags, before any work.
+    (["solve", "mastermind", "--pegs", "9", "--colours", "9"],
+     ["jaxsearch solve: --pegs 9 --colours 9", "too many"]),
     (["solve", "mastermind", "--pegs", "2", "--colours", "2", "--bound-slots", "9", "--slots",
       "4", "--quiet"], ["jaxsearch solve", "--bound-slots"]),
     (["play", "tictactoe", "--simulations", "0"], ["--simulations"]),
@@ -196,6 +196,7 @@ def test_bad_play_checkpoint_and_train_out(capsys, tmp_path):
 @pytest.mark.parametrize("argv", [
     ["solve", "mastermind", "--chunk", "0"], ["solve", "mastermind", "--nodes", "-5"],
     ["solve", "mastermind", "--simulations", "x"], ["solve", "mastermind", "--pegs", "2.5"],
+    ["solve", "mastermind", "--pegs", "0"], ["solve", "mastermind", "--colours", "12"],
     ["train", "tictactoe", "--steps", "-2"], ["train", "tictactoe", "--steps", "1.5"],
     ["play", "tictactoe", "--simulations", "many"], ["bench", "--only", "chess"],
     ["bench", "--repeats", "two"], ["evaluate"],
@@ -274,8 +275,9 @@ def test_the_installed_command_prints_no_traceback():
   import subprocess
   import sys
   done = subprocess.run([sys.executable, "-m", "jaxsearch.cli", "solve", "mastermind",
-                         "--pegs", "9", "--colours", "12"], capture_output=True, text=True,
+                         "--pegs", "9", "--colours", "9"], capture_output=True, text=True,
                         timeout=120)
   assert done.returncode == 2, done.stderr
   assert done.stderr.strip().splitlines() == [
-      "jaxsearch solve: mastermind.make: colours must be an integer in [1, 9], got 12"]
+      "jaxsearch solve: --pegs 9 --colours 9 make 387420489 codes, too many (at most 32768); "
+      "lower --pegs or --colours"]

@@ -1,4 +1,4 @@
-"""AVTS debias/variance statistics against plain-Python references (ALGORITHMS.md §2)."""
+"""AVTS debias/variance statistics against plain-Python references (docs/algorithms.md §2)."""
 
 import jax
 import jax.numpy as jnp
@@ -12,7 +12,7 @@ NUM_BUCKETS = 6
 
 @jax.jit
 def _record_all(visits, changes, debiased):
-  """Records a sequence of visits into fresh statistics (one node), seed 000's variance."""
+  """Records a sequence of visits into fresh statistics (one node), the AVTS article's variance."""
   def body(stats, item):
     return debias.record(stats, *item, centred=True), None
   return jax.lax.scan(body, debias.empty(NUM_BUCKETS), (visits, changes, debiased))[0]
@@ -134,9 +134,9 @@ def test_centred_record_accumulates_welford_m2():
                              rtol=1e-4)
 
 
-# ---- the variance is centred on the bucket's bias (seed 000's Δq̂3, ALGORITHMS.md §2) ----------
+# ---- the variance is centred on the bucket's bias (the AVTS article's Δq̂3, algorithms §2) ----
 
-MU, SIGMA = -0.3, 0.05  # a bucket's drift and noise: the second identity of ALGORITHMS.md §2
+MU, SIGMA = -0.3, 0.05  # a bucket's drift and noise: the second identity of docs/algorithms.md §2
 
 
 def _search_style_record(stats, visits_before, change, centred=True):

@@ -2,7 +2,7 @@
 
 * Gumbel: against ``mctx.gumbel_muzero_policy`` on the hashed toy MDP with the same Gumbel draw
   (identical trees node by node, final action, action weights), and the Sequential Halving
-  schedule read back from the tree (ALGORITHMS.md §5).
+  schedule read back from the tree (docs/algorithms.md §5).
 * Entropy PUCT: the §4 vector; the subtree entropy ``H``, leaf count ``K`` and all-terminal
   flag kept in the tree equal a brute-force enumeration of frontier leaves after random
   simulations (tic-tac-toe: terminals; Garnet: chance outcomes; π̂ and π̄ playouts; after a
@@ -372,7 +372,7 @@ def test_gumbel_root_follows_the_sequential_halving_schedule_jit_vmap():
   batched = jax.jit(jax.vmap(lambda k: search(None, k, roots)))(keys)
   single = jax.jit(search)(None, keys[0], roots)
   np.testing.assert_array_equal(np.asarray(batched.action[0]), np.asarray(single.action))
-  schedule = [0] * 8 + [1] * 4 + [2] * 4 + [3, 3, 4, 4, 5, 5, 6, 6]  # ALGORITHMS.md §5
+  schedule = [0] * 8 + [1] * 4 + [2] * 4 + [3, 3, 4, 4, 5, 5, 6, 6]  # docs/algorithms.md §5
   np.testing.assert_array_equal(gumbel_lib.sequential_halving_visits(8, 24), schedule)
   for b in range(3):
     slots = _root_slots_in_creation_order(single.tree, b)

@@ -19,7 +19,7 @@ from jaxsearch.games import guessing, guessing_estimator, mastermind_symmetry
 from jaxsearch.games import mastermind as mm
 from guessing_jit import JittedGame
 
-# Optimal total guesses over all secrets (ALGORITHMS.md §6, found by exhaustive search).
+# Optimal total guesses over all secrets (docs/algorithms.md §6, found by exhaustive search).
 OPTIMA = {(2, 2): 8, (2, 3): 21, (3, 2): 18, (2, 4): 45, (3, 3): 73}
 
 

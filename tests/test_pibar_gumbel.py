@@ -1,4 +1,4 @@
-"""π̄ (Grill et al. 2020, ALGORITHMS.md §3) and the Gumbel MuZero building blocks (§5).
+"""π̄ (Grill et al. 2020, docs/algorithms.md §3) and the Gumbel MuZero building blocks (§5).
 
 Pure functions of one node, checked against the §3 and §5 test vectors, the KKT conditions
 and optimality of π̄, float64 NumPy references, and (where installed) mctx's own helpers;
@@ -78,7 +78,7 @@ def test_table_vectors_and_kkt(prior, q, lam, alpha, expected):
   assert abs(pi_bar.sum() - 1.0) < 1e-6
   residual = np.asarray(q) + lam * np.asarray(prior) / pi_bar - float(got_alpha)
   np.testing.assert_allclose(residual, 0.0, atol=1e-5)
-  # The bracket of ALGORITHMS.md §3.
+  # The bracket of docs/algorithms.md §3.
   assert max(np.add(q, lam * np.asarray(prior))) - 1e-6 <= float(got_alpha)
   assert float(got_alpha) <= max(q) + lam + 1e-6
 

@@ -3,7 +3,7 @@ the best total given a fixed first guess (``proven_given_first``), with the opti
 labelled for what it bounds; games too small to search (one secret) solved outright, and
 ``solve_game`` on a root already finished.
 
-The oracle: Mastermind 2×3's optimum is 21 (ALGORITHMS.md §6, re-derived by brute force in
+The oracle: Mastermind 2×3's optimum is 21 (docs/algorithms.md §6, re-derived by brute force in
 tests/test_mastermind.py); opening with ``11`` costs more (any two-colour code is optimal).
 """
 
@@ -35,7 +35,7 @@ def test_a_fixed_first_guess_proves_only_the_best_total_given_it(capsys):
   total = found["total_guesses"]
   assert total > 21 and found["first_guess"] == "11"
   assert found["proven_optimal"] is False and found["proven_given_first"] is True
-  assert found["upper_total_scope"] == "given_first" and found["upper_total"] == total
+  assert found["lower_bound_scope"] == "given_first" and found["lower_bound_total"] == total
   assert f"{total} guesses" in text and "proven optimal given the first guess 11" in text
   assert "not proven optimal for the game" in text
 
@@ -63,7 +63,7 @@ def test_a_game_of_one_secret_is_solved_by_one_guess(capsys, pegs, colours):
   text, line = capsys.readouterr().out.strip().splitlines()[-2:]
   found = json.loads(line)
   assert found["total_guesses"] == 1 and found["secrets"] == 1
-  assert found["proven_optimal"] is True and found["upper_total_scope"] == "game"
+  assert found["proven_optimal"] is True and found["lower_bound_scope"] == "game"
   assert "proven optimal." in text
   result = solve_lib.solve_puzzle(mastermind.puzzle(pegs, colours), first="1" * pegs)
   assert result.evaluation.total_guesses == 1 and result.proven_optimal

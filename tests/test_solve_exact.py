@@ -299,7 +299,7 @@ def test_sub_problems_certified_in_worker_processes_as_in_one(tmp_path):
     assert found.proven and found.total == _optimal_total(table, puzzle.solved_outcome, secrets)
     assert (found.policy is None) == (found.total == targets[row])
     if found.policy is not None:
-      named = solve_lib.puzzle._named(puzzle, found.policy)
+      named = solve_lib.puzzle.exported_policy(puzzle, found.policy)
       assert _played_total(puzzle, named, secrets) == found.total
 
 

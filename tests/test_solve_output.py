@@ -58,7 +58,8 @@ def test_progress_off_a_terminal_is_plain_lines_ending_on_the_result(solved):
   # The last line holds the final bounds, the ones the result (and --json) reports.
   summary = solved.summary
   assert "done" in lines[-1] and "proven optimal" in lines[-1]
-  assert (f"total guesses ≤ {summary['bound_total']:.1f} ≥ {summary['upper_total']:.1f}"
+  assert (f"total guesses ≤ {summary['achievable_total']:.1f} "
+          f"≥ {summary['lower_bound_total']:.1f}"
           in lines[-1])
   assert f"{summary['simulations']} sims · {summary['nodes']} nodes" in lines[-1]
 

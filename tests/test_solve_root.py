@@ -94,7 +94,7 @@ def test_cli_wordle_without_first_searches_the_first_guess_and_proves_a_small_on
   out = capsys.readouterr().out.strip().splitlines()
   summary = json.loads(out[-1])
   assert summary["total_guesses"] == _optimum(answers, guesses)
-  assert summary["proven_optimal"] is True and summary["upper_total_scope"] == "game"
+  assert summary["proven_optimal"] is True and summary["lower_bound_scope"] == "game"
   assert summary["first_guesses"]["open"] == 0
   assert summary["first_guesses"]["ruled_out"] == len(guesses)
   assert summary["first_guesses"]["count"] == len(guesses)

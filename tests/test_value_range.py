@@ -1,6 +1,6 @@
 """Reported values stay within the values a game can take (``Game.value_bounds``).
 
-AVTS's debiased values q̂3 = q̂2 + the expected remaining drift (ALGORITHMS.md §2) extrapolate:
+AVTS's debiased values q̂3 = q̂2 + the expected remaining drift (algorithms §2) extrapolate:
 with a noisy estimator they leave a two-player game's ``[-1, 1]``, and the Bellman backup
 carries them up the tree. That is the estimator at work, not a defect, so the tree keeps
 them; what a search *reports* (``root_value``, ``q_values``) is clipped to the game's

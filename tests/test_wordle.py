@@ -22,7 +22,7 @@ from guessing_jit import JittedGame
 VECTORS = [("erase", "melee", "YBBBG"), ("erase", "agree", "YYYBG"), ("erase", "widen", "YBBBB"),
            ("erase", "early", "GYYBB"), ("erase", "while", "BBBBG"), ("alias", "today", "BBBGB"),
            ("chuck", "chunk", "GGGBG")]
-# Entropic estimates of the best first guesses on 3158 / 14855 (ALGORITHMS.md §2).
+# Entropic estimates of the best first guesses on 3158 / 14855 (docs/algorithms.md §2).
 FIGURES = {"tarse": 2.9744, "tiare": 2.9864, "sater": 2.9870, "raise": 2.9925, "roate": 2.9942}
 
 

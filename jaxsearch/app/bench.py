@@ -370,43 +370,74 @@ def hashed_workload(batch_size, num_simulations, num_actions=16, repeats=5):
   return run_workload(hashed(batch_size, num_simulations, num_actions), repeats)
 
 
-def _table(records: list[dict], console) -> None:
-  """The records as a readable table on ``console`` (rich), with what the ratios mean."""
-  from rich.table import Table
-  table = Table(title="simulations per second (thousands)")
-  for column in ("workload", "B", "S", "our PUCT", "mctx muzero", "PUCT ÷ muzero",
-                 "our Gumbel", "mctx gumbel", "Gumbel ÷ gumbel", "compile s (ours)"):
-    # Folded, not cut, where the terminal is narrow: a ratio and its range must stay whole.
-    table.add_column(column, justify="left" if column == "workload" else "right",
-                     overflow="fold")
-  thousands = lambda r, k: "–" if r.get(k) is None else f"{r[k] / 1e3:,.0f}"  # noqa: E731
+# One table per pair of policies compared: (title, our rate, mctx's rate, ratio key, our
+# compile seconds).
+_PAIRS = (("PUCT, ours against mctx.muzero_policy", "sims_per_s_ours",
+           "sims_per_s_mctx_muzero", "speedup_vs_mctx_muzero", "compile_s_ours"),
+          ("Gumbel, ours against mctx.gumbel_muzero_policy", "sims_per_s_ours_gumbel",
+           "sims_per_s_mctx_gumbel", "speedup_gumbel_vs_mctx_gumbel", "compile_s_ours_gumbel"))
+# Dropped in this order where the console is too narrow for them (--json keeps every figure).
+_OPTIONAL_COLUMNS = ("rounds", "compile s")
 
-  def ratio(r, key):
-    if r.get(key) is None:
-      return "–"
-    if r.get(f"{key}_range") is None:
-      return f"{r[key]}×"
-    low, high = r[f"{key}_range"]
-    return f"{r[key]}× ({low}–{high})"
+QUICK_NOTE = ("--quick runs tiny shapes (B = 8, S = 8): a smoke run that checks the benchmark "
+              "works. At that size fixed per-call costs dominate, so its ratios say nothing "
+              "about either library's speed and are not the README's figures; those come from "
+              "`jaxsearch bench --repeats 5` (the CPU figures) and `python scripts/gpu_check.py "
+              "--out gpu_out` (the GPU figures).")
 
-  for r in records:
-    table.add_row(r["workload"], str(r["batch"]), str(r["simulations"]),
-                  thousands(r, "sims_per_s_ours"), thousands(r, "sims_per_s_mctx_muzero"),
-                  ratio(r, "speedup_vs_mctx_muzero"),
-                  thousands(r, "sims_per_s_ours_gumbel"), thousands(r, "sims_per_s_mctx_gumbel"),
-                  ratio(r, "speedup_gumbel_vs_mctx_gumbel"),
-                  f"{r['compile_s_ours']:.1f}")
-  console.print(table)
+
+def _table(records: list[dict], console, *, quick: bool = False) -> None:
+  """The records as readable tables on ``console`` (rich), one per pair of policies
+  compared, with what the ratios mean. Where the console is too narrow for every column,
+  the rounds' range, then the compile seconds are dropped, never cut (``--json`` keeps them).
+  ``quick``: the shapes were ``--quick``'s, and :data:`QUICK_NOTE` says what they show."""
+  from rich.measure import Measurement
+  natural = console.options.update_width(1 << 16)  # the console's own would clamp the width
+  for count in range(len(_OPTIONAL_COLUMNS) + 1):  # the same columns in every table
+    tables = [_pair_table(records, pair, _OPTIONAL_COLUMNS[:count]) for pair in _PAIRS]
+    if all(Measurement.get(console, natural, t).maximum <= console.width for t in tables):
+      break
+  for table in tables:
+    console.print(table)
   console.print("A ratio is our simulations per second over mctx's for the same policy on the "
                 "same workload, in this process (above 1: ours is faster): the median of the "
-                "interleaved rounds, in brackets the lowest and highest round's. --json prints "
-                "every figure.")
+                "interleaved rounds; rounds, where shown: the lowest and highest round's. --json "
+                "prints every figure.")
+  if quick:
+    console.print(QUICK_NOTE)
+
+
+def _pair_table(records: list[dict], pair: tuple, dropped: tuple):
+  """One pair's ``rich.table.Table`` (thousands of simulations per second, the ratio), less
+  the ``dropped`` columns."""
+  from rich import box
+  from rich.table import Table
+  title, ours, theirs, key, compile_key = pair
+  table = Table(title=f"{title}: thousands of simulations/s", box=box.SIMPLE_HEAD,
+                title_justify="left", pad_edge=False, collapse_padding=True)
+  columns = [c for c in ("workload", "B", "S", "ours", "mctx", "ours ÷ mctx", "rounds",
+                         "compile s") if c not in dropped]
+  for column in columns:
+    table.add_column(column, justify="left" if column == "workload" else "right",
+                     no_wrap=True)
+  thousands = lambda r, k: "–" if r.get(k) is None else f"{r[k] / 1e3:,.0f}"  # noqa: E731
+  for r in records:
+    cells = {"workload": r["workload"], "B": str(r["batch"]), "S": str(r["simulations"]),
+             "ours": thousands(r, ours), "mctx": thousands(r, theirs),
+             "ours ÷ mctx": "–" if r.get(key) is None else f"{r[key]:.2f}×",
+             "rounds": ("–" if r.get(f"{key}_range") is None else
+                        "{:.2f}–{:.2f}".format(*r[f"{key}_range"])),
+             "compile s": ("–" if r.get(compile_key) is None else f"{r[compile_key]:.1f}")}
+    table.add_row(*(cells[c] for c in columns))
+  return table
 
 
 def main(argv=None) -> int:
   from jaxsearch.cli.common import ArgumentParser
   parser = ArgumentParser(prog="jaxsearch bench", description=__doc__.splitlines()[0])
-  parser.add_argument("--quick", action="store_true", help="small shapes (smoke test)")
+  parser.add_argument("--quick", action="store_true",
+                      help="tiny shapes, a smoke run: its ratios are not the README's figures "
+                           "(those: --repeats 5)")
   parser.add_argument("--repeats", type=int, default=5)
   parser.add_argument("--only", choices=["connect_four", "hashed"], default=None)
   parser.add_argument("--json", action="store_true",
@@ -424,6 +455,8 @@ def main(argv=None) -> int:
     print(json.dumps(header), flush=True)
   else:
     console.print(f"jax {header['jax']} on {header['devices']}")
+  if args.quick:  # said first too: the run takes a while and the ratios read as claims
+    console.print(QUICK_NOTE)
   if args.quick:
     shapes = [(connect_four, 8, 8), (hashed, 8, 8)]
   else:
@@ -441,7 +474,7 @@ def main(argv=None) -> int:
       if args.json:
         print(json.dumps(record), flush=True)
   if not args.json:
-    _table(records, Console())
+    _table(records, Console(), quick=args.quick)
   return 0
 
 

@@ -30,7 +30,11 @@ def run(args: argparse.Namespace) -> int:
     header, policy = policy_file.load(args.file)
     secrets, guesses, score = policy_file.game_from_file_header(
         header, base_dir=Path(args.file).parent)
-    evaluation = policy_file.evaluate(policy, secrets, score, guesses=guesses)
+    # Where the file's game allows only the secrets as guesses (Mastermind), say so as a
+    # list of allowed guesses: the library's hint names a Python argument, which a
+    # command-line user cannot pass.
+    evaluation = policy_file.evaluate(policy, secrets, score,
+                                      guesses=list(secrets) if guesses is None else guesses)
   except FileNotFoundError as error:
     raise CommandError(f"jaxsearch evaluate: {error}") from None
   except ValueError as error:  # PolicyError and malformed files

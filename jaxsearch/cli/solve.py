@@ -10,12 +10,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import sys
 import time
 
 from jaxsearch.cli.common import (CommandError, check_solve_input, non_negative_float,
                                   non_negative_int, positive_float, positive_int,
                                   searches_first_guess, solvable, time_limit)
+from jaxsearch.cli.common import prng_seed
 from jaxsearch.games.solve_defaults import SOLVABLE
 
 
@@ -35,8 +37,11 @@ def add_parser(commands) -> None:
 def _add_problem_arguments(solve: argparse.ArgumentParser) -> None:
   """Which puzzle: the game, its size or word lists, the first guess."""
   solve.add_argument("game", choices=list(SOLVABLE))
-  solve.add_argument("--pegs", type=int, default=4, help="Mastermind pegs (default 4)")
-  solve.add_argument("--colours", type=int, default=6, help="Mastermind colours (default 6)")
+  solve.add_argument("--pegs", type=int_between(1, MAX_PEGS), default=4,
+                     help=f"Mastermind pegs, 1 to {MAX_PEGS} (default 4)")
+  solve.add_argument("--colours", type=int_between(1, MAX_COLOURS), default=6,
+                     help=f"Mastermind colours, 1 to {MAX_COLOURS} (default 6); at most "
+                          f"{MAX_CODES} codes (colours to the power pegs)")
   solve.add_argument("--answers", default=None,
                      help="Wordle answer list (default: the list in $WORDLE_DATA, else the one "
                           "shipped with the package)")
@@ -51,6 +56,37 @@ def _add_problem_arguments(solve: argparse.ArgumentParser) -> None:
                           "up to symmetry (1111, 1112, 1122, 1123, 1234 for 4×6); Wordle "
                           "searches the first guess too, as a decision above batches of "
                           "trees of each visited first guess's feedbacks")
+
+
+# Mastermind's sizes (jaxsearch.games.mastermind.make's limits: colours are digits, and the
+# feedback table of every pair of codes stays within 1 GiB), checked here so that a refusal
+# names the flag typed, not the function behind it.
+MAX_PEGS, MAX_COLOURS, MAX_CODES = 21, 9, 32768
+
+
+def int_between(low: int, high: int):
+  """argparse type of an integer option in ``[low, high]``: a usage error naming the
+  option otherwise."""
+  def parse(text: str) -> int:
+    try:
+      value = int(text)
+    except ValueError:
+      raise argparse.ArgumentTypeError(f"expected an integer from {low} to {high}, got "
+                                       f"{text!r}") from None
+    if not low <= value <= high:
+      raise argparse.ArgumentTypeError(f"expected an integer from {low} to {high}, got "
+                                       f"{value}")
+    return value
+  return parse
+
+
+def check_sizes(args: argparse.Namespace) -> None:
+  """Mastermind's ``--pegs`` and ``--colours`` together: at most :data:`MAX_CODES` codes
+  (each alone is checked while parsing)."""
+  if args.game == "mastermind" and args.colours ** args.pegs > MAX_CODES:
+    raise CommandError(f"jaxsearch solve: --pegs {args.pegs} --colours {args.colours} make "
+                       f"{args.colours ** args.pegs} codes, too many (at most {MAX_CODES}); "
+                       f"lower --pegs or --colours")
 
 
 def _per_game(default, searching_first: bool = False) -> str:
@@ -68,11 +104,15 @@ def _per_game(default, searching_first: bool = False) -> str:
 def _add_budget_arguments(solve: argparse.ArgumentParser) -> None:
   """How much search: time, simulations, nodes, slots, the certificates' exact search."""
   solve.add_argument("--seconds", type=time_limit, default=None,
-                     help="search time budget, checked between chunks (default "
+                     help="the whole run's time budget, compilation included (default "
                           f"{_per_game(lambda d: f'{d.seconds:g}')}; "
                           f"{_per_game(lambda d: f'{d.first_guess_seconds:g}', True)} "
-                          "where the first guess is searched too, without --first: Wordle "
-                          "then finds the optimum, 11219, in about 14 minutes on 2 CPU cores)")
+                          "where the first guess is searched too, without --first). The "
+                          "search stops by a share of it ("
+                          f"{_per_game(lambda d: f'{d.search_share}')}) or earlier, "
+                          "proven, leaving the rest to extracting the policy and the "
+                          "certificates; the run says at its start when each phase ends. At "
+                          "least one chunk is searched and the extraction is never cut short")
   solve.add_argument("--simulations", type=positive_int, default=None,
                      help="simulation budget per tree (default: none)")
   solve.add_argument("--chunk", type=positive_int, default=None,
@@ -93,13 +133,34 @@ def _add_budget_arguments(solve: argparse.ArgumentParser) -> None:
                      help="the certificates settle guesses at nodes of at most N secrets by "
                           "exact depth-first search where the tree cannot (default 512; 0: "
                           "the tree alone)")
-  solve.add_argument("--certify-seconds", type=time_limit, default=600.0, metavar="S",
-                     help="time the certificates may spend in that exact search after the "
-                          "search (default 600); what they cannot show by then is not claimed")
-  solve.add_argument("--memory", type=positive_float, default=None,
-                     help="memory budget in GB (default: the memory available); a run whose "
-                          "estimate exceeds it is refused before it starts, with the estimate")
-  solve.add_argument("--seed", type=int, default=0)
+  solve.add_argument("--certify-seconds", type=time_limit, default=None, metavar="S",
+                     help="at most S seconds for the certificates' exact search (default: "
+                          "what --seconds leaves them); the search then leaves them S if "
+                          "that is less than their share. What they cannot show in time is "
+                          "not claimed")
+  solve.add_argument("--memory", type=memory_gb, default=None,
+                     help="memory budget in GB, 0.001 to 1e9 (default: the memory "
+                          "available); a run whose estimate exceeds it is refused before "
+                          "anything is built, with the estimate")
+  solve.add_argument("--seed", type=prng_seed, default=0,
+                     help="PRNG seed, 0 to 2**32 - 1 (default 0)")
+
+
+MEMORY_GB = (0.001, 1e9)  # --memory's range: a megabyte to more than any machine holds
+
+
+def memory_gb(text: str) -> float:
+  """argparse type of ``--memory``: a number of GB in :data:`MEMORY_GB` (beyond it the bytes
+  would overflow to ``inf``, or round to nothing)."""
+  low, high = MEMORY_GB
+  try:
+    value = positive_float(text)
+  except argparse.ArgumentTypeError:
+    value = None
+  if value is None or not low <= value <= high:
+    raise argparse.ArgumentTypeError(f"expected a number of GB from 0.001 to 1e9, got "
+                                     f"{text}")
+  return value
 
 
 def _add_output_arguments(solve: argparse.ArgumentParser) -> None:
@@ -126,8 +187,8 @@ def _add_output_arguments(solve: argparse.ArgumentParser) -> None:
                           "that already holds a run's state is refused without --resume")
   solve.add_argument("--resume", action="store_true",
                      help="go on from the state saved in --checkpoint DIR (the same game and "
-                          "options; --seconds and --simulations count the search already "
-                          "done); a DIR holding no state starts afresh")
+                          "options; the search's share of --seconds and --simulations count "
+                          "the search already done); a DIR holding no state starts afresh")
   solve.add_argument("--checkpoint-seconds", type=non_negative_float, default=10.0,
                      metavar="S",
                      help="with --checkpoint: seconds of search between saves of its state "
@@ -137,6 +198,8 @@ def _add_output_arguments(solve: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
   """``jaxsearch solve``; returns the exit status."""
+  clock_start = time.monotonic()  # --seconds counts from here
+  check_sizes(args)
   check_solve_input(args)  # output files, node budget: refused before any work
   from jaxsearch import policy_file
   from jaxsearch import solve as solve_lib
@@ -145,8 +208,9 @@ def run(args: argparse.Namespace) -> int:
   num_slots = _fill_budget_defaults(args)
   _check_resume(args)
   options = _solve_options(args, num_slots)  # every option checked before the puzzle is built
+  _check_memory(args, options)  # from the sizes alone: nothing built, compiled or written
   puzzle, title = _puzzle(args)
-  result = _search(args, puzzle, title, options)
+  result = _search(args, puzzle, title, options, clock_start)
   summary = solve_lib.summary(puzzle, result)
   summary["seconds"] = round(time.perf_counter() - started, 2)
   if args.export:
@@ -204,16 +268,67 @@ def _fill_budget_defaults(args: argparse.Namespace):
 def _solve_options(args: argparse.Namespace, num_slots):
   """The command line's :class:`jaxsearch.solve.SolveOptions` (its defaults filled in)."""
   from jaxsearch.solve import SolveOptions
+  share = float(solvable(args).defaults.search_share)
+  # --seconds is the whole run's; the search's own limit (every run's search, with
+  # --resume) is its share, and this run's clock stops it too (Budget.clock).
   return SolveOptions.from_keywords(
-      "jaxsearch solve", seconds=args.seconds, max_simulations=args.simulations,
+      "jaxsearch solve", seconds=args.seconds * share, run_seconds=args.seconds,
+      search_share=share, max_simulations=args.simulations,
       chunk=args.chunk, max_nodes=args.nodes, num_slots=num_slots,
-      bound_slots=args.bound_slots, seed=args.seed, certify_seconds=args.certify_seconds,
+      bound_slots=args.bound_slots, seed=args.seed,
+      certify_seconds=_certify_seconds(args),
       memory=None if args.memory is None else args.memory * (1 << 30),
       checkpoint=args.checkpoint, resume=args.resume,
       checkpoint_seconds=args.checkpoint_seconds)
 
 
-def _search(args: argparse.Namespace, puzzle, title: str, options):
+def _certify_seconds(args: argparse.Namespace) -> float:
+  """``--certify-seconds``, or by default what ``--seconds`` leaves the certificates (600 s
+  where ``--seconds`` is ``inf``)."""
+  if args.certify_seconds is not None:
+    return args.certify_seconds
+  return math.inf if math.isfinite(args.seconds) else 600.0
+
+
+def _check_memory(args: argparse.Namespace, options) -> None:
+  """Refuses the run, before anything is built, where its memory estimate from the game's
+  sizes (:func:`jaxsearch.memory.estimate_from_sizes`) exceeds ``--memory`` or the memory
+  available. The search over first guesses holds ``live_openings`` first guesses' trees,
+  each batch at most the game's feedbacks padded to ``pad_rows``."""
+  from jaxsearch.memory import MemoryBudgetError, check_memory, estimate_from_sizes
+  from jaxsearch.solve.root import RootOptions
+  game = solvable(args)
+  sizes = game.sizes(args)
+  if sizes is None:
+    return  # sizes the game refuses in its own words; the solver checks again
+  count = game.count_trees(args)
+  if searches_first_guess(args):
+    root = RootOptions()
+    rows = -(-min(sizes.outcomes - 1, sizes.secrets) // root.pad_rows) * root.pad_rows
+    batch = rows * root.live_openings
+  elif count is None:
+    return
+  else:
+    batch = None if count.trees is None else max(sum(count.trees), 1)
+  try:
+    check_memory(estimate_from_sizes(sizes, options, batch), options.capacity.memory)
+  except MemoryBudgetError as error:
+    raise CommandError(f"jaxsearch solve: refused: {error}") from None
+
+
+def _plan(options, clock_start: float) -> str:
+  """What the run will spend, in words: when the search stops and when the run does."""
+  clock = options.budget.clock(clock_start)
+  if clock.run_ends is None or not math.isfinite(clock.run_ends):
+    return "compiling, then searching with no time limit"
+  search = clock.search_ends - clock_start
+  total = clock.run_ends - clock_start
+  return (f"budget {total:g} s in all: compiling and searching until {search:.0f} s at most "
+          f"(at least one chunk), then extracting the policy (not cut short) and the "
+          f"certificates until {total:g} s")
+
+
+def _search(args: argparse.Namespace, puzzle, title: str, options, clock_start: float):
   """The solver's result (:func:`jaxsearch.solve.solve_puzzle`), with its progress: a bar
   on a terminal, plain lines elsewhere (:class:`jaxsearch.solve.report.ProgressReporter`)."""
   from jaxsearch import solve as solve_lib
@@ -227,12 +342,15 @@ def _search(args: argparse.Namespace, puzzle, title: str, options):
   given = args.first.replace("{", "{{").replace("}", "}}") if conditional else ""
   upper_label = f"≥ {{:.1f}} given the first guess {given}" if conditional else "≥ {:.1f}"
   with ProgressReporter(title, args.seconds, max_simulations=args.simulations,
-                        quiet=args.quiet, upper_label=upper_label) as progress:
+                        quiet=args.quiet, upper_label=upper_label,
+                        first_guess=args.first if conditional else None,
+                        plan=_plan(options, clock_start), started=clock_start) as progress:
     openings = (puzzle.openings if args.openings and args.first is None else None)
     root = RootOptions() if searches_first_guess(args) else None
     try:
       result = solve_lib.solve_puzzle(puzzle, first=args.first, openings=openings, root=root,
-                                      options=options, on_chunk=progress.chunk)
+                                      options=options, on_chunk=progress.chunk,
+                                      on_phase=progress.phase, started=clock_start)
     except solve_lib.MemoryBudgetError as error:
       progress.stop()
       raise CommandError(f"jaxsearch solve: refused: {error}") from None

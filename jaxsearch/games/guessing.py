@@ -176,7 +176,7 @@ def guessing_game(name: str, by_secret, num_outcomes: int, solved_code: int,
     num_outcomes: ``O <= 256``, number of feedback codes.
     solved_code: the all-correct code.
     value_range: ``(lo, hi)`` scale of values for range-normalised selection rules
-      (ALGORITHMS.md uses ``(-6, 0)`` for Wordle). Not a hard bound: bad policies do worse.
+      (docs/algorithms.md uses ``(-6, 0)`` for Wordle). Not a hard bound: bad policies do worse.
     max_length: the game's ``max_length`` (default ``None``: a policy may guess forever).
     branching: ``F`` of the counting bound (:func:`feedback_branching`); ``None`` reads it
       off the table, which must then be concrete. Given, ``by_secret`` may be a tracer: build

@@ -1,4 +1,4 @@
-"""The entropic estimator of guessing games (ALGORITHMS.md §2), batched and in numpy.
+"""The entropic estimator of guessing games (docs/algorithms.md §2), batched and in numpy.
 
 :func:`entropic_estimator` scores every guess of a batch of :class:`jaxsearch.games.guessing.State`
 by the entropy of its feedback over the remaining secrets; :func:`greedy_guess` is the same
@@ -124,7 +124,7 @@ def entropic_estimator(by_secret, secret_of_guess, num_outcomes: int,
                        guess_chunk: int = DEFAULT_GUESS_CHUNK,
                        branching: Optional[int] = None,
                        batched: Optional[bool] = None) -> Estimator:
-  """The entropic estimator q̂1 of ALGORITHMS.md §2, batched: ``(params, key, states[B])``.
+  """The entropic estimator q̂1 of docs/algorithms.md §2, batched: ``(params, key, states[B])``.
 
   The estimate of each guess and its cost are described in the module's docstring.
 

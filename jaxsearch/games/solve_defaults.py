@@ -25,9 +25,12 @@ class SolveDefaults:
     slots: guesses kept per node (``--slots``).
     bound_share: the share of the slots that hold the best admissible bounds instead
       (``--bound-slots``: ``floor(slots × bound_share)``).
-    seconds: the search's time budget (``--seconds``).
+    seconds: the whole run's time budget (``--seconds``): the search, the policy's
+      extraction and the certificates.
     first_guess_seconds: the same where the first guess is searched too (a game without
       openings up to symmetry, no ``--first``): long enough to find the optimum.
+    search_share: the share of ``--seconds`` the search may take (the rest is the
+      extraction's and the certificates', unless ``--certify-seconds`` is less).
   """
 
   chunk: int
@@ -36,6 +39,7 @@ class SolveDefaults:
   bound_share: Fraction = Fraction(0)
   seconds: float = 60.0
   first_guess_seconds: float = 600.0
+  search_share: Fraction = Fraction(3, 4)
 
   def bound_slots(self, slots: int) -> int:
     """``--bound-slots``'s default for ``slots`` guesses per node."""
@@ -76,6 +80,9 @@ class SolvableGame:
       its own words, or the first guesses the search will visit).
     input_errors: errors the puzzle's build raises about input files (Wordle's word lists),
       which the command reports naming the game.
+    sizes: ``args -> PuzzleSizes | None`` (:class:`jaxsearch.memory.PuzzleSizes`): what the
+      run's memory depends on, without building the puzzle (``None``: unknown, e.g. sizes
+      the game refuses), so that a run too large is refused before any work.
   """
 
   name: str
@@ -84,6 +91,7 @@ class SolvableGame:
   puzzle: Callable[[Any], tuple]
   count_trees: Callable[[Any], Optional[TreeCount]]
   input_errors: tuple = ()
+  sizes: Callable[[Any], Any] = lambda args: None
 
 
 def _mastermind_puzzle(args):
@@ -115,6 +123,41 @@ def _mastermind_trees(args) -> Optional[TreeCount]:
   trees = [len(set(mastermind.guess_feedbacks(pegs, colours, guess).tolist()) - {solved})
            for guess in guesses]
   return TreeCount(trees, num_outcomes, what)
+
+
+def _mastermind_sizes(args):
+  """:class:`jaxsearch.memory.PuzzleSizes` of ``solve mastermind`` (its puzzle keeps the
+  colour-and-peg symmetries in each state where the group is small enough), or ``None``."""
+  import math
+  from jaxsearch.games import guessing, mastermind, mastermind_symmetry
+  from jaxsearch.memory import PuzzleSizes
+  pegs, colours = args.pegs, args.colours
+  if not (1 <= pegs <= 21 and 1 <= colours <= 9 and colours ** pegs <= 32768):
+    return None
+  codes = colours ** pegs
+  symmetric = (math.factorial(colours) * math.factorial(pegs)
+               <= mastermind_symmetry.MAX_GROUP)
+  state = 4 * guessing.num_words(codes) + 1 + (
+      4 * mastermind_symmetry.MAX_SYMMETRIES if symmetric else 0)
+  return PuzzleSizes(secrets=codes, actions=codes,
+                     outcomes=len(mastermind.feedback_keys(pegs)), state_bytes=state,
+                     table_bytes=codes * codes)
+
+
+def _wordle_sizes(args):
+  """:class:`jaxsearch.memory.PuzzleSizes` of ``solve wordle`` (its lists read, nothing
+  built), or ``None`` where they cannot be read."""
+  from jaxsearch.games import guessing, wordle
+  from jaxsearch.memory import PuzzleSizes
+  try:
+    answers_path, guesses_path = _wordle_lists(args)
+    answers, guesses = wordle.load_words(answers_path), wordle.load_words(guesses_path)
+  except (OSError, ValueError):
+    return None
+  return PuzzleSizes(secrets=len(answers), actions=len(guesses),
+                     outcomes=wordle.NUM_PATTERNS,
+                     state_bytes=4 * guessing.num_words(len(answers)) + 1,
+                     table_bytes=len(answers) * len(guesses))
 
 
 def _wordle_lists(args) -> tuple:
@@ -160,13 +203,17 @@ SOLVABLE = {
     # 128 slots, 96 of them for the best bounds, which certifies 4×6 in about a minute.
     "mastermind": SolvableGame(
         name="mastermind", openings_up_to_symmetry=True, puzzle=_mastermind_puzzle,
-        count_trees=_mastermind_trees,
+        count_trees=_mastermind_trees, sizes=_mastermind_sizes,
         defaults=SolveDefaults(chunk=32, nodes=200_000, slots=128,
-                               bound_share=Fraction(3, 4))),
+                               bound_share=Fraction(3, 4), seconds=120.0)),
     # Larger nodes (243 feedbacks): 64 slots by q̂1 only. A chunk of one batch of trees is
     # ~150 expansions per simulation, each scoring every guess for up to 243 feedbacks.
     "wordle": SolvableGame(
         name="wordle", openings_up_to_symmetry=False, puzzle=_wordle_puzzle,
         count_trees=_wordle_trees, input_errors=(FileNotFoundError, ValueError),
-        defaults=SolveDefaults(chunk=4, nodes=120_000, slots=64)),
+        sizes=_wordle_sizes,
+        # Half of the run for the certificates: their exact search of small sets is most of
+        # a proof after a fixed first guess.
+        defaults=SolveDefaults(chunk=4, nodes=120_000, slots=64, seconds=300.0,
+                               first_guess_seconds=1200.0, search_share=Fraction(1, 2))),
 }

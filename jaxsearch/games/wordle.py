@@ -17,7 +17,7 @@ State, chance, rewards, bounds and the entropic estimator are the generic guessi
 consistent with the feedback (a bitset ``u32[ceil(S / 32)]``) plus ``solved``; action ``g``
 guesses ``guesses[g]``; outcome = feedback pattern index.
 
-**Feedback** (ALGORITHMS.md §2): greens first (each consumes its answer letter), then yellows
+**Feedback** (docs/algorithms.md §2): greens first (each consumes its answer letter), then yellows
 left to right, each consuming the first unused matching answer letter; other letters are grey.
 Equivalently a non-green guess letter at position ``i`` is yellow iff fewer earlier non-green
 guess positions hold the same letter than there are non-green answer positions holding it.
@@ -53,7 +53,7 @@ from jaxsearch.games.guessing_estimator import (DEFAULT_GUESS_CHUNK, DEFAULT_TIE
 from jaxsearch.games.guessing_exact import ExactBounds
 from jaxsearch.games.wordle_lists import (EXPECTED_COUNTS, LISTS, default_data_dir,  # noqa: F401
                                           default_paths, load_words, shipped_data_dir,
-                                          _check_words, _word_list, _word_list_path)
+                                          check_words, word_list, word_list_path)
 from jaxsearch import policy_file
 from jaxsearch.game import Estimator, Game
 
@@ -85,7 +85,7 @@ def pattern_index(pattern: str) -> int:
 
 def encode_words(words: Sequence[str]) -> np.ndarray:
   """``int8[len(words), 5]``: letters as ``0..25``."""
-  _check_words(words, "encode_words")
+  check_words(words, "encode_words")
   return (np.frombuffer("".join(words).encode("ascii"), np.uint8).reshape(-1, WORD_LENGTH)
           - ord("a")).astype(np.int8)
 
@@ -233,12 +233,12 @@ def make(answers: Sequence[str], guesses: Sequence[str],
   """Wordle with secrets ``answers`` and actions ``guesses`` (which must contain every
   answer; no repeats in either).
 
-  ``value_range`` (default ``(-6, 0)``, ALGORITHMS.md) and ``max_length`` go to the
+  ``value_range`` (default ``(-6, 0)``, docs/algorithms.md) and ``max_length`` go to the
   :class:`Game`; ``tiers`` and ``guess_chunk`` to the estimator. ``name`` defaults to
   ``wordle_<S>_<G>``.
   """
-  answers = _word_list(answers, "wordle.make", "answers")
-  guesses = _word_list(guesses, "wordle.make", "guesses")
+  answers = word_list(answers, "wordle.make", "answers")
+  guesses = word_list(guesses, "wordle.make", "guesses")
   for label, words in (("answers", answers), ("guesses", guesses)):
     if not words:
       raise ValueError(f"wordle.make: {label} is empty; need at least one answer and one "
@@ -295,8 +295,8 @@ def puzzle(answers_path, guesses_path, exact_search: bool = True):
 
   # The paths go into exported policies' headers, where `jaxsearch evaluate` reads the lists
   # again: a list of words (or a generator) cannot stand in for them.
-  answers = load_words(_word_list_path(answers_path, "wordle.puzzle", "answers_path"))
-  guesses = load_words(_word_list_path(guesses_path, "wordle.puzzle", "guesses_path"))
+  answers = load_words(word_list_path(answers_path, "wordle.puzzle", "answers_path"))
+  guesses = load_words(word_list_path(guesses_path, "wordle.puzzle", "guesses_path"))
   game = make(answers, guesses)
   table = np.asarray(game.by_secret)
   guess_of_secret = np.array([game.guess_index(w) for w in game.answers])
@@ -324,7 +324,7 @@ class WordleScore:
 
   def __init__(self, answers: Sequence[str]):
     self.answers = tuple(answers)
-    _check_words(self.answers, "WordleScore answers")
+    check_words(self.answers, "WordleScore answers")
     self._index = {w: i for i, w in enumerate(self.answers)}
     self._patterns = tuple(pattern_string(i) for i in range(NUM_PATTERNS))
     self._rows: dict[str, list[str]] = {}

@@ -25,7 +25,7 @@ EXPECTED_COUNTS = {
 _WORD = re.compile(r"[a-z]{5}")
 
 
-def _check_words(words: Sequence[str], where: str) -> None:
+def check_words(words: Sequence[str], where: str) -> None:
   if isinstance(words, str):
     raise TypeError(f"{where}: expected a sequence of words, got the string {words!r}")
   bad = [w for w in words if not isinstance(w, str) or not _WORD.fullmatch(w)]
@@ -34,7 +34,7 @@ def _check_words(words: Sequence[str], where: str) -> None:
                      f"{bad[:5]!r}")
 
 
-def _word_list(words, where: str, name: str) -> list[str]:
+def word_list(words, where: str, name: str) -> list[str]:
   """``words`` (any iterable of words but a string: a list, a tuple, a generator...) as a
   checked list; ``where`` and ``name`` name the function and the argument in errors.
 
@@ -49,11 +49,11 @@ def _word_list(words, where: str, name: str) -> list[str]:
     raise TypeError(f"{where}: {name} must be a list of 5-letter lowercase words in a fixed "
                     f"order, got a {type(words).__name__}: pass sorted({name})")
   words = list(words)
-  _check_words(words, f"{where} {name}")
+  check_words(words, f"{where} {name}")
   return words
 
 
-def _word_list_path(path, where: str, name: str) -> Path:
+def word_list_path(path, where: str, name: str) -> Path:
   """``path`` of a word-list file as a :class:`Path`; a clear :class:`TypeError` for
   anything else (words in memory go to :func:`make`)."""
   if not isinstance(path, (str, os.PathLike)):
@@ -119,7 +119,7 @@ def load_words(path, expected_count: Optional[int] = None) -> list[str]:
     ValueError: a line is not a 5-letter lowercase word, a word repeats, or the number of
       words differs from ``expected_count``.
   """
-  path = _word_list_path(path, "wordle.load_words", "path")
+  path = word_list_path(path, "wordle.load_words", "path")
   if not path.is_file():
     raise FileNotFoundError(_missing_list_message(path))
   words = []

@@ -8,12 +8,14 @@ first guesses (:mod:`jaxsearch.solve.root`).
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Optional
+import time
+from typing import TYPE_CHECKING, Callable, Optional
 
 from jaxsearch import policy_file
 from jaxsearch.memory import MemoryEstimate
 from jaxsearch.solve.certify import certify, settle_each
 from jaxsearch.solve.extract import PolicyExtractor
+from jaxsearch.solve.options import RunClock
 
 if TYPE_CHECKING:  # root.py imports this module
   from jaxsearch.solve.root import RootReport
@@ -58,20 +60,59 @@ class Outcome:
   root: Optional[RootReport] = None
 
 
+@dataclasses.dataclass
+class RunProgress:
+  """One solve's deadlines and what it says of its progress.
+
+  Attributes:
+    clock: the deadlines (:class:`jaxsearch.solve.options.RunClock`).
+    on_chunk: called after every chunk of the search with its figures, or ``None``.
+    on_phase: called as each phase after the search goes, with a dict: ``{"phase":
+      "extracting"}`` when the policy is read off the trees and evaluated, ``{"phase":
+      "certifying", "done": k, "total": n, "deadline": d}`` before the certificates and
+      after each (``d``: when they stop at the latest, ``time.monotonic()``), or ``None``.
+  """
+
+  clock: RunClock
+  on_chunk: Optional[Callable[[dict], None]] = None
+  on_phase: Optional[Callable[[dict], None]] = None
+  certified: int = 0  # certificates done so far in this run
+  to_certify: int = 0  # and in all, as far as known
+
+  def extracting(self) -> None:
+    if self.on_phase is not None:
+      self.on_phase({"phase": "extracting"})
+
+  def certifying(self, deadline: float, more: int = 0, done: int = 0,
+                 say: bool = True) -> None:
+    """``more`` certificates are coming, ``done`` were completed (told unless ``say`` is
+    false)."""
+    self.to_certify += more
+    self.certified += done
+    if self.on_phase is not None and say:
+      self.on_phase({"phase": "certifying", "done": self.certified,
+                     "total": self.to_certify, "deadline": deadline})
+
+
+def quiet_progress() -> RunProgress:
+  """No deadlines beyond the options', nothing said."""
+  return RunProgress(RunClock(time.monotonic(), None, None, float("inf")))
+
+
 def evaluate(puzzle, policy: dict) -> policy_file.Evaluation:
   """Exact evaluation of ``policy`` over every secret of ``puzzle``."""
   return policy_file.evaluate(policy, puzzle.secrets, puzzle.score,
                               guesses=puzzle.valid_guesses)
 
 
-def _named(puzzle, policy: dict) -> dict:
+def exported_policy(puzzle, policy: dict) -> dict:
   """An exact search's policy (guess indices, feedback codes) in the export format."""
   return {"guess": puzzle.guess_names[policy["guess"]], "children": {
-      puzzle.outcome_name(code): _named(puzzle, child)
+      puzzle.outcome_name(code): exported_policy(puzzle, child)
       for code, child in policy["children"].items()}}
 
 
-def _opening_policy(puzzle, guess: str, outcomes, trees, rows):
+def opening_policy(puzzle, guess: str, outcomes, trees, rows):
   """``(evaluation, policy, sub_totals)``: the policy opening with ``guess`` whose feedbacks
   ``outcomes`` go on with the policies the trees' ``rows`` hold (``trees``: one batch of one
   tree per root; one row per feedback, in order), its exact evaluation, and each row's exact
@@ -82,7 +123,7 @@ def _opening_policy(puzzle, guess: str, outcomes, trees, rows):
   return evaluate(puzzle, policy), policy, [extractor.best(0)[0] for extractor in extractors]
 
 
-def _corrected(puzzle, policy: dict, evaluation, outcomes, first_row: int, settled: dict):
+def corrected_policy(puzzle, policy: dict, evaluation, outcomes, first_row: int, settled: dict):
   """``(policy, evaluation)``: ``policy`` (an opening's) with the sub-problems where the exact
   search found better (``settled``, by row; ``outcomes[row - first_row]`` their feedbacks)
   replaced by its policies, and evaluated again."""
@@ -91,29 +132,42 @@ def _corrected(puzzle, policy: dict, evaluation, outcomes, first_row: int, settl
     return policy, evaluation
   children = dict(policy["children"])
   for row, one in better.items():
-    children[puzzle.outcome_name(outcomes[row - first_row])] = _named(puzzle, one.policy)
+    children[puzzle.outcome_name(outcomes[row - first_row])] = exported_policy(puzzle, one.policy)
   policy = {"guess": policy["guess"], "children": children}
   return policy, evaluate(puzzle, policy)
 
 
-def _settle(puzzle, trees, targets: dict, deadline: float, store) -> dict:
-  """:func:`settle_each`, each result saved to the checkpoint ``store`` as it comes; those it
-  holds already for this search (a resumed run killed while certifying) are not redone."""
+def settle_saved(puzzle, trees, targets: dict, deadline: float, store,
+            progress: Optional[RunProgress] = None) -> dict:
+  """:func:`settle_each`, each result saved to the checkpoint ``store`` as it comes (and
+  told to ``progress``); those it holds already for this search (a resumed run killed while
+  certifying) are not redone."""
   saved = {} if store is None else store.settled(targets)
   todo = {row: target for row, target in targets.items() if row not in saved}
-  save = None if store is None else (lambda row, one: store.save_settled(row, todo[row], one))
+  if progress is not None:
+    progress.certifying(deadline, more=len(targets), done=len(saved))
+
+  def save(row, one):
+    if store is not None:
+      store.save_settled(row, todo[row], one)
+    if progress is not None:
+      progress.certifying(deadline, done=1)
+
   fresh = settle_each(puzzle, trees, todo, deadline, on_settled=save) if todo else {}
   return {row: saved[row] if row in saved else fresh[row] for row in targets}
 
 
-def _certified(puzzle, trees, rows, target: int, cost: int, deadline: float, store,
-               name: str) -> bool:
+def certify_saved(puzzle, trees, rows, target: int, cost: int, deadline: float, store,
+               name: str, progress: Optional[RunProgress] = None) -> bool:
   """:func:`certify`, its answer saved to (or, resumed, taken from) the checkpoint ``store``
-  under ``name``."""
+  under ``name`` (and told to ``progress``)."""
   saved = None if store is None else store.certified(name, target)
   if saved is not None:
-    return saved
-  proven = certify(puzzle, trees, rows, target, cost, deadline)
-  if store is not None:
-    store.save_certified(name, target, proven)
+    proven = saved
+  else:
+    proven = certify(puzzle, trees, rows, target, cost, deadline)
+    if store is not None:
+      store.save_certified(name, target, proven)
+  if progress is not None:
+    progress.certifying(deadline, done=1)
   return proven

@@ -32,7 +32,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsearch.game import Estimator, Game
-from jaxsearch.memory import MemoryEstimate, RUNTIME_BYTES, check_memory
+from jaxsearch.memory import (MemoryEstimate, RUNTIME_BYTES, can_hold, check_memory,
+                              working_bytes)
 from jaxsearch.solve import checkpoint as checkpoint_lib
 from jaxsearch.solve.options import SolveOptions
 
@@ -127,12 +128,11 @@ def estimate_memory(problem, init, tables, key, roots) -> MemoryEstimate:
   trees = sum(int(np.prod(x.shape)) * x.dtype.itemsize for x in jax.tree.leaves(shapes))
   nodes = int(shapes.nodes.visits.shape[0] * shapes.nodes.visits.shape[1])
   table_bytes = sum(int(np.asarray(x).nbytes) for x in jax.tree.leaves(problem.tables))
-  from jaxsearch.search import AvtsOptions
-  expand_chunk = AvtsOptions().expand_chunk
-  # Regrowing the open trees holds the old rows, the fresh larger trees and the copy at once.
-  working = 8 * 4 * expand_chunk * problem.game.num_actions + 3 * trees
+  # The trees are counted once: chunks write into the donated trees, and a regrowth (which
+  # holds two sets for a moment) happens only where the memory is free then (ChunkedSearch.regrow).
   return MemoryEstimate(trees=trees, per_node=trees / max(nodes, 1), tables=2 * table_bytes,
-                        working=working, runtime=RUNTIME_BYTES, nodes=nodes)
+                        working=working_bytes(problem.game.num_actions),
+                        runtime=RUNTIME_BYTES, nodes=nodes)
 
 
 @functools.partial(jax.jit, donate_argnums=(1,))
@@ -174,7 +174,7 @@ def _sums(bound, upper):
   return float(bound.sum()), None if upper is None else float(upper.sum())
 
 
-class _Loop:
+class ChunkedSearch:
   """The state of one :func:`run`: the trees searched now (roots ``rows`` of the batch),
   those of the roots that left the batch (``kept``), the counters and history, and the
   compiled programs (for the trees' current sizes: ``tree_options``, the run's ``options``
@@ -194,6 +194,7 @@ class _Loop:
     self.simulations, self.chunks, self.history = 0, 0, []
     self.sizes: dict = {}  # the open trees' sizes after a regrowth ({}: the run's own)
     self.before, self.start = 0.0, time.perf_counter()  # earlier runs' search seconds; ours
+    self.memory: Optional[MemoryEstimate] = None  # the run's estimate (regrowth checks it)
     self.init, self.step, self.proof_step = self.programs(options)
     self.tables = problem.tables if problem.bind is not None and self.devices is None else None
 
@@ -246,6 +247,10 @@ class _Loop:
     larger = max_nodes * self.batch // max(int((~closed).sum()), 1)
     if not closed.any() or larger < 2 * self.nodes_per_tree or self.devices is not None:
       return False  # every open tree is full and there is no room to give them
+    # The old trees and the larger ones are held together for a moment: only where that
+    # fits (the run's estimate counts one set), else the search ends here, trees full.
+    if not can_hold(int(tree.nbytes()), self.memory, self.options.capacity.memory):
+      return False
     for index in np.flatnonzero(closed):
       self.kept[int(self.rows[index])] = jax.tree.map(
           lambda x: np.asarray(x[index:index + 1]), tree)
@@ -290,9 +295,25 @@ class _Loop:
           self.options.with_capacity(**self.sizes))
     self.tree, self.kept = state.trees(self.init(self.tables, key, self.roots))
 
-  def final_trees(self) -> list:
-    """One batch of one tree per root, in numpy: the kept ones and the open ones' rows."""
-    open_trees = jax.tree.map(np.asarray, self.tree)
+  def final_trees(self, release: bool = False) -> list:
+    """One batch of one tree per root, in numpy: the kept ones and the open ones' rows.
+    ``release``: the search is over, so each array's device buffer is freed as soon as it
+    is copied, and the trees are never held twice (the run's memory estimate counts them
+    once); the loop holds no trees after."""
+    if not release:
+      open_trees = jax.tree.map(np.asarray, self.tree)
+    else:
+      leaves, treedef = jax.tree.flatten(self.tree)
+      self.tree = None
+      host, copies = [], {}
+      for index, leaf in enumerate(leaves):
+        if id(leaf) not in copies:  # an array held twice is copied once
+          copies[id(leaf)] = np.array(leaf)  # a copy: the buffer can go
+          if isinstance(leaf, jax.Array):
+            leaf.delete()
+        host.append(copies[id(leaf)])
+        leaves[index] = None
+      open_trees = jax.tree.unflatten(treedef, host)
     final = [self.kept.get(r) for r in range(self.batch)]
     for index, r in enumerate(self.rows):
       final[int(r)] = jax.tree.map(lambda x: x[index:index + 1], open_trees)
@@ -302,7 +323,8 @@ class _Loop:
 def run(problem, roots, options: SolveOptions, *, weights,
         meets: Callable[[float, Optional[float]], bool],
         combine: Optional[Callable] = None, on_chunk: Optional[Callable[[dict], None]] = None,
-        checkpoint: Optional[checkpoint_lib.Checkpoint] = None) -> SearchResult:
+        checkpoint: Optional[checkpoint_lib.Checkpoint] = None,
+        deadline: Optional[float] = None) -> SearchResult:
   """Searches ``roots`` until ``meets``, out of time, simulations or nodes.
 
   Args:
@@ -325,16 +347,20 @@ def run(problem, roots, options: SolveOptions, *, weights,
       differs, if it was saved for other roots or options). The budgets count every run's
       search: ``seconds`` is the total search time, ``max_simulations`` the total
       simulations.
+    deadline: the search also stops once ``time.monotonic()`` passes it (checked between
+      chunks, like ``seconds``: the whole solve's budget,
+      :meth:`~jaxsearch.solve.options.Budget.clock`), or ``None``.
   Returns:
     A :class:`SearchResult`.
   """
   if checkpoint is not None and options.devices is not None:
     raise ValueError("run: a checkpoint cannot be kept of a search split over devices")
   setup = time.perf_counter()
-  loop = _Loop(problem, roots, weights, options)
+  loop = ChunkedSearch(problem, roots, weights, options)
   key = jax.random.PRNGKey(options.search.seed)
   memory_estimate = estimate_memory(problem, loop.init, loop.tables, key, roots)
   check_memory(memory_estimate, options.capacity.memory)
+  loop.memory = memory_estimate
   saver = None if checkpoint is None else checkpoint_lib.SearchSaver(
       checkpoint, fingerprint(problem, roots, weights, options),
       options.checkpointing.every_seconds)
@@ -349,13 +375,14 @@ def run(problem, roots, options: SolveOptions, *, weights,
 
   def spent(proven: bool) -> bool:  # whether to stop
     return proven or loop.elapsed() >= budget.seconds or (
-        budget.max_simulations is not None and loop.simulations >= budget.max_simulations)
+        budget.max_simulations is not None and loop.simulations >= budget.max_simulations) or (
+        deadline is not None and time.monotonic() >= deadline)
 
   # Resumed: the saved state is that after a chunk; the loop goes on as it would have.
   stop = state is not None and (spent(loop.figures(combine, meets)[2])
                                 or not loop.regrow(key, meets))
   while not stop:
-    proven = _chunk(loop, key, phases, on_chunk, combine, meets)
+    proven = run_chunk(loop, key, phases, on_chunk, combine, meets)
     stop = spent(proven)
     if saver is not None and (stop or saver.due(loop.elapsed())):
       saver.save(loop.snapshot())
@@ -368,7 +395,7 @@ def run(problem, roots, options: SolveOptions, *, weights,
                  0 if state is None else state.simulations)
 
 
-def _chunk(loop: _Loop, key, phases: dict, on_chunk, combine, meets) -> bool:
+def run_chunk(loop: ChunkedSearch, key, phases: dict, on_chunk, combine, meets) -> bool:
   """One chunk of :func:`run` (the proof rule's where its turn comes): the search, the
   history, the progress; whether proven."""
   loop.chunks += 1
@@ -390,7 +417,7 @@ def _chunk(loop: _Loop, key, phases: dict, on_chunk, combine, meets) -> bool:
   return proven
 
 
-def _result(loop: _Loop, phases: dict, memory_estimate, combine, meets,
+def _result(loop: ChunkedSearch, phases: dict, memory_estimate, combine, meets,
             resumed_from: int) -> SearchResult:
   """:func:`run`'s result, its phases completed."""
   searched = time.perf_counter() - loop.start
@@ -404,7 +431,7 @@ def _result(loop: _Loop, phases: dict, memory_estimate, combine, meets,
                       proven=loop.figures(combine, meets)[2], simulations=loop.simulations,
                       nodes=loop.nodes(), seconds=loop.elapsed(), memory=memory_estimate,
                       history=loop.history, phases=phases, resumed_from=resumed_from,
-                      trees=loop.final_trees())
+                      trees=loop.final_trees(release=True))
 
 
 def fingerprint(problem, roots, weights, options: SolveOptions) -> dict:

@@ -13,7 +13,7 @@ read::
                            capacity=Capacity(max_nodes=4000))   # the same
 
 The parts: :class:`Budget` (when the search stops: ``seconds``, ``max_simulations``, and
-``certify_seconds`` for the certificates after it), :class:`Capacity` (the trees' sizes:
+``certify_seconds`` for the certificates after it, ``run_seconds`` for the whole solve), :class:`Capacity` (the trees' sizes:
 ``max_nodes``, ``num_slots``, ``bound_slots``, ``max_chance``, ``max_depth``, and the
 ``memory`` budget), :class:`SearchRule` (how the trees grow: ``chunk``, ``seed``,
 ``selection``, ``variance``, ``proof_every``), :class:`Checkpointing` (``checkpoint``,
@@ -27,9 +27,11 @@ import functools
 import math
 import numbers
 import os
+import time
 from typing import Any, Optional, Union
 
 from jaxsearch.enums import Variance, coerce
+from jaxsearch.seeds import check_seed
 
 # Simulations descend at most this many moves below a root unless the game has a
 # ``max_length``: far more than an optimal guessing policy needs (Mastermind 4×6 and Wordle
@@ -84,16 +86,71 @@ class Budget:
       total of every run.
     certify_seconds: after the search, the time the certificates may spend in the game's
       exact search of small sets (0: none; what they cannot show by then is not claimed).
+    run_seconds: the whole solve's wall-clock budget (``None``: none), counted from its
+      start (:meth:`clock`): the search, extracting and evaluating the policy, and the
+      certificates share it. The search stops by ``run_seconds - reserve`` (compilation
+      included), where ``reserve = min(certify_seconds, run_seconds × (1 - search_share))``;
+      the certificates get what is left of ``run_seconds``, at most ``certify_seconds``.
+    search_share: with ``run_seconds``, the share of it the search may take at least (the
+      rest is reserved for the extraction and the certificates, unless ``certify_seconds`` is
+      smaller).
   """
 
   seconds: float = 60.0
   max_simulations: Optional[int] = None
   certify_seconds: float = 600.0
+  run_seconds: Optional[float] = None
+  search_share: float = 0.75
 
   def __post_init__(self):
     _seconds(self, "seconds")
     _int(self, "max_simulations", 1, optional=True)
     _seconds(self, "certify_seconds")
+    _seconds(self, "run_seconds", optional=True)
+    _seconds(self, "search_share", finite=True)
+    if self.search_share > 1:
+      raise ValueError(f"SolveOptions: search_share must be in [0, 1], got "
+                       f"{self.search_share!r}")
+
+  def clock(self, started: Optional[float] = None) -> "RunClock":
+    """The deadlines of a solve that started at ``started`` (``time.monotonic()``; default
+    now)."""
+    started = time.monotonic() if started is None else float(started)
+    if self.run_seconds is None or math.isinf(self.run_seconds):
+      return RunClock(started, None, None, self.certify_seconds)
+    reserve = min(self.certify_seconds, self.run_seconds * (1.0 - self.search_share))
+    return RunClock(started, started + self.run_seconds - reserve,
+                    started + self.run_seconds, self.certify_seconds)
+
+
+@dataclasses.dataclass(frozen=True)
+class RunClock:
+  """The deadlines of one solve (:meth:`Budget.clock`), all ``time.monotonic()`` instants.
+
+  Attributes:
+    started: when the solve's budget started counting.
+    search_ends: the search stops by then (after the chunk running then; at least one chunk
+      runs), or ``None``: only its own ``seconds`` and ``max_simulations`` stop it.
+    run_ends: the certificates stop by then, or ``None``.
+    certify_seconds: the certificates' own limit, from when they start.
+  """
+
+  started: float
+  search_ends: Optional[float]
+  run_ends: Optional[float]
+  certify_seconds: float
+
+  def search_left(self) -> float:
+    """Seconds left to the search (``inf`` without ``search_ends``; 0 once past it)."""
+    if self.search_ends is None:
+      return math.inf
+    return max(self.search_ends - time.monotonic(), 0.0)
+
+  def certify_deadline(self) -> float:
+    """When certificates starting now must stop: ``certify_seconds`` from now, and not
+    after ``run_ends``."""
+    deadline = time.monotonic() + self.certify_seconds
+    return deadline if self.run_ends is None else min(deadline, self.run_ends)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -141,7 +198,8 @@ class SearchRule:
   Attributes:
     chunk: simulations per compiled call; the budgets and the progress are checked between
       chunks.
-    seed: PRNG seed (chunk ``i`` draws from ``fold_in(key(seed), simulations before it)``).
+    seed: PRNG seed, 0 to 2**32 - 1 (:mod:`jaxsearch.seeds`; chunk ``i`` draws from
+      ``fold_in(key(seed), simulations before it)``).
     selection: the AVTS selection rule (:mod:`jaxsearch.selection`; ``None``: Thompson
       sampling).
     variance: AVTS's variance model (:class:`jaxsearch.enums.Variance`).
@@ -158,9 +216,7 @@ class SearchRule:
 
   def __post_init__(self):
     _int(self, "chunk", 1)
-    if isinstance(self.seed, bool) or not isinstance(self.seed, numbers.Integral):
-      raise ValueError(f"SolveOptions: seed must be an int, got {self.seed!r}")
-    _set(self, "seed", int(self.seed))
+    _set(self, "seed", check_seed(self.seed, "SolveOptions: seed"))
     from jaxsearch.selection.base import SelectionRule
     if self.selection is not None and not isinstance(self.selection, SelectionRule):
       raise TypeError(f"SolveOptions: selection must be a jaxsearch.selection rule or None, "
@@ -202,6 +258,8 @@ _KEYWORDS = {
     "seconds": ("budget", "seconds"),
     "max_simulations": ("budget", "max_simulations"),
     "certify_seconds": ("budget", "certify_seconds"),
+    "run_seconds": ("budget", "run_seconds"),
+    "search_share": ("budget", "search_share"),
     "max_nodes": ("capacity", "max_nodes"),
     "num_slots": ("capacity", "num_slots"),
     "bound_slots": ("capacity", "bound_slots"),
@@ -269,7 +327,7 @@ class SolveOptions:
   @classmethod
   def from_keywords(cls, where: str = "SolveOptions", **keywords) -> "SolveOptions":
     """The options of flat keywords (the defaults for those not given): ``seconds``,
-    ``max_simulations``, ``certify_seconds`` (:class:`Budget`); ``max_nodes``,
+    ``max_simulations``, ``certify_seconds``, ``run_seconds``, ``search_share`` (:class:`Budget`); ``max_nodes``,
     ``num_slots``, ``bound_slots``, ``max_chance``, ``max_depth``, ``memory``
     (:class:`Capacity`); ``chunk``, ``seed``, ``selection``, ``variance``, ``proof_every``
     (:class:`SearchRule`); ``checkpoint``, ``resume``, ``checkpoint_seconds``
@@ -320,11 +378,15 @@ class SolveOptions:
 
   def max_chance_for(self, game) -> int:
     """``C``: ``capacity.max_chance``, else by the game's outcomes; at most ``max_nodes``."""
+    return self.max_chance_of(game.num_outcomes)
+
+  def max_chance_of(self, num_outcomes: int) -> int:
+    """:meth:`max_chance_for` a game of ``num_outcomes`` outcomes."""
     max_nodes, max_chance = self.capacity.max_nodes, self.capacity.max_chance
     if max_chance is None:
       # Nodes per record = possible outcomes per expansion: measured 5.4 on Wordle after
       # tarse (243 feedbacks), 2.7 on Mastermind 3×3 (9).
-      max_chance = max(max_nodes // (4 if game.num_outcomes >= 64 else 2), 1)
+      max_chance = max(max_nodes // (4 if num_outcomes >= 64 else 2), 1)
     return min(max_chance, max_nodes)
 
   def proves(self, game) -> bool:

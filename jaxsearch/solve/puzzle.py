@@ -19,18 +19,19 @@ import numpy as np
 
 from jaxsearch import policy_file
 from jaxsearch.game import Estimator, Game
-from jaxsearch.memory import MemoryEstimate
+from jaxsearch.memory import MemoryEstimate, PuzzleSizes, check_memory, estimate_from_sizes
 from jaxsearch.solve import checkpoint as checkpoint_lib
 from jaxsearch.solve import loop
 from jaxsearch.solve.certify import CertificateGame, IntegerBounds
 from jaxsearch.solve.extract import extract_policy
 from jaxsearch.solve.finish import (  # noqa: F401  (evaluate: part of this module's interface)
-    Outcome, _certified, _corrected, _named, _opening_policy, _settle, evaluate)
+    Outcome, RunProgress, certify_saved, corrected_policy, exported_policy, opening_policy, settle_saved, evaluate,
+    quiet_progress)
 from jaxsearch.solve.options import Checkpointing, SolveOptions
-from jaxsearch.solve.root import RootOptions, RootReport, _solve_root
+from jaxsearch.solve.root import RootOptions, RootReport, solve_root
 from jaxsearch.solve.subproblems import (  # noqa: F401  (part of this module's interface)
     meets, opening_roots, subproblem_min_nodes)
-from jaxsearch.solve.tree_reader import _remaining
+from jaxsearch.solve.tree_reader import secrets_in
 
 
 @dataclasses.dataclass(frozen=True)
@@ -187,7 +188,8 @@ class PuzzleSearch(loop.SearchResult):
 def solve(puzzle: Puzzle, roots=None, *, options: Optional[SolveOptions] = None,
           extract: bool = True, combine: Optional[Callable] = None,
           on_chunk: Optional[Callable[[dict], None]] = None,
-          store: Optional[checkpoint_lib.Checkpoint] = None, **keywords) -> PuzzleSearch:
+          store: Optional[checkpoint_lib.Checkpoint] = None,
+          deadline: Optional[float] = None, **keywords) -> PuzzleSearch:
   """Searches a guessing game until proven optimal, out of time, simulations or nodes.
 
   Args:
@@ -210,6 +212,8 @@ def solve(puzzle: Puzzle, roots=None, *, options: Optional[SolveOptions] = None,
     store: an opened :class:`jaxsearch.solve.checkpoint.Checkpoint` to save the search to
       (:func:`solve_puzzle` passes its own); by default one is opened where
       ``options.checkpointing`` names a directory.
+    deadline: the search also stops once ``time.monotonic()`` passes it (``None``: only
+      ``options.budget`` stops it).
   Returns:
     A :class:`PuzzleSearch`: per root its ``policies``, ``bound`` and ``upper`` (``f64[B]``
     totals), ``sizes``; ``proven`` (by ``combine``'s totals), the work done, and ``trees``:
@@ -220,12 +224,18 @@ def solve(puzzle: Puzzle, roots=None, *, options: Optional[SolveOptions] = None,
   options = _options("solve", options, keywords)
   if roots is None:
     roots = jax.tree.map(lambda x: jnp.asarray(x)[None], puzzle.initial_state)
-  sizes = np.array([len(_remaining(np.asarray(b), len(puzzle.secrets)))
+  sizes = np.array([len(secrets_in(np.asarray(b), len(puzzle.secrets)))
                     for b in np.asarray(roots.remaining)])
+  own = store is None and options.checkpointing.directory is not None
   if store is None:
     store = _open_checkpoint(puzzle, None, options.checkpointing)
-  searched = loop.run(puzzle, roots, options, weights=-sizes.astype(np.float64), meets=meets,
-                      combine=combine, on_chunk=on_chunk, checkpoint=store)
+  try:
+    searched = loop.run(puzzle, roots, options, weights=-sizes.astype(np.float64),
+                        meets=meets, combine=combine, on_chunk=on_chunk, checkpoint=store,
+                        deadline=deadline)
+  finally:
+    if own:  # its lock, held for the search
+      store.close()
   started = time.perf_counter()
   policies = ([extract_policy(puzzle, searched.trees, b) for b in range(len(sizes))]
               if extract else None)
@@ -241,20 +251,25 @@ def _work(searched: loop.SearchResult, history: list) -> dict:
               trees=searched.trees)
 
 
-def _solve_from_start(puzzle: Puzzle, options: SolveOptions, on_chunk, store) -> Outcome:
+def _solve_from_start(puzzle: Puzzle, options: SolveOptions,
+                      progress: Optional[RunProgress], store) -> Outcome:
   """One tree from the initial state."""
-  searched = solve(puzzle, options=options, on_chunk=on_chunk, store=store)
+  progress = progress or quiet_progress()
+  searched = solve(puzzle, options=options, on_chunk=progress.on_chunk, store=store,
+                   extract=False, deadline=progress.clock.search_ends)
   history = [(sims, secs, float(bound.sum()), None if upper is None else float(upper.sum()))
              for sims, secs, bound, upper in searched.history]
-  policy = searched.policies[0]
+  progress.extracting()
   started = time.perf_counter()
+  policy = extract_policy(puzzle, searched.trees, 0)
   evaluation = evaluate(puzzle, policy)
   searched.phases["extract_s"] += time.perf_counter() - started
   started = time.perf_counter()
-  deadline = time.monotonic() + options.budget.certify_seconds
-  settled = _settle(puzzle, searched.trees, {0: evaluation.total_guesses}, deadline, store)[0]
+  deadline = progress.clock.certify_deadline()
+  settled = settle_saved(puzzle, searched.trees, {0: evaluation.total_guesses}, deadline, store,
+                    progress)[0]
   if settled.policy is not None:  # the exact search found better than the tree
-    policy = _named(puzzle, settled.policy)
+    policy = exported_policy(puzzle, settled.policy)
     evaluation = evaluate(puzzle, policy)
   searched.phases["certify_s"] = time.perf_counter() - started
   return Outcome(policy=policy, evaluation=evaluation, bound_total=float(searched.bound.sum()),
@@ -275,7 +290,7 @@ def _best_opening(puzzle, openings, groups, offsets, searched: PuzzleSearch):
         best[0].total_guesses, num_secrets + searched.upper[
             offsets[index]:offsets[index + 1]].sum()):
       continue
-    evaluated, candidate, sub_totals = _opening_policy(
+    evaluated, candidate, sub_totals = opening_policy(
         puzzle, guess, outcomes, searched.trees, range(offsets[index], offsets[index + 1]))
     if best is None or evaluated.total_guesses < best[0].total_guesses:
       best = (evaluated, candidate, index, sub_totals)
@@ -295,10 +310,11 @@ def _solved_by_first_guess(puzzle: Puzzle, guess: str) -> Outcome:
                  subproblems=(0, 0))
 
 
-def _solve_openings(puzzle: Puzzle, openings: Sequence[str], options: SolveOptions, on_chunk,
-                    store) -> Outcome:
+def _solve_openings(puzzle: Puzzle, openings: Sequence[str], options: SolveOptions,
+                    progress: Optional[RunProgress], store) -> Outcome:
   """Every opening's feedback sub-problems in one batch of trees (see :func:`solve_puzzle`),
   ``options.capacity.max_nodes`` shared out between them."""
+  progress = progress or quiet_progress()
   num_secrets = len(puzzle.secrets)
   openings = list(openings)
   groups = [opening_roots(puzzle, guess) for guess in openings]
@@ -320,9 +336,10 @@ def _solve_openings(puzzle: Puzzle, openings: Sequence[str], options: SolveOptio
     return float(min(bounds)), None if uppers is None else float(min(uppers))
 
   searched = solve(puzzle, roots, options=tree_options, combine=totals, extract=False,
-                   on_chunk=on_chunk, store=store)
+                   on_chunk=progress.on_chunk, store=store, deadline=progress.clock.search_ends)
   history = [(sims, secs) + totals(bound, upper)
              for sims, secs, bound, upper in searched.history]
+  progress.extracting()
   started = time.perf_counter()
   evaluation, policy, chosen, sub_totals = _best_opening(puzzle, openings, groups, offsets,
                                                          searched)
@@ -331,18 +348,19 @@ def _solve_openings(puzzle: Puzzle, openings: Sequence[str], options: SolveOptio
   # Which of the chosen opening's sub-problems are solved optimally (exact certificates, one
   # process per core); where the exact search finds a better policy than the tree's, it
   # replaces it.
-  deadline = time.monotonic() + options.budget.certify_seconds
+  deadline = progress.clock.certify_deadline()
   a, b = offsets[chosen], offsets[chosen + 1]
-  settled = _settle(puzzle, searched.trees, {row: sub_totals[row - a] for row in range(a, b)},
-                    deadline, store)
-  policy, evaluation = _corrected(puzzle, policy, evaluation, groups[chosen][0], a, settled)
+  progress.certifying(deadline, more=len(openings) - 1, say=False)  # the other openings
+  settled = settle_saved(puzzle, searched.trees, {row: sub_totals[row - a] for row in range(a, b)},
+                    deadline, store, progress)
+  policy, evaluation = corrected_policy(puzzle, policy, evaluation, groups[chosen][0], a, settled)
   certified = {row: one.proven for row, one in settled.items()}
   bound_total, upper_total = totals(searched.bound, searched.upper)
   # Optimal (given the openings) when no opening can do better than the policy found: the
   # chosen one's sub-problems each at their optimum, and every other one certified.
   proven = all(certified.values()) and all(
-      _certified(puzzle, searched.trees, range(a, b), evaluation.total_guesses, num_secrets,
-                 deadline, store, f"opening {index}")
+      certify_saved(puzzle, searched.trees, range(a, b), evaluation.total_guesses, num_secrets,
+                 deadline, store, f"opening {index}", progress)
       for index, (a, b) in enumerate(zip(offsets, offsets[1:])) if index != chosen)
   searched.phases["certify_s"] = time.perf_counter() - started
   return Outcome(policy=policy, evaluation=evaluation, bound_total=bound_total,
@@ -360,6 +378,9 @@ def _open_checkpoint(puzzle: Puzzle, openings, checkpointing: Checkpointing):
   identity = {"puzzle": puzzle.name,
               "secrets": checkpoint_lib.digest("\n".join(map(str, puzzle.secrets))),
               "guesses": checkpoint_lib.digest("\n".join(map(str, puzzle.guess_names))),
+              # The header's sizes (pegs, colours, list lengths; not paths): what a
+              # mismatch of the digests above means, in words.
+              "rules": {k: v for k, v in puzzle.header.items() if type(v) is int},
               "openings": None if openings is None else list(openings),
               "exact_search": None if game is None else game.search_secrets}
   return checkpoint_lib.Checkpoint(checkpointing.directory, resume=checkpointing.resume,
@@ -370,7 +391,8 @@ def solve_puzzle(puzzle: Puzzle, first: Optional[str] = None,
                  openings: Optional[Sequence[str]] = None, *,
                  root: Optional[RootOptions] = None, options: Optional[SolveOptions] = None,
                  on_chunk: Optional[Callable[[dict], None]] = None,
-                 **keywords) -> SolveResult:
+                 on_phase: Optional[Callable[[dict], None]] = None,
+                 started: Optional[float] = None, **keywords) -> SolveResult:
   """Solves the whole puzzle, in one of four ways:
 
   * default: one tree from the initial state;
@@ -411,6 +433,14 @@ def solve_puzzle(puzzle: Puzzle, first: Optional[str] = None,
   ``seconds`` and ``max_simulations`` count the search of every run. See
   :mod:`jaxsearch.solve.checkpoint`.
 
+  With ``run_seconds`` (:class:`~jaxsearch.solve.options.Budget`) the whole call shares one
+  budget, counted from ``started`` (``time.monotonic()``; default: the call): the search
+  stops in time to leave the certificates their reserve, and they stop by its end
+  (:meth:`Budget.clock <jaxsearch.solve.options.Budget.clock>`). ``on_phase`` is told of each
+  phase after the search (:class:`jaxsearch.solve.finish.RunProgress`). The memory estimate
+  is checked (:class:`MemoryBudgetError`) before anything is compiled and before the
+  checkpoint directory is made.
+
   Raises:
     TypeError: an unknown keyword.
     ValueError: a bad option; ``openings`` is empty, or ``first`` (an opening) is not an
@@ -421,6 +451,7 @@ def solve_puzzle(puzzle: Puzzle, first: Optional[str] = None,
       (:class:`CheckpointMismatch`, named), or cannot be read.
   """
   options = _options("solve_puzzle", options, keywords)
+  progress = RunProgress(options.budget.clock(started), on_chunk, on_phase)
   if first is not None:
     openings = [first]
   if openings is not None:
@@ -428,6 +459,9 @@ def solve_puzzle(puzzle: Puzzle, first: Optional[str] = None,
     if not openings:
       raise ValueError("solve_puzzle: openings is empty; give at least one first guess, or "
                        "openings=None to search from the initial state")
+  if root is None or openings is not None:
+    check_memory(estimate_from_sizes(PuzzleSizes.of(puzzle), options,
+                                     _batch(puzzle, openings)), options.capacity.memory)
   if openings is None and root is not None:
     for name, given in (("a checkpoint", options.checkpointing.directory is not None),
                         ("devices", options.devices is not None)):
@@ -435,17 +469,29 @@ def solve_puzzle(puzzle: Puzzle, first: Optional[str] = None,
         raise ValueError(f"solve_puzzle: {name} is not supported by the search over first "
                          "guesses (root=...); fix the first guess (first=...) or search one "
                          "tree (root=None)")
-    outcome = _solve_root(puzzle, root, options, on_chunk)
+    outcome = solve_root(puzzle, root, options, progress)
     unconditional = outcome.root.open == 0
   else:
     store = _open_checkpoint(puzzle, openings, options.checkpointing)
-    if openings is None:
-      outcome = _solve_from_start(puzzle, options, on_chunk, store)
-      unconditional = True
-    else:
-      outcome = _solve_openings(puzzle, openings, options, on_chunk, store)
-      unconditional = covers_every_opening(puzzle, openings)
+    try:  # the checkpoint's lock is held for the whole run, certificates included
+      if openings is None:
+        outcome = _solve_from_start(puzzle, options, progress, store)
+        unconditional = True
+      else:
+        outcome = _solve_openings(puzzle, openings, options, progress, store)
+        unconditional = covers_every_opening(puzzle, openings)
+    finally:
+      if store is not None:
+        store.close()
   return _result(puzzle, outcome, unconditional)
+
+
+def _batch(puzzle: Puzzle, openings) -> Optional[int]:
+  """The trees a solve of ``openings`` searches (one per feedback of each but the solved
+  one), or ``None`` for one tree from the start."""
+  if openings is None:
+    return None
+  return max(sum(len(opening_roots(puzzle, guess)[0]) for guess in openings), 1)
 
 
 def _result(puzzle: Puzzle, outcome: Outcome, unconditional: bool) -> SolveResult:

@@ -32,41 +32,58 @@ class ProgressReporter:
     every: seconds between plain lines.
     upper_label: how the optimistic bound reads, a ``str.format`` template of it (e.g.
       ``"≥ {:.1f} given the first guess"``).
+    first_guess: the fixed first guess the bounds are conditional on (``--first``), or
+      ``None``: on a narrow terminal the bar says "given salet" instead of ``upper_label``'s
+      words.
     clock: seconds, for the elapsed time and the spacing of the plain lines.
+    plan: the first plain line (the budget's split), or ``None``: "compiling, then
+      searching for up to ``seconds`` s".
+    started: the run's start on ``clock``, which the times shown count from (default:
+      entering the ``with`` block).
   """
 
   def __init__(self, title: str, seconds: float, *, max_simulations: Optional[int] = None,
                quiet: bool = False, console=None, every: float = 5.0,
-               upper_label: str = "≥ {:.1f}", clock: Callable[[], float] = time.monotonic):
+               upper_label: str = "≥ {:.1f}", first_guess: Optional[str] = None,
+               clock: Callable[[], float] = time.monotonic, plan: Optional[str] = None,
+               started: Optional[float] = None):
     if console is None and not quiet:
       from rich.console import Console
       console = Console(stderr=True)
     self.title, self.seconds, self.max_simulations = title, seconds, max_simulations
     self.quiet, self.console, self.every = quiet, console, every
-    self.upper_label, self.clock = upper_label, clock
+    self.upper_label, self.first_guess, self.clock = upper_label, first_guess, clock
+    self.plan = plan  # what the run will spend, said first (e.g. "the search until 90 s…")
+    self.start_at = started  # the run's start on ``clock`` (default: entering the block)
+    self.phase_line = None  # when the last line of a phase after the search was printed
     self.live = not quiet and console.is_terminal
-    self.progress = self.task = None
+    self.progress = self.task = self.bar = None
     self.started = self.printed = None
     self.last = None  # the last chunk's figures
 
   def __enter__(self):
-    self.started = self.clock()
+    self.started = self.clock() if self.start_at is None else self.start_at
     if self.quiet:
       return self
     if self.live:
       from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-      self.progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
-                               TextColumn("{task.fields[status]}"), TimeElapsedColumn(),
-                               console=self.console)
+      if self.plan:
+        self.console.print(f"solving {self.title}: {self.plan}", markup=False,
+                           highlight=False)
+      self.bar = BarColumn()
+      self.progress = Progress(TextColumn("[bold]{task.description}"), self.bar,
+                               TextColumn("{task.fields[status]}", markup=False),
+                               TimeElapsedColumn(), console=self.console)
       self.progress.start()
       # No time limit (--seconds inf): a bar without an end.
       self.task = self.progress.add_task(
           f"solving {self.title}", status="compiling…",
           total=self.seconds if math.isfinite(self.seconds) else None)
+      self._show([("compiling…",)], ["title"])
     else:
-      self._line("compiling, then searching " + (f"for up to {self.seconds:g} s"
-                                                 if math.isfinite(self.seconds) else
-                                                 "with no time limit"))
+      self._line(self.plan or "compiling, then searching " + (
+          f"for up to {self.seconds:g} s" if math.isfinite(self.seconds) else
+          "with no time limit"))
     return self
 
   def __exit__(self, *exc) -> None:
@@ -81,20 +98,49 @@ class ProgressReporter:
   def chunk(self, info: dict) -> None:
     """The solver's ``on_chunk``: ``info`` has ``simulations``, ``seconds``, ``bound``,
     ``upper`` (or ``None``), ``nodes`` and ``proven``."""
-    first, self.last = self.last is None, info
+    previous, self.last = self.last, info
     if self.quiet:
       return
     ending = bool(info["proven"] or info["seconds"] >= self.seconds or (
         self.max_simulations is not None and info["simulations"] >= self.max_simulations))
-    rate = info["simulations"] / max(info["seconds"], 1e-9)
-    status = (self._bounds(info["bound"], info["upper"])
-              + f" · {info['simulations']} sims ({rate:.0f}/s) · {info['nodes']} nodes"
-              + (" · extracting and evaluating the policy…" if ending else ""))
+    sims = f"{info['simulations']} sims"
+    rate = _rate(previous, info)
+    parts = [self._bound_forms(info["bound"], info["upper"]),
+             (f"{sims} ({rate})", sims) if rate else (sims,), (f"{info['nodes']} nodes",)]
+    if ending:
+      parts.append(("extracting and evaluating the policy…", "extracting the policy…",
+                    "extracting…"))
     if self.live:
-      self.progress.update(self.task, completed=min(info["seconds"], self.seconds),
-                           status=status)
-    elif first or ending or self.clock() - self.printed >= self.every:
-      self._line(status)
+      self.progress.update(self.task, completed=min(info["seconds"], self.seconds))
+      # Narrower: the nodes go first, then the rate, the words of the bounds, the sims.
+      self._show(parts, [("shorter", 3), ("drop", 2), ("shorter", 1), ("shorter", 3), "title",
+                         ("shorter", 0), ("shorter", 0), ("drop", 1), "bar", "no title"])
+    elif previous is None or ending or self.clock() - self.printed >= self.every:
+      self._line(" · ".join(forms[0] for forms in parts))
+
+  def phase(self, info: dict) -> None:
+    """The solver's ``on_phase`` (:class:`jaxsearch.solve.finish.RunProgress`): the
+    extraction, then the certificates done of those due and when they stop at the latest
+    (a plain line as each phase starts, then at most one every ``every`` seconds, and the
+    last certificate's)."""
+    if self.quiet:
+      return
+    if info["phase"] == "extracting":
+      forms = ("extracting and evaluating the policy…", "extracting the policy…",
+               "extracting…")
+      due = True
+    else:
+      done, total = info["done"], info["total"]
+      left = max(info["deadline"] - time.monotonic(), 0.0)
+      until = f" (at most {left:.0f} s more)" if math.isfinite(left) else ""
+      forms = (f"certifying: {done} of {total} done{until}", f"certifying {done}/{total}")
+      due = done == 0 or done == total or self.phase_line is None or (
+          self.clock() - self.phase_line >= self.every)
+    if self.live:
+      self._show([forms], ["title", ("shorter", 0), ("shorter", 0), "bar", "no title"])
+    elif due:
+      self.phase_line = self.clock()
+      self._line(forms[0])
 
   def finish(self, result) -> None:
     """Shows the result's bounds (a :class:`~jaxsearch.solve.SolveResult`): after the
@@ -103,19 +149,60 @@ class ProgressReporter:
     next."""
     if self.quiet:
       return
-    proven = ("proven optimal" if result.proven_optimal else
-              "proven given the first guess" if result.proven_given_first else "not proven")
-    status = (self._bounds(result.bound_total, result.upper_total)
-              + f" · {proven} · {result.simulations} sims · {result.nodes} nodes")
+    given = ("proven given the first guess",) + (
+        (f"proven given {self.first_guess}",) if self.first_guess else ())
+    proven = (("proven optimal",) if result.proven_optimal else
+              given if result.proven_given_first else ("not proven",))
+    parts = [self._bound_forms(result.bound_total, result.upper_total), proven,
+             (f"{result.simulations} sims",), (f"{result.nodes} nodes",)]
     if self.live:
       full = self.progress.tasks[0].total or 1  # a bar without an end (or of 0 s) ends full
-      self.progress.update(self.task, status=status, total=full, completed=full)
+      self.progress.update(self.task, total=full, completed=full)
+      self._show(parts, [("drop", 3), ("drop", 2), "title", ("shorter", 0), ("shorter", 0),
+                         ("shorter", 1), "bar", "no title"])
     else:
-      self._line(f"done · {status}")
+      self._line("done · " + " · ".join(forms[0] for forms in parts))
 
-  def _bounds(self, bound: float, upper: Optional[float]) -> str:
-    return f"total guesses ≤ {bound:.1f}" + (
-        "" if upper is None else " " + self.upper_label.format(upper))
+  def _bound_forms(self, bound: float, upper: Optional[float]) -> tuple:
+    """The bounds, the longest way first: ``("total guesses ≤ 80.0 ≥ 70.0", "≤ 80.0 ≥
+    70.0")``, and with a fixed first guess ``"≤ 80.0 ≥ 70.0 given salet"`` last."""
+    short = f"≤ {bound:.1f}" + ("" if upper is None else " " + self.upper_label.format(upper))
+    forms = (f"total guesses {short}", short)
+    if self.first_guess and upper is not None:
+      forms += (f"≤ {bound:.1f} ≥ {upper:.1f} given {self.first_guess}",)
+    return forms
+
+  def _show(self, parts: list, steps: list) -> None:
+    """Puts ``parts`` in the live bar's status, fitted to the console's width now (a
+    terminal may be resized): each part is its forms, the longest first, and while the line
+    is too wide the next of ``steps`` shortens it: ``("shorter", i)`` (part ``i``'s next
+    form), ``("drop", i)`` (part ``i`` goes), ``"title"`` ("solving" goes), ``"bar"`` (the
+    bar shrinks from a sixth of the width, 10 to 40 columns, to 4), ``"no title"``. So the
+    status and the clock are not cut (rich cuts a line too wide with "…") down to about 60
+    columns."""
+    width = self.console.width
+    chosen, kept = [0] * len(parts), list(range(len(parts)))
+    description = f"solving {self.title}"
+    bar = max(10, min(40, width // 6))
+
+    def status() -> str:
+      return " · ".join(parts[i][min(chosen[i], len(parts[i]) - 1)] for i in kept)
+
+    steps = [step for step in steps if isinstance(step, str) or step[1] < len(parts)]
+    while steps and cell_len(description) + bar + cell_len(status()) + _FIXED_WIDTH > width:
+      step = steps.pop(0)
+      if step == "title":
+        description = self.title
+      elif step == "bar":
+        bar = 4
+      elif step == "no title":
+        description = ""
+      elif step[0] == "drop":
+        kept.remove(step[1])
+      else:
+        chosen[step[1]] += 1
+    self.bar.bar_width = bar
+    self.progress.update(self.task, description=description, status=status())
 
   def _line(self, text: str) -> None:
     """One complete plain line, with the time since the start (no wrapping, no markup)."""
@@ -123,6 +210,31 @@ class ProgressReporter:
     file = self.console.file
     print(f"solving {self.title} [{self.printed - self.started:.1f} s]: {text}", file=file,
           flush=True)
+
+
+# The live bar's width besides its description, bar and status: three one-space gaps between
+# its four columns, the clock ("0:01:23"), and one column to spare (a terminal's last column
+# can wrap the cursor).
+_FIXED_WIDTH = 3 + 7 + 1
+
+
+def cell_len(text: str) -> int:
+  """Terminal columns of ``text`` (rich's measure: a wide character takes two)."""
+  from rich.cells import cell_len as measure
+  return measure(text)
+
+
+def _rate(previous: Optional[dict], info: dict) -> str:
+  """Simulations per tree per second since the previous chunk (``""`` for the first chunk,
+  whose time is mostly compiling), to two significant figures below 10."""
+  if previous is None:
+    return ""
+  seconds = info["seconds"] - previous["seconds"]
+  done = info["simulations"] - previous["simulations"]
+  if seconds <= 0 or done <= 0:
+    return ""
+  rate = done / seconds
+  return f"{rate:.0f}/s" if rate >= 10 else f"{rate:.2g}/s"
 
 
 def plot_history(result, path, title: str) -> None:
@@ -258,17 +370,22 @@ def summary(puzzle, result) -> dict:
   ``proven_optimal`` is true only when the total is certified to be the game's optimum;
   ``proven_given_first`` when it is certified optimal among the policies that open with the
   fixed first guess (or one of the openings searched), true whenever ``proven_optimal`` is.
-  ``upper_total_scope`` says what ``upper_total`` and the history's optimistic bounds bound:
-  ``"game"`` (every policy) or ``"given_first"`` (the policies opening so)."""
+  ``achievable_total`` is the achievable bound (a policy the search holds takes at most that
+  many guesses in total), ``lower_bound_total`` the optimistic bound (no policy takes fewer),
+  and ``lower_bound_scope`` says which policies that lower bound is over: ``"game"`` (every
+  policy) or ``"given_first"`` (the policies opening so); the history's optimistic bounds
+  too. The earlier names of those three (:data:`OLD_NAMES`) are kept as aliases for one
+  release."""
   ev = result.evaluation
-  return {"game": puzzle.name, "secrets": ev.secrets, "first_guess": result.policy.get("guess"),
+  found = {"game": puzzle.name, "secrets": ev.secrets, "first_guess": result.policy.get("guess"),
           "total_guesses": ev.total_guesses,
           "expected_guesses": round(ev.expected_guesses, 6), "worst_case": ev.worst_case,
           "proven_optimal": result.proven_optimal,
           "proven_given_first": result.proven_given_first,
-          "bound_total": round(result.bound_total, 3),
-          "upper_total": None if result.upper_total is None else round(result.upper_total, 3),
-          "upper_total_scope": result.upper_total_scope,
+          "achievable_total": round(result.bound_total, 3),
+          "lower_bound_total": (None if result.upper_total is None else
+                                round(result.upper_total, 3)),
+          "lower_bound_scope": result.upper_total_scope,
           "simulations": result.simulations, "nodes": result.nodes,
           "subproblems_proven": (None if result.subproblems is None else
                                  list(result.subproblems)),
@@ -280,23 +397,43 @@ def summary(puzzle, result) -> dict:
           "phases": {name: round(value, 3) for name, value in result.phases.items()},
           "first_guesses": None if result.root is None else _first_guesses(result.root),
           "history": _thinned(result.history)}
+  found.update(_aliases(found))
+  return found
+
+
+# The ``--json`` fields renamed, by their new names: the old names read inverted (the
+# achievable bound was ``bound_total``; the lower bound on the total, ``upper_total``, an
+# upper bound on the value, which is minus the guesses). Written as aliases for one release.
+OLD_NAMES = {"achievable_total": "bound_total", "lower_bound_total": "upper_total",
+             "lower_bound_scope": "upper_total_scope"}
+
+
+def _aliases(fields: dict) -> dict:
+  """The old names (:data:`OLD_NAMES`) of the renamed fields in ``fields``, same values."""
+  return {old: fields[new] for new, old in OLD_NAMES.items() if new in fields}
 
 
 def _first_guesses(root) -> dict:
   """The ``--json`` view of the search over first guesses (a :class:`RootReport`)."""
-  figure = _json_figure
   return {"count": root.first_guesses, "ruled_out": root.ruled_out, "open": root.open,
           "root_visits": root.visits,
-          "visited": [{"guess": o.guess, "visits": o.visits, "simulations": o.simulations,
-                       "bound_total": figure(o.bound_total),
-                       "upper_total": figure(o.upper_total),
-                       "estimate_total": figure(o.estimate_total), "retired": o.retired}
-                      for o in root.openings]}
+          "visited": [_opening(o) for o in root.openings]}
+
+
+def _opening(o) -> dict:
+  """One visited first guess in ``first_guesses.visited``, with the old names' aliases."""
+  figure = _json_figure
+  found = {"guess": o.guess, "visits": o.visits, "simulations": o.simulations,
+           "achievable_total": figure(o.bound_total),
+           "lower_bound_total": figure(o.upper_total),
+           "estimate_total": figure(o.estimate_total), "retired": o.retired}
+  found.update(_aliases(found))
+  return found
 
 
 def _thinned(history, points: int = 100) -> list:
   """At most ``points`` evenly spaced entries of the search's history (the last always),
-  each ``[simulations, seconds, bound_total, upper_total]``, rounded."""
+  each ``[simulations, seconds, achievable_total, lower_bound_total]``, rounded."""
   step = max(1, -(-len(history) // points))
   kept = list(history[::step])
   if history and kept[-1] is not history[-1]:

@@ -3,7 +3,7 @@
 From the empty board a guessing game has thousands of first guesses (Wordle: 14,855), each
 leaving about 150 feedback sub-problems. One tree from the empty board spends a simulation on
 a single path through one of them. Here the root is a decision of its own, made the way AVTS
-makes one at any node (seed 000, ALGORITHMS.md §2), and every first guess it visits is searched
+makes one at any node (AVTS; docs/algorithms.md §2), and every first guess it visits is searched
 as :func:`jaxsearch.solve.solve_puzzle` searches a fixed one: its feedbacks' sub-problems as
 one batch of trees.
 
@@ -48,10 +48,11 @@ import numpy as np
 from jaxsearch import debias
 from jaxsearch.memory import check_memory
 from jaxsearch.solve import loop as loop_lib
-from jaxsearch.solve.finish import Outcome, _certified, _corrected, _opening_policy, _settle
+from jaxsearch.solve.finish import (Outcome, RunProgress, certify_saved, corrected_policy,
+                                    opening_policy, settle_saved)
 from jaxsearch.solve.options import SolveOptions
 from jaxsearch.solve.subproblems import meets, opening_roots, subproblem_min_nodes
-from jaxsearch.solve.tree_reader import _remaining
+from jaxsearch.solve.tree_reader import secrets_in
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,7 +129,7 @@ class _Opening:
     self.action, self.name, self.outcomes = action, name, list(outcomes)
     self.states, self.sizes = states, np.asarray(sizes, np.float64)
     self.estimate = estimate  # q̂2 (q̂1 until visited): minus expected guesses per secret
-    self.loop: Optional[loop_lib._Loop] = None
+    self.loop: Optional[loop_lib.ChunkedSearch] = None
     self.visits, self.seconds, self.retired, self.done = 0, 0.0, False, False
     self.bound_total, self.upper_total = np.inf, None
     self.phases = {"first_chunk_s": 0.0, "device_s": 0.0}
@@ -255,7 +256,7 @@ class RootSearch:
     # The node budget shared out between the live first guesses, then between their trees.
     tree_options = self.solve_options.for_trees(rows * self.options.live_openings,
                                                 self.min_nodes)
-    loop = loop_lib._Loop(self.puzzle, roots, weights, tree_options)
+    loop = loop_lib.ChunkedSearch(self.puzzle, roots, weights, tree_options)
     key = jax.random.fold_in(self.key, opening.action)
     if self.memory is None:  # the first batch: check the whole run's memory up front
       self.memory = loop_lib.estimate_memory(self.puzzle, loop.init, loop.tables, key, roots)
@@ -263,6 +264,7 @@ class RootSearch:
           self.memory, trees=self.memory.trees * self.options.live_openings,
           nodes=self.memory.nodes * self.options.live_openings)
       check_memory(self.memory, self.solve_options.capacity.memory)
+    loop.memory = self.memory
     loop.tree = loop.init(loop.tables, key, roots)
     opening.loop = loop
 
@@ -276,7 +278,7 @@ class RootSearch:
     for _ in range(self.options.visit_chunks):
       real = np.asarray(loop.rows) < len(opening.outcomes)
       opening.iterations += self.solve_options.search.chunk * int(real.sum())
-      proven = loop_lib._chunk(loop, key, opening.phases, None, None, meets)
+      proven = loop_lib.run_chunk(loop, key, opening.phases, None, None, meets)
       if proven or not loop.regrow(key, meets):
         opening.done = True
         break
@@ -374,7 +376,7 @@ class RootSearch:
 
 def _size(puzzle, state) -> int:
   """The number of secrets a state holds."""
-  return len(_remaining(np.asarray(state.remaining), len(puzzle.secrets)))
+  return len(secrets_in(np.asarray(state.remaining), len(puzzle.secrets)))
 
 
 def root_action_values(puzzle) -> np.ndarray:
@@ -399,13 +401,15 @@ def _one_step_bounds(puzzle) -> tuple[np.ndarray, np.ndarray]:
   return np.asarray(totals, np.int64), np.asarray(useful, bool)
 
 
-def _solve_root(puzzle, root: RootOptions, options: SolveOptions, on_chunk) -> Outcome:
-  """The first guess searched too (:class:`RootSearch`), for ``options.budget``; its
-  :class:`RootReport` in ``Outcome.root``. ``on_chunk`` gets the progress after every root
-  visit."""
+def solve_root(puzzle, root: RootOptions, options: SolveOptions,
+                progress: RunProgress) -> Outcome:
+  """The first guess searched too (:class:`RootSearch`), for ``options.budget`` and within
+  ``progress.clock``; its :class:`RootReport` in ``Outcome.root``. ``progress.on_chunk``
+  gets the progress after every root visit."""
   search = RootSearch(puzzle, root, options)
   started = time.perf_counter()
-  history = search.run(options.budget.seconds, options.budget.max_simulations, on_chunk)
+  seconds = min(options.budget.seconds, progress.clock.search_left())
+  history = search.run(seconds, options.budget.max_simulations, progress.on_chunk)
   searched = time.perf_counter() - started
   best = search.best_live()
   if best is None:  # nothing could be searched: the game has no first guess worth one
@@ -417,20 +421,22 @@ def _solve_root(puzzle, root: RootOptions, options: SolveOptions, on_chunk) -> O
   search.release_unless_provable(best, search.game_upper() if best.upper_total is None
                                  else best.upper_total - 1.0)
   gc.collect()
+  progress.extracting()
   trees = best.loop.final_trees()
   started = time.perf_counter()
-  evaluation, policy, sub_totals = _opening_policy(puzzle, best.name, best.outcomes, trees,
+  evaluation, policy, sub_totals = opening_policy(puzzle, best.name, best.outcomes, trees,
                                                    best.rows)
   extract_s = time.perf_counter() - started
   search.release_unless_provable(best, evaluation.total_guesses)
   started = time.perf_counter()
-  deadline = time.monotonic() + options.budget.certify_seconds
-  settled = _settle(puzzle, trees, dict(enumerate(sub_totals)), deadline, None)
-  policy, evaluation = _corrected(puzzle, policy, evaluation, best.outcomes, 0, settled)
+  deadline = progress.clock.certify_deadline()
+  settled = settle_saved(puzzle, trees, dict(enumerate(sub_totals)), deadline, None, progress)
+  policy, evaluation = corrected_policy(puzzle, policy, evaluation, best.outcomes, 0, settled)
   certified = [one.proven for one in settled.values()]
   total = evaluation.total_guesses
   report = search.report(total, best.action, {
-      best.action: all(certified), **_others_certified(puzzle, search, best, total, deadline)})
+      best.action: all(certified),
+      **_others_certified(puzzle, search, best, total, deadline, progress)})
   phases = {"setup_s": 0.0, "search_s": searched, "extract_s": extract_s,
             "certify_s": time.perf_counter() - started,
             "first_chunk_s": sum(o.phases["first_chunk_s"] for o in search.openings),
@@ -447,10 +453,12 @@ def _solve_root(puzzle, root: RootOptions, options: SolveOptions, on_chunk) -> O
 
 
 def _others_certified(puzzle, search: RootSearch, best: _Opening, total: int,
-                      deadline: float) -> dict:
+                      deadline: float, progress: RunProgress) -> dict:
   """``{action: bool}``: which live first guesses other than ``best``, not already ruled out
   by their exact one-step bound, are certified on their trees to need ``total`` or more."""
-  return {o.action: _certified(puzzle, o.loop.final_trees(), o.rows, total,
-                               len(puzzle.secrets), deadline, None, o.name)
-          for o in search.openings if o is not best and o.loop is not None
-          and not search.lower[o.action] >= total}
+  others = [o for o in search.openings if o is not best and o.loop is not None
+            and not search.lower[o.action] >= total]
+  progress.certifying(deadline, more=len(others))
+  return {o.action: certify_saved(puzzle, o.loop.final_trees(), o.rows, total,
+                               len(puzzle.secrets), deadline, None, o.name, progress)
+          for o in others}

@@ -10,7 +10,7 @@ import jax
 import numpy as np
 
 
-def _remaining(bits: np.ndarray, num_secrets: int) -> np.ndarray:
+def secrets_in(bits: np.ndarray, num_secrets: int) -> np.ndarray:
   """Secret indices set in a ``u32[W]`` bitset (bit ``s % 32`` of word ``s // 32``)."""
   words = np.asarray(bits, np.uint64)
   mask = ((words[:, None] >> np.arange(32, dtype=np.uint64)[None, :]) & 1).astype(bool)
@@ -49,7 +49,7 @@ class TreeReader:
   def secrets_at(self, node: int, num_secrets: int) -> np.ndarray:
     """A guessing game's secrets (indices) remaining at ``node`` (its state's ``remaining``
     bitset)."""
-    return _remaining(self.states.remaining[node], num_secrets)
+    return secrets_in(self.states.remaining[node], num_secrets)
 
   def state(self, node: int) -> Any:
     """``node``'s game state (unbatched)."""
