@@ -172,6 +172,17 @@ class DirectoryLock:
       pass
 
 
+def check_free(directory, what: Optional[str] = None) -> None:
+  """Raises :class:`DirectoryLocked` at once where a live run holds ``directory``'s lock, so a
+  command can refuse before it builds anything. Creates nothing: a directory without a lock
+  file is free. A check, not a hold: the run takes the lock itself when it opens the
+  directory (a run that starts in between is still refused then)."""
+  directory = Path(directory)
+  if fcntl is None or not (directory / LOCK_NAME).exists():
+    return
+  DirectoryLock(directory, what).acquire().release()
+
+
 def _read_holder(fd: int) -> dict:
   """What the holder wrote in the lock file (``{}`` where nothing readable yet)."""
   try:

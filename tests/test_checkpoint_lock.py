@@ -128,10 +128,17 @@ def test_a_refused_run_cleans_up_nothing_of_the_live_ones(tmp_path):
   assert not writing.exists()
 
 
-def test_the_command_refuses_a_second_solve_on_the_same_checkpoint(holder, tmp_path, capsys):
+def test_the_command_refuses_a_second_solve_on_the_same_checkpoint(holder, tmp_path, capsys,
+                                                                   monkeypatch):
   """``jaxsearch solve --checkpoint DIR`` while another run holds DIR: status 2 and one line
-  naming the holder, before the search is built."""
+  naming the holder, before the puzzle is even built."""
   from jaxsearch import cli
+  from jaxsearch.cli import solve as solve_cli
+
+  def never(args):
+    raise AssertionError("the puzzle was built before the refusal")
+
+  monkeypatch.setattr(solve_cli, "_puzzle", never)
   status = cli.main(["solve", "mastermind", "--pegs", "2", "--colours", "2", "--quiet",
                      "--simulations", "1", "--checkpoint", str(tmp_path / "run")])
   err = capsys.readouterr().err.strip().splitlines()

@@ -207,6 +207,7 @@ def run(args: argparse.Namespace) -> int:
   started = time.perf_counter()
   num_slots = _fill_budget_defaults(args)
   _check_resume(args)
+  _check_checkpoint_free(args)  # another run's folder: refused before anything is built
   options = _solve_options(args, num_slots)  # every option checked before the puzzle is built
   _check_memory(args, options)  # from the sizes alone: nothing built, compiled or written
   puzzle, title = _puzzle(args)
@@ -359,6 +360,18 @@ def _search(args: argparse.Namespace, puzzle, title: str, options, clock_start: 
       raise CommandError(f"jaxsearch solve: --checkpoint: {error}") from None
     progress.finish(result)  # the result's bounds, not the last chunk's
     return result
+
+
+def _check_checkpoint_free(args: argparse.Namespace) -> None:
+  """``--checkpoint DIR`` held by another live run: refused now, naming its process, rather
+  than after the puzzle is built (the run takes the lock itself when it opens DIR)."""
+  from jaxsearch import dir_lock
+  if args.checkpoint is None:
+    return
+  try:
+    dir_lock.check_free(args.checkpoint, what=f"checkpoint {args.checkpoint}")
+  except dir_lock.DirectoryLocked as error:
+    raise CommandError(f"jaxsearch solve: --checkpoint: {error}") from None
 
 
 def _check_resume(args: argparse.Namespace) -> None:
