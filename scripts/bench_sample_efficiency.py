@@ -432,7 +432,7 @@ def main(argv=None):
     per_step = args.branching if search.config.backup.kind is js.Backup.BELLMAN else 1
     steps = args.budget // per_step + 1
     start = time.perf_counter()
-    record = root_record if search.config.bellman else None
+    record = root_record if search.config.backup.kind is js.Backup.BELLMAN else None
     history = jax.block_until_ready(trace(search, roots, jax.random.key(args.seed), steps,
                                           record))
     seconds = time.perf_counter() - start

@@ -108,8 +108,6 @@ def _play_game(args: argparse.Namespace, spec: PlaySpec, module, searcher: _Sear
   import jax.numpy as jnp
   import numpy as np
 
-  import jaxsearch as js
-
   game = module.GAME
   key = jax.random.PRNGKey(args.seed)
   key, init_key = jax.random.split(key)
