@@ -43,8 +43,8 @@ def puct(c: Optional[float] = None, c1: float = MUZERO_C1, c2: float = MUZERO_C2
     visit_convention: :class:`~jaxsearch.enums.VisitConvention`: ``"node"``
       (``N = 1 + sum(n)``, mctx) or ``"children"`` (``N = sum(n)``).
     prior: :class:`~jaxsearch.enums.PriorSource`: ``"logits"`` (softmax of the estimator's
-      prior logits) or ``"action_values"`` (softmax of its q̂1 over the selectable slots: seed
-      000's PUCT without a policy head).
+      prior logits) or ``"action_values"`` (softmax of its q̂1 over the selectable slots: the AVTS
+      article's PUCT without a policy head, docs/algorithms.md §1).
   """
   visit_convention = coerce(VisitConvention, visit_convention, "visit_convention")
   prior = coerce(PriorSource, prior, "prior")
