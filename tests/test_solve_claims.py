@@ -15,7 +15,6 @@ import pytest
 from jaxsearch.games import mastermind
 from jaxsearch import cli
 from jaxsearch import solve as solve_lib
-from jaxsearch.solve import puzzle as puzzle_lib
 
 # Small trees, every guess in every node (the sizes of tests/test_solve.py's 2×3 runs).
 CLI_OPTIONS = ["--seconds", "60", "--chunk", "32", "--nodes", "2000", "--slots", "0",
@@ -47,10 +46,10 @@ def test_openings_claim_the_game_when_they_cover_every_first_guess():
   outright.)"""
   puzzle = mastermind.puzzle(2, 3)
   assert puzzle.openings == ("11", "12")
-  assert not puzzle_lib.covers_every_opening(puzzle, ["11"])
-  assert not puzzle_lib.covers_every_opening(puzzle, ["12", "13"])
-  assert puzzle_lib.covers_every_opening(puzzle, ["12", "13", "11"])
-  assert not puzzle_lib.covers_every_opening(
+  assert not solve_lib.covers_every_opening(puzzle, ["11"])
+  assert not solve_lib.covers_every_opening(puzzle, ["12", "13"])
+  assert solve_lib.covers_every_opening(puzzle, ["12", "13", "11"])
+  assert not solve_lib.covers_every_opening(
       dataclasses.replace(puzzle, openings=None), ["11", "12"])
 
 

@@ -333,7 +333,7 @@ def _search(args: argparse.Namespace, puzzle, title: str, options, clock_start: 
   """The solver's result (:func:`jaxsearch.solve.solve_puzzle`), with its progress: a bar
   on a terminal, plain lines elsewhere (:class:`jaxsearch.solve.report.ProgressReporter`)."""
   from jaxsearch import solve as solve_lib
-  from jaxsearch.solve.puzzle import covers_every_opening
+  from jaxsearch.solve.result import covers_every_opening
   from jaxsearch.solve.report import ProgressReporter
   from jaxsearch.solve.root import RootOptions
 
