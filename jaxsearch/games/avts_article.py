@@ -52,7 +52,7 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 
 from jaxsearch.enums import Variance
-from jaxsearch.games.guessing_estimator import feedback_parts, greedy_guess, part_sizes_by_code
+from jaxsearch.games.guessing_estimator import entropic_costs, greedy_guess
 
 
 class Rule(enum.StrEnum):
@@ -120,20 +120,7 @@ def entropic_values(problem: Problem, secrets: np.ndarray) -> np.ndarray:
   """``f64[G]``: q̂1 of every guess for the set ``secrets`` (``n >= 2`` indices), the
   entropic estimator of docs/algorithms.md §2 in float64; ``-inf`` for a guess that tells
   nothing and is not a candidate."""
-  n = len(secrets)
-  rows = problem.table[secrets]
-  if problem.num_codes <= max(2 * n, 16):
-    sizes = part_sizes_by_code(rows, problem.num_codes)
-  else:
-    _, sizes = feedback_parts(rows)
-  p = sizes / n
-  entropy = -np.sum(np.where(sizes > 0, p * np.log2(np.where(sizes > 0, p, 1.0)), 0.0), axis=0)
-  p_sol = np.zeros(sizes.shape[1])
-  p_sol[problem.guess_of_secret[secrets]] = 1.0 / n
-  with np.errstate(divide="ignore"):
-    expected = np.log2(n) / entropy + 1.0
-  q = -(p_sol + (1.0 - p_sol) * expected)
-  return np.where(entropy > 0, q, -np.inf)
+  return -entropic_costs(problem.table, problem.guess_of_secret, secrets, problem.num_codes)
 
 
 Estimator = Callable[[Problem, Sequence[np.ndarray]], list]

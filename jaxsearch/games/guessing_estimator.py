@@ -363,6 +363,29 @@ def part_sizes_by_code(rows: np.ndarray, num_codes: int) -> np.ndarray:
       num_codes, num_guesses)
 
 
+def entropic_costs(table: np.ndarray, guess_of_secret: np.ndarray, secrets: np.ndarray,
+                   num_codes: Optional[int] = None) -> np.ndarray:
+  """``f64[G]``: the entropic estimate of the guesses still needed (this one included) after
+  each guess, for the remaining ``secrets`` (``n >= 2`` indices), in numpy; ``inf`` for a
+  guess that tells nothing. The estimator's value q̂1 is its negation (docs/algorithms.md
+  §2). Arguments as :func:`greedy_guess`'s."""
+  n = len(secrets)
+  rows = table[secrets]
+  if num_codes is not None and num_codes <= max(2 * n, 16):
+    sizes = part_sizes_by_code(rows, num_codes)  # [O, G], one row per code
+  else:
+    _, sizes = feedback_parts(rows)  # [n, G], one size per part
+  # Summed down the columns, one part after another in increasing order of their code (the
+  # zeros between them add nothing), so both layouts give the same float.
+  p = sizes / n
+  entropy = -np.sum(np.where(sizes > 0, p * np.log2(np.where(sizes > 0, p, 1.0)), 0.0),
+                    axis=0)
+  p_solve = np.zeros(sizes.shape[1])
+  p_solve[guess_of_secret[secrets]] = 1.0 / n
+  expected = np.where(entropy > 0, np.log2(n) / np.maximum(entropy, 1e-30) + 1.0, np.inf)
+  return np.where(p_solve > 0, p_solve + (1 - p_solve) * expected, expected)
+
+
 def greedy_guess(table: np.ndarray, guess_of_secret: np.ndarray, secrets: np.ndarray,
                  num_codes: Optional[int] = None) -> int:
   """The entropic estimator's best guess for the remaining ``secrets`` (indices), in numpy:
@@ -383,19 +406,4 @@ def greedy_guess(table: np.ndarray, guess_of_secret: np.ndarray, secrets: np.nda
   """
   if len(secrets) <= 2:
     return int(guess_of_secret[secrets[0]])
-  n = len(secrets)
-  rows = table[secrets]
-  if num_codes is not None and num_codes <= max(2 * n, 16):
-    sizes = part_sizes_by_code(rows, num_codes)  # [O, G], one row per code
-  else:
-    _, sizes = feedback_parts(rows)  # [n, G], one size per part
-  # Summed down the columns, one part after another in increasing order of their code (the
-  # zeros between them add nothing), so both layouts give the same float.
-  p = sizes / n
-  entropy = -np.sum(np.where(sizes > 0, p * np.log2(np.where(sizes > 0, p, 1.0)), 0.0),
-                    axis=0)
-  p_solve = np.zeros(sizes.shape[1])
-  p_solve[guess_of_secret[secrets]] = 1.0 / n
-  expected = np.where(entropy > 0, np.log2(n) / np.maximum(entropy, 1e-30) + 1.0, np.inf)
-  cost = np.where(p_solve > 0, p_solve + (1 - p_solve) * expected, expected)
-  return int(np.argmin(cost))
+  return int(np.argmin(entropic_costs(table, guess_of_secret, secrets, num_codes)))
