@@ -14,16 +14,7 @@ from jaxsearch.enums import Variance
 from jaxsearch.games import avts_article as aa
 from jaxsearch.games.guessing_estimator import greedy_guess
 from jaxsearch.games.guessing_exact import ExactBounds, ExactSolver
-
-
-def _random_words(rng, count, letters="abcde", exclude=()):
-  words, seen = [], set(exclude)
-  while len(words) < count:
-    w = "".join(rng.choice(list(letters), 5))
-    if w not in seen:
-      seen.add(w)
-      words.append(w)
-  return words
+from test_wordle import _random_words  # the word generator lives with the game tests
 
 
 @functools.lru_cache(maxsize=None)

@@ -84,12 +84,9 @@ def private_imports(root: Path, prefix: str = "jaxsearch") -> set[str]:
     aliases = {}  # local name -> module of root it is bound to
     for node in ast.walk(tree):
       if isinstance(node, ast.ImportFrom):
-        source = _absolute(node, module, is_package)
-        if not source.startswith(prefix):
-          continue
-        for alias in node.names:
-          submodule = f"{source}.{alias.name}"
-          if submodule in modules:
+        for alias, source, submodule in _from_imports(node, module, is_package, modules,
+                                                      prefix):
+          if submodule is not None:
             aliases[alias.asname or alias.name] = submodule
           elif alias.name.startswith("_") and not alias.name.startswith("__"):
             if source != module:
@@ -106,6 +103,18 @@ def private_imports(root: Path, prefix: str = "jaxsearch") -> set[str]:
   return found
 
 
+def _from_imports(node: ast.ImportFrom, module: str, is_package: bool, modules: set[str],
+                  prefix: str):
+  """``(alias, source, submodule)`` for each name of a ``from source import ...`` of the
+  package (``submodule``: the module the name is, where it is one, else ``None``)."""
+  source = _absolute(node, module, is_package)
+  if not source.startswith(prefix):
+    return
+  for alias in node.names:
+    submodule = f"{source}.{alias.name}"
+    yield alias, source, submodule if submodule in modules else None
+
+
 def import_graph(root: Path, prefix: str = "jaxsearch") -> dict[str, set[str]]:
   """Module -> the modules of ``root`` it imports at run time (anywhere in the file, a
   function's body included; ``from package import submodule`` is an edge to the submodule)."""
@@ -115,12 +124,8 @@ def import_graph(root: Path, prefix: str = "jaxsearch") -> dict[str, set[str]]:
     edges = set()
     for node in _runtime_nodes(ast.parse(path.read_text())):
       if isinstance(node, ast.ImportFrom):
-        source = _absolute(node, module, is_package)
-        if not source.startswith(prefix):
-          continue
-        for alias in node.names:
-          submodule = f"{source}.{alias.name}"
-          edges.add(submodule if submodule in modules else source)
+        edges.update(submodule or source for _, source, submodule in
+                     _from_imports(node, module, is_package, modules, prefix))
       elif isinstance(node, ast.Import):
         edges.update(alias.name for alias in node.names if alias.name in modules)
     graph[module] = {edge for edge in edges if edge in modules and edge != module}
