@@ -108,8 +108,7 @@ class ProgressReporter:
     parts = [self._bound_forms(info["bound"], info["upper"]),
              (f"{sims} ({rate})", sims) if rate else (sims,), (f"{info['nodes']} nodes",)]
     if ending:
-      parts.append(("extracting and evaluating the policy…", "extracting the policy…",
-                    "extracting…"))
+      parts.append(_EXTRACTING)
     if self.live:
       self.progress.update(self.task, completed=min(info["seconds"], self.seconds))
       # Narrower: the nodes go first, then the rate, the words of the bounds, the sims.
@@ -126,8 +125,7 @@ class ProgressReporter:
     if self.quiet:
       return
     if info["phase"] == "extracting":
-      forms = ("extracting and evaluating the policy…", "extracting the policy…",
-               "extracting…")
+      forms = _EXTRACTING
       due = True
     else:
       done, total = info["done"], info["total"]
@@ -212,6 +210,8 @@ class ProgressReporter:
           flush=True)
 
 
+# What the bar and the plain lines say while the policy is read off the trees, longest first.
+_EXTRACTING = ("extracting and evaluating the policy…", "extracting the policy…", "extracting…")
 # The live bar's width besides its description, bar and status: three one-space gaps between
 # its four columns, the clock ("0:01:23"), and one column to spare (a terminal's last column
 # can wrap the cursor).
