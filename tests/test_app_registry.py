@@ -88,14 +88,14 @@ def test_a_preset_for_a_game_that_does_not_train_is_refused():
     ("tictactoe", evaluators.tictactoe), ("connect_four", evaluators.connect_four)])
 def test_the_trainer_gets_the_game_s_module_and_oracle_evaluation(monkeypatch, name, evaluator):
   """What :func:`training.trainer` hands the library's Trainer (recorded, not built)."""
-  from jaxsearch.train import loop
+  from jaxsearch.train import trainer
   seen = {}
 
   def record(config, module, out_dir=None, evaluator=None):
     seen.update(config=config, module=module, out_dir=out_dir, evaluator=evaluator)
     return types.SimpleNamespace(**seen)
 
-  monkeypatch.setattr(loop, "Trainer", record)
+  monkeypatch.setattr(trainer, "Trainer", record)
   config = training.preset(name)
   training.trainer(config, out_dir="somewhere")
   assert seen == dict(config=config, module=registry.game_module(name), out_dir="somewhere",

@@ -29,7 +29,7 @@ CYCLES_ALLOWED: set[tuple[str, ...]] = set()
 LONG_FUNCTIONS_ALLOWED = {
     "jaxsearch.games.guessing_estimator.entropic_estimator: 72",
     "jaxsearch.solve.exact.solve_game: 67",
-    "jaxsearch.solve.loop.run: 63",
+    "jaxsearch.solve.chunked.run: 63",
     "jaxsearch.solve.puzzle.solve_puzzle: 79",
 }
 

@@ -30,9 +30,9 @@ def _refuse_work(monkeypatch):
     raise _Reached("the work started: the input was not refused before it")
   from jaxsearch import solve as solve_lib
   from jaxsearch.games import mastermind, wordle
-  from jaxsearch.train import loop
+  from jaxsearch.train import trainer
   for target, name in ((mastermind, "puzzle"), (wordle, "puzzle"), (solve_lib, "solve_puzzle"),
-                       (loop, "Trainer"), (cli.play, "_game_module")):
+                       (trainer, "Trainer"), (cli.play, "_game_module")):
     monkeypatch.setattr(target, name, reached)
 
 

@@ -136,7 +136,7 @@ def test_the_games_import_nothing_of_the_application():
 
 
 @pytest.mark.parametrize("source, module, expected", [
-    ("from jaxsearch import games\n", "jaxsearch.train.loop", "jaxsearch.games"),
+    ("from jaxsearch import games\n", "jaxsearch.train.trainer", "jaxsearch.games"),
     ("def f():\n  from jaxsearch.games import pgx_env\n", "jaxsearch.train.config",
      "jaxsearch.games.pgx_env"),
     ("from ..games import tictactoe\n", "jaxsearch.train.agents", "jaxsearch.games.tictactoe"),

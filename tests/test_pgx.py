@@ -164,7 +164,7 @@ def test_bad_ids_and_missing_pgx(monkeypatch):
 
 def test_the_library_imports_without_pgx():
   code = ("import sys; sys.modules['pgx'] = None\n"
-          "import jaxsearch, jaxsearch.viz, jaxsearch.train.loop, jaxsearch.app.training\n"
+          "import jaxsearch, jaxsearch.viz, jaxsearch.train.trainer, jaxsearch.app.training\n"
           "import jaxsearch.cli\n"
           "from jaxsearch.games import pgx_env\n"
           "try:\n  pgx_env.make('othello')\nexcept ImportError as e:\n  print('ERR', e)\n"

@@ -10,7 +10,7 @@ import pytest
 
 from jaxsearch import cli
 from jaxsearch.solve import SolveOptions
-from jaxsearch.solve.loop import SLEEP_ENV
+from jaxsearch.solve.chunked import SLEEP_ENV
 
 
 def test_the_split_leaves_the_certificates_their_reserve_or_less():

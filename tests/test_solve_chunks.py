@@ -10,11 +10,11 @@ import numpy as np
 
 from jaxsearch.games import mastermind
 from jaxsearch import solve as solve_lib
-from jaxsearch.solve import loop, report
+from jaxsearch.solve import chunked, report
 
 
 def test_chunks_reuse_one_compiled_program_and_report_their_phases():
-  loop._PROGRAMS.clear()
+  chunked._PROGRAMS.clear()
   puzzle = mastermind.puzzle(3, 3)
   result = solve_lib.solve_puzzle(puzzle, chunk=1, max_simulations=6, seconds=60.0,
                                   max_nodes=2000, num_slots=None)
@@ -22,7 +22,7 @@ def test_chunks_reuse_one_compiled_program_and_report_their_phases():
   # One cache entry per compiled variant: a recompilation between chunks (a shape, dtype or
   # weak type that changes, a static argument rebuilt) would add one. The proof rule's step
   # runs every chunk by default; the selection rule's is built but not called.
-  sizes = [programs[1]._cache_size() for _, programs in loop._PROGRAMS.values()]
+  sizes = [programs[1]._cache_size() for _, programs in chunked._PROGRAMS.values()]
   assert max(sizes) == 1 and min(sizes) >= 0, sizes
   phases = result.phases
   assert set(phases) == {"setup_s", "first_chunk_s", "device_s", "search_s", "host_share",
@@ -53,7 +53,7 @@ def test_a_chunk_takes_over_the_previous_trees_buffers():
   import jax
   puzzle = mastermind.puzzle(2, 3)
   options = solve_lib.SolveOptions.from_keywords(chunk=2, max_nodes=200, num_slots=None)
-  init, step = loop._program(puzzle, options.search_config(puzzle.game))
+  init, step = chunked._program(puzzle, options.search_config(puzzle.game))
   roots = jax.tree.map(lambda x: x[None], puzzle.initial_state)
   key = jax.random.PRNGKey(0)
   tables = puzzle.tables if puzzle.bind is not None else None

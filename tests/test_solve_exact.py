@@ -24,7 +24,7 @@ from jaxsearch.games import mastermind as mm
 from jaxsearch.games import wordle
 from jaxsearch import cli
 from jaxsearch import solve as solve_lib
-from jaxsearch.solve import extract, loop, tree_reader
+from jaxsearch.solve import chunked, extract, tree_reader
 from test_mastermind import _optimal_total  # the exhaustive optimum, [G, S] table
 
 WORDS = ["cigar", "rebut", "sissy", "humph", "awake", "blush", "focal", "evade", "naval",
@@ -154,7 +154,7 @@ def test_estimate_counts_the_allocated_trees():
   puzzle = mm.puzzle(2, 3, exact_search=False)
   options = solve_lib.SolveOptions.from_keywords(chunk=4, max_nodes=100, max_depth=8,
                                                  num_slots=None, max_chance=50)
-  init, _ = loop._program(puzzle, options.search_config(puzzle.game))
+  init, _ = chunked._program(puzzle, options.search_config(puzzle.game))
   roots = jax.tree.map(lambda x: jnp.asarray(x)[None], puzzle.initial_state)
   key = jax.random.PRNGKey(0)
   estimate = solve_lib.estimate_memory(puzzle, init, puzzle.tables, key, roots)
@@ -224,7 +224,7 @@ def test_solver_programs_take_the_table_as_an_input():
   puzzle = mm.puzzle(4, 4, exact_search=False)  # table u8[256, 256]
   options = solve_lib.SolveOptions.from_keywords(chunk=2, max_nodes=64, max_depth=8,
                                                  num_slots=8, max_chance=32)
-  init, step = loop._program(puzzle, options.search_config(puzzle.game))
+  init, step = chunked._program(puzzle, options.search_config(puzzle.game))
   roots = jax.tree.map(lambda x: jnp.asarray(x)[None], puzzle.initial_state)
   key = jax.random.PRNGKey(0)
   trees = jax.eval_shape(init, puzzle.tables, key, roots)
@@ -249,7 +249,7 @@ def test_regrown_trees_keep_every_node_and_search_on(small_avts):
   larger = js.policies.avts(m.game, m.estimator, num_simulations=12, max_nodes=800,
                             num_slots=8, max_chance=700)
   fresh = jax.jit(larger.init_tree)(None, jax.random.PRNGKey(1), roots)
-  grown = loop._regrow(small, fresh)
+  grown = chunked._regrow(small, fresh)
   assert grown.nodes.visits.shape == (3, 800) and grown.chance.prob.shape == (3, 700, 9)
   for old, new in zip(jax.tree.leaves(small), jax.tree.leaves(grown)):
     head = tuple(slice(0, size) for size in old.shape)

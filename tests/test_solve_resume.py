@@ -26,7 +26,7 @@ import pytest
 from jaxsearch import solve as solve_lib
 from jaxsearch.games import mastermind
 from jaxsearch.solve import checkpoint as checkpoint_lib
-from jaxsearch.solve import loop
+from jaxsearch.solve import chunked
 from jaxsearch.solve import finish as finish_lib
 
 REPO = Path(__file__).resolve().parents[1]
@@ -160,7 +160,7 @@ def test_the_command_killed_mid_search_resumes_to_the_same_result(straight, tmp_
   argv = [sys.executable, "-m", "jaxsearch.cli", *SMALL_CLI, "--simulations", str(TOTAL),
           "--checkpoint", str(directory), "--checkpoint-seconds", "0", "--json", "--quiet"]
   # Slowed down (a second per chunk), killed with SIGKILL once two chunks are saved.
-  proc = subprocess.Popen(argv, env=_env(**{loop.SLEEP_ENV: "1"}), cwd=REPO,
+  proc = subprocess.Popen(argv, env=_env(**{chunked.SLEEP_ENV: "1"}), cwd=REPO,
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
   deadline = time.time() + 240
   try:
@@ -277,7 +277,7 @@ def test_wordle_killed_mid_search_resumes_to_the_same_result(tmp_path):
   assert straight.returncode == 0, straight.stderr[-2000:]
   expected = json.loads(straight.stdout.strip().splitlines()[-1])
   argv = common + ["--checkpoint", str(tmp_path), "--checkpoint-seconds", "0"]
-  proc = subprocess.Popen(argv, env=_env(**{loop.SLEEP_ENV: "2"}), cwd=REPO,
+  proc = subprocess.Popen(argv, env=_env(**{chunked.SLEEP_ENV: "2"}), cwd=REPO,
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
   try:
     while checkpoint_lib.saved_progress(tmp_path) is None:

@@ -19,7 +19,7 @@ import jaxsearch as js
 from jaxsearch.app import training
 from jaxsearch.games import tictactoe
 from jaxsearch.train import checkpoint as checkpoint_lib
-from jaxsearch.train import losses, loop, networks, replay, selfplay
+from jaxsearch.train import losses, networks, replay, selfplay, trainer as trainer_lib
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = dict(batch_size=4, simulations=4, hidden=(16,), replay_capacity=256, min_replay=8,
@@ -305,13 +305,13 @@ def test_checkpoint_roundtrip_and_mismatch_errors(tmp_path, trainer, trained):
                                         may_change=("steps",))
   relaxed.restore(jax.eval_shape(trainer.init_state))
   # A checkpoint from before a setting existed: it resumes at that setting's old behaviour
-  # (loop.CONFIG_DEFAULTS), and only there.
-  older = {k: v for k, v in config.items() if k not in loop.CONFIG_DEFAULTS}
+  # (trainer_lib.CONFIG_DEFAULTS), and only there.
+  older = {k: v for k, v in config.items() if k not in trainer_lib.CONFIG_DEFAULTS}
   checkpoint_lib.Checkpointer(tmp_path / "old", older).save(12, ts)
-  checkpoint_lib.Checkpointer(tmp_path / "old", config, defaults=loop.CONFIG_DEFAULTS).restore(
+  checkpoint_lib.Checkpointer(tmp_path / "old", config, defaults=trainer_lib.CONFIG_DEFAULTS).restore(
       jax.eval_shape(trainer.init_state))
   changed = checkpoint_lib.Checkpointer(tmp_path / "old", dict(config, gumbel_c_scale=1.0),
-                                        defaults=loop.CONFIG_DEFAULTS)
+                                        defaults=trainer_lib.CONFIG_DEFAULTS)
   with pytest.raises(checkpoint_lib.CheckpointMismatch, match="gumbel_c_scale"):
     changed.restore(jax.eval_shape(trainer.init_state))
   # A damaged checkpoint: a clear error, not a crash deep in orbax.
@@ -330,8 +330,8 @@ def test_load_trained_finds_the_game_in_the_registry(tmp_path, trainer, trained)
   """A run's folder read back (``play --checkpoint``): the library's ``load_trained`` is given
   the registry's lookup, builds the trainer of the recorded game and restores its network."""
   ts = jax.tree.map(jnp.asarray, trained[-1][0])
-  ckpt = checkpoint_lib.Checkpointer(tmp_path, trainer.config.to_dict(), loop.MAY_CHANGE,
-                                     defaults=loop.CONFIG_DEFAULTS)
+  ckpt = checkpoint_lib.Checkpointer(tmp_path, trainer.config.to_dict(), trainer_lib.MAY_CHANGE,
+                                     defaults=trainer_lib.CONFIG_DEFAULTS)
   ckpt.save(12, ts)
   ckpt.close()
   (tmp_path / "config.json").write_text(json.dumps(trainer.config.to_dict()))
@@ -378,7 +378,7 @@ def _kill_and_resume(tmp_path, cache, trainer, argv, steps=12):
   assert summary["positions"] == steps * trainer.config.batch_size
   # The same run, slowed down, killed with SIGKILL after its first checkpoint (step 4).
   proc = subprocess.Popen(argv(killed, "--steps", str(steps)),
-                          env=_env(cache, **{loop.SLEEP_ENV: "0.5"}),
+                          env=_env(cache, **{trainer_lib.SLEEP_ENV: "0.5"}),
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=REPO)
   metrics = killed / "metrics.jsonl"
   deadline = time.time() + 240
@@ -396,20 +396,20 @@ def _kill_and_resume(tmp_path, cache, trainer, argv, steps=12):
     proc.send_signal(signal.SIGKILL)
     proc.wait()
   assert proc.returncode == -signal.SIGKILL
-  before = loop.read_metrics(metrics)
+  before = trainer_lib.read_metrics(metrics)
   assert 5 <= before[-1]["step"] < steps  # killed mid-run, after the checkpoint
   resumed = subprocess.run(argv(killed, "--steps", str(steps), "--resume"), env=_env(cache),
                            capture_output=True, text=True, timeout=300, cwd=REPO)
   assert resumed.returncode == 0, resumed.stderr[-2000:]
   assert json.loads(resumed.stdout.strip().splitlines()[-1])["steps"] == steps
-  a = _deterministic(loop.read_metrics(straight / "metrics.jsonl"))
-  b = _deterministic(loop.read_metrics(metrics))
+  a = _deterministic(trainer_lib.read_metrics(straight / "metrics.jsonl"))
+  b = _deterministic(trainer_lib.read_metrics(metrics))
   assert [r["step"] for r in b] == list(range(1, steps + 1))
   assert a == b
   # Final parameters and the whole state, bit for bit.
   final = {}
   for name, out in (("straight", straight), ("killed", killed)):
-    ckpt = checkpoint_lib.Checkpointer(out, trainer.config.to_dict(), loop.MAY_CHANGE)
+    ckpt = checkpoint_lib.Checkpointer(out, trainer.config.to_dict(), trainer_lib.MAY_CHANGE)
     final[name], step = ckpt.restore(jax.eval_shape(trainer.init_state))
     ckpt.close()
     assert step == steps
@@ -448,7 +448,7 @@ def test_plot_writes_a_png(tmp_path):
                   losses_vs_perfect=1, games_vs_perfect=10, eval_step=4)
   path = tmp_path / "metrics.jsonl"
   path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-  png = loop.plot_metrics(path, tmp_path / "p.png", title="t")
+  png = trainer_lib.plot_metrics(path, tmp_path / "p.png", title="t")
   assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

@@ -122,7 +122,7 @@ def test_training_preset_trees(game, policy, measured):
   import types
 
   from jaxsearch.app import registry, training
-  from jaxsearch.train import loop
+  from jaxsearch.train import trainer
   config = training.preset(game, **({"policy": policy} if policy else {}))
   module = registry.game_module(game)
   # The trainer's own make_search with a rollout estimator standing in for the network
@@ -130,7 +130,7 @@ def test_training_preset_trees(game, policy, measured):
   # values, so the trees keep q̂1: the larger layout of the two a network can give.
   stand_in = types.SimpleNamespace(config=config, game=module.GAME, estimator=(
       js.estimators.rollout(module.GAME, num_rollouts=1, action_values=True)))
-  search = loop.Trainer.make_search(stand_in, config.simulations, config.nodes,
+  search = trainer.Trainer.make_search(stand_in, config.simulations, config.nodes,
                                     config.dirichlet_fraction)
   assert search.config.max_nodes == 2 * config.simulations + 1
   roots = jax.vmap(module.GAME.init)(jax.random.split(jax.random.PRNGKey(0), 4))

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
   from jaxsearch.train.evaluators import Evaluator
-  from jaxsearch.train.loop import Trainer
+  from jaxsearch.train.trainer import Trainer
 
 
 def tictactoe(trainer: Trainer) -> Evaluator:

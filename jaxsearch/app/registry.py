@@ -5,7 +5,7 @@ Every place that turns a name into a game reads it: ``jaxsearch train`` (through
 :mod:`jaxsearch.app.training`), ``jaxsearch play``, ``jaxsearch evaluate`` and the policy-file
 reader (:func:`register_policy_files` plugs the games with policy files into
 :mod:`jaxsearch.policy_file`, which knows no game). The library proper never reads it: it is
-given a game's module (:class:`jaxsearch.train.loop.Trainer`) or a
+given a game's module (:class:`jaxsearch.train.trainer.Trainer`) or a
 :class:`~jaxsearch.policy_file.FileGame`.
 
     entry("connect_four").load()          # the module jaxsearch.games.connect_four

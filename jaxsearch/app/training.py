@@ -1,6 +1,6 @@
 """Training a game of the registry: its preset, its trainer, a trained run read back.
 
-The library's trainer (:class:`jaxsearch.train.loop.Trainer`) names no game: it is given the
+The library's trainer (:class:`jaxsearch.train.trainer.Trainer`) names no game: it is given the
 game's module and its evaluation. This module looks both up in the registry
 (:mod:`jaxsearch.app.registry`) from the configuration's ``game``::
 
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from jaxsearch.app import registry
-from jaxsearch.train import loop
+from jaxsearch.train import trainer as trainer_lib
 from jaxsearch.train.config import TrainConfig
 
 
@@ -43,8 +43,8 @@ def default_minutes(game: str) -> float:
 
 
 def trainer(config: TrainConfig, out_dir: Optional[str | Path] = None,
-            evaluator: Any = None) -> loop.Trainer:
-  """The :class:`~jaxsearch.train.loop.Trainer` of ``config``: the module of
+            evaluator: Any = None) -> trainer_lib.Trainer:
+  """The :class:`~jaxsearch.train.trainer.Trainer` of ``config``: the module of
   ``config.game`` and its evaluation (the game's oracles where it has them, else the
   library's matches) from the registry.
 
@@ -57,10 +57,10 @@ def trainer(config: TrainConfig, out_dir: Optional[str | Path] = None,
   found = registry.entry(config.game, "training")
   if evaluator is None:
     evaluator = found.training.evaluator
-  return loop.Trainer(config, found.load(), out_dir=out_dir, evaluator=evaluator)
+  return trainer_lib.Trainer(config, found.load(), out_dir=out_dir, evaluator=evaluator)
 
 
-def load_trained(out_dir: str | Path, step: Optional[int] = None) -> tuple[loop.Trainer, Any]:
+def load_trained(out_dir: str | Path, step: Optional[int] = None) -> tuple[trainer_lib.Trainer, Any]:
   """``(trainer, params)`` of a run's newest checkpoint (or ``step``):
-  :func:`jaxsearch.train.loop.load_trained` with the game looked up in the registry."""
-  return loop.load_trained(out_dir, registry.game_module, step)
+  :func:`jaxsearch.train.trainer.load_trained` with the game looked up in the registry."""
+  return trainer_lib.load_trained(out_dir, registry.game_module, step)

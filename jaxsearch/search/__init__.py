@@ -39,7 +39,7 @@ from jaxsearch.search.config import (BACKUPS, EntropyOptions, LoopOptions, RootN
 from jaxsearch.search.backup_mean import MeanBackup
 from jaxsearch.search.descent import Path
 from jaxsearch.search.estimates import node_stats, slot_estimates
-from jaxsearch.search.loop import draw_root_noise, init_tree, run
+from jaxsearch.search.simulate import draw_root_noise, init_tree, run
 from jaxsearch.search.nodes import NodeRows
 from jaxsearch.search.plan import SearchPlan, plan_for
 

@@ -57,7 +57,7 @@ def simulation_keys(loop_key: jax.Array, index) -> tuple[jax.Array, jax.Array, j
 
 class TreeSetup:
   """What the config (:class:`~jaxsearch.search.config.SearchConfig`) and the tree's
-  allocation (``loop.init_tree``) ask a backup.
+  allocation (``simulate.init_tree``) ask a backup.
 
   Attributes:
     kind: the :class:`~jaxsearch.enums.Backup` this rule implements (its name).
@@ -155,7 +155,7 @@ class NodeReading:
 
 
 class SimulationStep:
-  """The simulation after the descent, asked by ``loop.run`` and ``opening.expand``."""
+  """The simulation after the descent, asked by ``simulate.run`` and ``opening.expand``."""
 
   # A root rule's opening (:mod:`jaxsearch.search.opening`), where the backup has such a step:
   # ``(model, plan, params, estimator_keys, tree, slots, count) -> tree``, the first

@@ -2,7 +2,7 @@
 
 The solver runs AVTS (:func:`jaxsearch.policies.avts`) on a *batch* of root states at once,
 one tree per root, in chunks of simulations that continue the same trees
-(:mod:`jaxsearch.solve.loop`); full trees of roots still open move into larger ones as the
+(:mod:`jaxsearch.solve.chunked`); full trees of roots still open move into larger ones as the
 proven roots leave the batch. After every chunk it reads two numbers at each root:
 
 * the **achievable bound** — the exact value of a concrete policy held by the tree (AVTS's
@@ -55,7 +55,7 @@ from jaxsearch.solve.checkpoint import (
     CheckpointMismatch)
 from jaxsearch.solve.exact import GameSolution, RootSolution, exact_value, solve_game
 from jaxsearch.solve.extract import PolicyExtractor, extract_policy
-from jaxsearch.solve.loop import Problem, SearchResult, estimate_memory
+from jaxsearch.solve.chunked import Problem, SearchResult, estimate_memory
 from jaxsearch.solve.options import (
     DEFAULT_MAX_DEPTH, Budget, Capacity, Checkpointing, SearchRule, SolveOptions)
 from jaxsearch.solve.puzzle import (

@@ -277,7 +277,7 @@ def certify(puzzle, trees, rows: Sequence[int], target: int,
             cost: int = 0, deadline: Optional[float] = None) -> bool:
   """Whether, in exact integers, no policy does better than ``target`` total guesses, where a
   policy's total is ``cost`` plus the totals of the sub-problems at the roots ``rows`` of
-  ``trees`` (one batch of one tree per root, as :class:`jaxsearch.solve.loop.SearchResult`
+  ``trees`` (one batch of one tree per root, as :class:`jaxsearch.solve.chunked.SearchResult`
   holds them; one root: ``rows = [0]``, ``cost = 0``; a fixed first guess: every feedback's
   root, ``cost`` = the number of secrets, who all pay for it). See :class:`_Certifier`.
   Needs ``puzzle.exact``; ``False`` without it. After ``deadline`` (``time.monotonic()``)

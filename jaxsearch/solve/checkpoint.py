@@ -73,7 +73,7 @@ class CheckpointLocked(CheckpointError):
 
 @dataclasses.dataclass
 class SearchState:
-  """The search loop's state after a chunk (:class:`jaxsearch.solve.loop.ChunkedSearch`).
+  """The search loop's state after a chunk (:class:`jaxsearch.solve.chunked.ChunkedSearch`).
 
   Attributes:
     simulations, chunks: simulations per tree and chunks run so far, every run's.
@@ -372,7 +372,7 @@ class Checkpoint:
 
 
 class SearchSaver:
-  """When and what :func:`jaxsearch.solve.loop.run` saves to a :class:`Checkpoint`: after a
+  """When and what :func:`jaxsearch.solve.chunked.run` saves to a :class:`Checkpoint`: after a
   chunk once ``every`` seconds of search have passed since the last save (0: after every
   chunk), and at the end of the search. A save that took long pushes the next one back, so
   that saving takes at most about a fifth of the search's time."""

@@ -45,7 +45,7 @@ import numpy as np
 
 from jaxsearch.game import Estimator, Game
 from jaxsearch.solve import checkpoint as checkpoint_lib
-from jaxsearch.solve import loop
+from jaxsearch.solve import chunked
 from jaxsearch.solve.options import SolveOptions
 from jaxsearch.solve.dyadic import Dyadic, expected
 from jaxsearch.solve.game_identity import check_key, game_identity
@@ -285,7 +285,7 @@ def _solve_game(game: Game, estimator: Estimator, roots, options: SolveOptions,
                                 completion, on_chunk, game_key)
   started = time.perf_counter()
   batch = int(jax.tree.leaves(roots)[0].shape[0])
-  problem = loop.Problem(game=game, estimator=estimator)
+  problem = chunked.Problem(game=game, estimator=estimator)
   checkpointing = options.checkpointing
   # The directory's lock first (a second run is refused before any work), then the game's
   # bounds at the roots, then the game's identity (the checkpoint's fingerprint).
@@ -296,7 +296,7 @@ def _solve_game(game: Game, estimator: Estimator, roots, options: SolveOptions,
     _check_roots(oracle, estimator, roots)
     if store is not None:
       store.identity = {"game": game_identity(game, estimator, roots, game_key)}
-    found = loop.run(problem, roots, options, weights=np.ones(batch),
+    found = chunked.run(problem, roots, options, weights=np.ones(batch),
                      meets=_meets_within(tolerance), on_chunk=on_chunk, checkpoint=store)
   finally:
     if store is not None:

@@ -94,5 +94,5 @@ class PolicyExtractor:
 
 def extract_policy(puzzle, trees, row: int) -> dict:
   """The exported policy of root ``row`` (``trees``: one batch of one tree per root, as
-  :class:`jaxsearch.solve.loop.SearchResult` holds them; see :class:`PolicyExtractor`)."""
+  :class:`jaxsearch.solve.chunked.SearchResult` holds them; see :class:`PolicyExtractor`)."""
   return PolicyExtractor(puzzle, trees[row]).policy(0)

@@ -35,7 +35,7 @@ class Outcome:
     proven: the certificate holds: ``evaluation.total_guesses`` is optimal among the
       policies this way searched (given its first guesses).
     simulations, nodes, seconds, history, phases, memory, resumed_from: the search's work
-      (:class:`jaxsearch.solve.loop.SearchResult`), ``history`` in total guesses.
+      (:class:`jaxsearch.solve.chunked.SearchResult`), ``history`` in total guesses.
     trees: one batch of one tree per root (``None``: nothing searched).
     subproblems: with fixed openings, ``(proven, total)`` sub-problems of the chosen one.
     opening_rows: with fixed openings, the rows of ``trees`` of the chosen one.

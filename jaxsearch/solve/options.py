@@ -1,7 +1,7 @@
 """The solver's options: one frozen, validated :class:`SolveOptions`, grouped by what they are.
 
 Every entry point (:func:`jaxsearch.solve.solve_puzzle`, :func:`~jaxsearch.solve.solve`,
-:func:`~jaxsearch.solve.solve_game`, :func:`jaxsearch.solve.loop.run`, the search over first
+:func:`~jaxsearch.solve.solve_game`, :func:`jaxsearch.solve.chunked.run`, the search over first
 guesses) takes the same object, checked once when it is built (a ``ValueError`` naming the
 option and what it accepts, a ``TypeError`` for an unknown one), and every search in a solve
 reads its :class:`jaxsearch.search.SearchConfig` from :meth:`SolveOptions.search_config`.
@@ -283,7 +283,7 @@ _KEYWORDS = {
 def _default_rules():
   """``(thompson, optimistic)``: the default selection rule and the proof rule, one object
   each per process, so that configs built from the same options are equal and the compiled
-  programs keyed by them are reused (:func:`jaxsearch.solve.loop._cached_program`)."""
+  programs keyed by them are reused (:func:`jaxsearch.solve.chunked._cached_program`)."""
   from jaxsearch import selection
   return selection.thompson(), selection.optimistic()
 
@@ -399,7 +399,7 @@ class SolveOptions:
 
   def tree_options(self, game) -> dict:
     """The options that shape the trees, with the game's defaults filled in (JSON-able):
-    what a checkpoint's fingerprint compares (:func:`jaxsearch.solve.loop.fingerprint`)."""
+    what a checkpoint's fingerprint compares (:func:`jaxsearch.solve.chunked.fingerprint`)."""
     capacity = self.capacity
     return dict(num_simulations=self.search.chunk, max_nodes=capacity.max_nodes,
                 max_depth=self.max_depth_for(game), num_slots=capacity.num_slots,

@@ -20,7 +20,7 @@ import numpy as np
 from jaxsearch.game import Estimator, Game
 from jaxsearch.memory import PuzzleSizes, check_memory, estimate_from_sizes
 from jaxsearch.solve import checkpoint as checkpoint_lib
-from jaxsearch.solve import loop
+from jaxsearch.solve import chunked
 from jaxsearch.solve.certify import CertificateGame, IntegerBounds
 from jaxsearch.solve.extract import extract_policy
 from jaxsearch.solve.finish import (  # noqa: F401  (evaluate: part of this module's interface)
@@ -102,9 +102,9 @@ def _options(where: str, options: Optional[SolveOptions], keywords: dict) -> Sol
 
 
 @dataclasses.dataclass
-class PuzzleSearch(loop.SearchResult):
+class PuzzleSearch(chunked.SearchResult):
   """What :func:`solve` found: the search's figures and trees
-  (:class:`jaxsearch.solve.loop.SearchResult`; figures in total guesses per root), and
+  (:class:`jaxsearch.solve.chunked.SearchResult`; figures in total guesses per root), and
 
   Attributes:
     sizes: ``int[B]`` secrets per root.
@@ -160,7 +160,7 @@ def solve(puzzle: Puzzle, roots=None, *, options: Optional[SolveOptions] = None,
   if store is None:
     store = _open_checkpoint(puzzle, None, options.checkpointing)
   try:
-    searched = loop.run(puzzle, roots, options, weights=-sizes.astype(np.float64),
+    searched = chunked.run(puzzle, roots, options, weights=-sizes.astype(np.float64),
                         meets=meets, combine=combine, on_chunk=on_chunk, checkpoint=store,
                         deadline=deadline)
   finally:
@@ -173,7 +173,7 @@ def solve(puzzle: Puzzle, roots=None, *, options: Optional[SolveOptions] = None,
   return PuzzleSearch(**vars(searched), sizes=sizes, policies=policies)
 
 
-def _work(searched: loop.SearchResult, history: list) -> dict:
+def _work(searched: chunked.SearchResult, history: list) -> dict:
   """The work a search did, as :class:`Outcome` holds it (``history`` in total guesses)."""
   return dict(simulations=searched.simulations, nodes=searched.nodes,
               seconds=searched.seconds, history=history, phases=searched.phases,

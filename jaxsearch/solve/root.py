@@ -21,7 +21,7 @@ one batch of trees.
 * **Thompson sampling.** Each root decision draws ``q̃ ~ N(q̂3, σ²(n))`` for every active
   first guess and visits the best draw.
 * **A visit** runs ``visit_chunks`` chunks of the sub-problem search (the solver's rule,
-  :mod:`jaxsearch.solve.loop`) on that first guess's trees, going on from where its last visit
+  :mod:`jaxsearch.solve.chunked`) on that first guess's trees, going on from where its last visit
   stopped.
 
 Memory: at most ``live_openings`` first guesses hold trees at once, each ``max_nodes //
@@ -47,7 +47,7 @@ import numpy as np
 
 from jaxsearch import debias
 from jaxsearch.memory import check_memory
-from jaxsearch.solve import loop as loop_lib
+from jaxsearch.solve import chunked
 from jaxsearch.solve.finish import (Outcome, RunProgress, certify_saved, corrected_policy,
                                     opening_policy, settle_saved)
 from jaxsearch.solve.options import SolveOptions
@@ -129,7 +129,7 @@ class _Opening:
     self.action, self.name, self.outcomes = action, name, list(outcomes)
     self.states, self.sizes = states, np.asarray(sizes, np.float64)
     self.estimate = estimate  # q̂2 (q̂1 until visited): minus expected guesses per secret
-    self.loop: Optional[loop_lib.ChunkedSearch] = None
+    self.loop: Optional[chunked.ChunkedSearch] = None
     self.visits, self.seconds, self.retired, self.done = 0, 0.0, False, False
     self.bound_total, self.upper_total = np.inf, None
     self.phases = {"first_chunk_s": 0.0, "device_s": 0.0}
@@ -256,10 +256,10 @@ class RootSearch:
     # The node budget shared out between the live first guesses, then between their trees.
     tree_options = self.solve_options.for_trees(rows * self.options.live_openings,
                                                 self.min_nodes)
-    loop = loop_lib.ChunkedSearch(self.puzzle, roots, weights, tree_options)
+    loop = chunked.ChunkedSearch(self.puzzle, roots, weights, tree_options)
     key = jax.random.fold_in(self.key, opening.action)
     if self.memory is None:  # the first batch: check the whole run's memory up front
-      self.memory = loop_lib.estimate_memory(self.puzzle, loop.init, loop.tables, key, roots)
+      self.memory = chunked.estimate_memory(self.puzzle, loop.init, loop.tables, key, roots)
       self.memory = dataclasses.replace(
           self.memory, trees=self.memory.trees * self.options.live_openings,
           nodes=self.memory.nodes * self.options.live_openings)
@@ -278,7 +278,7 @@ class RootSearch:
     for _ in range(self.options.visit_chunks):
       real = np.asarray(loop.rows) < len(opening.outcomes)
       opening.iterations += self.solve_options.search.chunk * int(real.sum())
-      proven = loop_lib.run_chunk(loop, key, opening.phases, None, None, meets)
+      proven = chunked.run_chunk(loop, key, opening.phases, None, None, meets)
       if proven or not loop.regrow(key, meets):
         opening.done = True
         break

@@ -20,7 +20,7 @@ Game-agnostic: no module here imports a game. The per-game presets, the games' e
 (tic-tac-toe minimax, the Connect Four test sets) and the evaluation API built on them are the
 application layer's (:mod:`jaxsearch.app.training`, :mod:`jaxsearch.app.evaluate`).
 
-Submodules load on first use (``jaxsearch.train.loop``), so importing the package is cheap.
+Submodules load on first use (``jaxsearch.train.trainer``), so importing the package is cheap.
 """
 
 import importlib

@@ -1,7 +1,7 @@
 """Training configuration: :class:`TrainConfig`.
 
 A configuration defines a run completely (with its seed, a run is a deterministic function
-of it and the step count); :mod:`jaxsearch.train.loop` builds and runs it. The per-game
+of it and the step count); :mod:`jaxsearch.train.trainer` builds and runs it. The per-game
 defaults (``preset``) are the application layer's: :func:`jaxsearch.app.training.preset`.
 """
 
@@ -138,7 +138,7 @@ class TrainConfig:
     pibar_target: train the policy head on π̄ (Grill et al. 2020, the search's regularised
       policy at the root: ``out.policy_target``) instead of the visit distribution; PUCT
       only (Gumbel has its own improved policy as the target).
-    moves_per_step, updates_per_step: see :mod:`jaxsearch.train.loop`.
+    moves_per_step, updates_per_step: see :mod:`jaxsearch.train.trainer`.
     replay_capacity, min_replay, train_batch: replay buffer size, positions needed before
       the first update, and the update batch size.
     learning_rate, warmup_steps, decay_steps, weight_decay, l2: AdamW on a warm-up + cosine

@@ -4,7 +4,7 @@
 noise) and the raw network against a random player and, at the end, against UCT with random
 rollouts: what can be measured of any game without an oracle. A game's exact oracles
 (tic-tac-toe minimax, the Connect Four test sets) are the application layer's
-(:mod:`jaxsearch.app.evaluators`), passed to the :class:`~jaxsearch.train.loop.Trainer` as its
+(:mod:`jaxsearch.app.evaluators`), passed to the :class:`~jaxsearch.train.trainer.Trainer` as its
 ``evaluator``.
 """
 
@@ -17,7 +17,7 @@ import jax
 from jaxsearch.train import agents, matches
 
 if TYPE_CHECKING:
-  from jaxsearch.train.loop import Trainer
+  from jaxsearch.train.trainer import Trainer
 
 Evaluator = Callable[[Any, jax.Array, bool], dict]
 """``(params, key, final) -> {name: number or dict}``; ``final`` marks the end-of-run one."""

@@ -61,10 +61,10 @@ def part_solve_profile(args) -> None:
   import jax  # after XLA_FLAGS: XLA reads them once
 
   from jaxsearch import cli
-  from jaxsearch.solve import loop
+  from jaxsearch.solve import chunked
   traced = folder / "solve"
   traced.mkdir()
-  chunk_of_loop, timing = loop.run_chunk, {}
+  chunk_of_loop, timing = chunked.run_chunk, {}
 
   def traced_chunk(the_loop, *rest):  # the second chunk of the run, under the profiler
     if the_loop.chunks != 1:
@@ -78,7 +78,7 @@ def part_solve_profile(args) -> None:
       timing["simulations"] = the_loop.options.search.chunk
       jax.profiler.stop_trace()
 
-  loop.run_chunk = traced_chunk
+  chunked.run_chunk = traced_chunk
   # Chunks of 4 simulations keep the trace (a kernel event each) small enough to come back.
   size = ["--pegs", "3", "--colours", "4", "--chunk", "1"] if args.smoke else ["--chunk", "4"]
   cli.main(["solve", "mastermind", *size, "--simulations", "8", "--certify-seconds", "5",
