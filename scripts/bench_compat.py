@@ -1,6 +1,6 @@
 """mctx's policies against ``jaxsearch.compat``'s and the engine's, through one ``recurrent_fn``.
 
-The hashed toy model (``jaxsearch/games/hashed.py``, 16 actions) as mctx functions
+The hashed toy model (``games/hashed.py``, 16 actions) as mctx functions
 (:func:`jaxsearch.compat.to_mctx`); every system is compiled first, then the systems'
 repeats are interleaved so that machine noise hits them alike. Prints one JSON line: the
 median milliseconds of each system and the ratios (time ÷ mctx's).

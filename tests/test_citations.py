@@ -22,7 +22,7 @@ _UNSHIPPED = re.compile(r"ALGORITHMS\.md|DESIGN\.md|\bseeds?/|\bseed(?:[\s#]+)0\
 
 
 def _texts():
-  folders = [ROOT / "jaxsearch", ROOT / "scripts", ROOT / "tests", ROOT / "docs"]
+  folders = [ROOT / "jaxsearch", ROOT / "games", ROOT / "scripts", ROOT / "tests", ROOT / "docs"]
   for folder in folders:
     for path in sorted(folder.rglob("*")):
       if path.suffix in (".py", ".md") and path != Path(__file__).resolve():

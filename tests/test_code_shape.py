@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "jaxsearch"
+import source_tree
+
+PACKAGE = source_tree.MOUNTS
 MAX_FUNCTION_LINES = 60
 # The packages whose every function is held to MAX_FUNCTION_LINES, with no allow-list.
 STRICT = ("jaxsearch.search",)
@@ -34,15 +36,10 @@ LONG_FUNCTIONS_ALLOWED = {
 }
 
 
-def _module_name(path: Path, root: Path) -> str:
-  parts = path.relative_to(root.parent).with_suffix("").parts
-  return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def _modules(root: Path):
-  """``(path, module name, is a package's __init__)`` of every module under ``root``."""
-  for path in sorted(root.rglob("*.py")):
-    yield path, _module_name(path, root), path.name == "__init__.py"
+def _modules(root):
+  """``(path, module name, is a package's __init__)`` of every module under ``root`` (a
+  package folder, or a mapping of import prefixes to folders: :data:`source_tree.MOUNTS`)."""
+  return source_tree.modules(root)
 
 
 def _is_type_checking(node: ast.AST) -> bool:

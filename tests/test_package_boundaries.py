@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "jaxsearch"
+import source_tree
+
+PACKAGE = source_tree.ROOT / "jaxsearch"
 # The engine and the solver: what a game plugs into.
 ENGINE = ("search", "selection", "solve", "compat")
 # The packages outside the library proper: the games, and the application layer (the CLI, the
@@ -23,18 +25,14 @@ APPLICATION = ("jaxsearch.app", "jaxsearch.cli")
 
 
 def _modules():
-  for path in sorted(PACKAGE.rglob("*.py")):
-    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
-    if parts[-1] == "__init__":
-      yield path, ".".join(parts[:-1]), ".".join(parts[:-1])
-    else:
-      yield path, ".".join(parts), ".".join(parts[:-1])
+  """``(path, module, its package)`` of every module of the installed packages."""
+  for path, module, is_init in source_tree.modules():
+    yield path, module, module if is_init else module.rsplit(".", 1)[0]
 
 
 def _package_of(module: str) -> str:
   """The package a module belongs to (a package's own name for its ``__init__``)."""
-  as_dir = PACKAGE.parent / module.replace(".", "/")
-  return module if as_dir.is_dir() else module.rsplit(".", 1)[0]
+  return module if module in source_tree.packages() else module.rsplit(".", 1)[0]
 
 
 def _imports(path: Path):
@@ -55,7 +53,7 @@ def test_no_private_name_crosses_a_package():
       for name in names:
         private = name.startswith("_") and not name.startswith("__")
         if private and _package_of(module) != package:
-          crossing.append(f"{path.relative_to(PACKAGE.parent)}: {module}.{name}")
+          crossing.append(f"{path.relative_to(source_tree.ROOT)}: {module}.{name}")
   assert not crossing, "private names imported across packages:\n" + "\n".join(crossing)
 
 
@@ -74,7 +72,7 @@ def test_the_engine_and_the_solver_import_no_game():
       for imported, names in _imports(path):
         if imported.startswith("jaxsearch.games") or (imported == "jaxsearch" and
                                                       "games" in names):
-          offending.append(f"{path.relative_to(PACKAGE.parent)}: {imported}")
+          offending.append(f"{path.relative_to(source_tree.ROOT)}: {imported}")
   assert not offending, "engine modules importing games:\n" + "\n".join(offending)
 
 
@@ -117,7 +115,7 @@ def _layer_violations(of_module, forbidden) -> list[str]:
     if of_module(module):
       for imported in _full_imports(path, module):
         if _under(imported.rstrip("."), forbidden):
-          found.append(f"{path.relative_to(PACKAGE.parent)}: {imported}")
+          found.append(f"{path.relative_to(source_tree.ROOT)}: {imported}")
   return found
 
 
@@ -152,3 +150,15 @@ def test_the_layer_check_sees_every_kind_of_import(tmp_path, source, module, exp
   imported = list(_full_imports(path, module))
   assert expected in imported, imported
   assert _under(expected.rstrip("."), (GAMES,) + APPLICATION)
+
+
+def test_pyproject_installs_every_package_from_its_folder():
+  """``pyproject.toml`` lists its packages by hand (the games install from ``games/``): the
+  list is every folder with an ``__init__.py``, and each maps to the folder it lives in."""
+  import tomllib
+  setuptools = tomllib.loads((source_tree.ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+  assert sorted(setuptools["packages"]) == sorted(source_tree.packages())
+  assert {prefix: source_tree.ROOT / folder
+          for prefix, folder in setuptools["package-dir"].items()} == {
+              prefix: folder for prefix, folder in source_tree.MOUNTS.items()
+              if prefix != "jaxsearch"}
