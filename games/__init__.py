@@ -14,7 +14,7 @@ feedbacks).
 Importing this package is cheap on purpose: game modules are imported explicitly
 (``from jaxsearch.games import connect_four``). The library proper imports no game: games
 plug in through :class:`jaxsearch.game.Game` (and, for policy files,
-:class:`jaxsearch.policy_file.FileGame`). The games import the library only, never the
+:class:`jaxsearch.guessing.policy_file.FileGame`). The games import the library only, never the
 application layer; which name means which game is the application's registry
 (:mod:`jaxsearch.app.registry`).
 """

@@ -52,7 +52,7 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 
 from jaxsearch.enums import Variance
-from jaxsearch.games.guessing_estimator import entropic_costs, greedy_guess
+from jaxsearch.guessing.estimator import entropic_costs, greedy_guess
 
 
 class Rule(enum.StrEnum):
@@ -133,15 +133,15 @@ def numpy_estimator(problem: Problem, sets: Sequence[np.ndarray]) -> list:
 
 def jax_estimator(problem: Problem, batched: Optional[bool] = None,
                   bucket: int = 64) -> Estimator:
-  """The library's estimator (:func:`jaxsearch.games.guessing_estimator.entropic_estimator`)
+  """The library's estimator (:func:`jaxsearch.guessing.estimator.entropic_estimator`)
   as a batched backend: each call is one jitted program over the sets (padded to a multiple
   of ``bucket`` so that few shapes compile). ``batched=True`` computes every histogram of the
   batch as one matrix product, the form an accelerator wants; ``None`` decides by backend.
   float32 estimates, so ties may order differently from :func:`numpy_estimator`."""
   import jax
   import jax.numpy as jnp
-  from jaxsearch.games.guessing import State, mask_to_bits
-  from jaxsearch.games.guessing_estimator import entropic_estimator
+  from jaxsearch.guessing.game import State, mask_to_bits
+  from jaxsearch.guessing.estimator import entropic_estimator
 
   table = jnp.asarray(problem.table)
   secret_of_guess = np.full(problem.table.shape[1], -1, np.int64)

@@ -11,10 +11,10 @@ optimum 5625, Koyama & Lai 1993).
     roots = jax.vmap(m.game.init)(keys)
     search = js.policies.puct(m.game, m.estimator, num_simulations=64)
 
-State, chance, rewards and bounds are the generic guessing game of :mod:`jaxsearch.games.guessing`
+State, chance, rewards and bounds are the generic guessing game of :mod:`jaxsearch.guessing.game`
 (:func:`~games.guessing.guessing_game`, over the feedback table ``by_secret: u8[S, G]``), the
-estimator is :func:`jaxsearch.games.guessing_estimator.entropic_estimator` and the exact integer bounds
-behind certificates are :class:`jaxsearch.games.guessing_exact.ExactBounds`.
+estimator is :func:`jaxsearch.guessing.estimator.entropic_estimator` and the exact integer bounds
+behind certificates are :class:`jaxsearch.guessing.exact.ExactBounds`.
 
 **Mastermind encodings.** Code index ``i`` in ``[0, C**P)`` is the base-``C`` number of the
 code's pegs, first peg most significant, colours written ``1..C``: with ``P = 4, C = 6``,
@@ -37,14 +37,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsearch.games.guessing import State, bits_to_mask, feedback_branching, guessing_game
-from jaxsearch.games.guessing_estimator import (DEFAULT_GUESS_CHUNK, DEFAULT_TIERS,
+from jaxsearch.guessing.game import State, bits_to_mask, feedback_branching, guessing_game
+from jaxsearch.guessing.estimator import (DEFAULT_GUESS_CHUNK, DEFAULT_TIERS,
                                                 entropic_estimator, greedy_guess)
-from jaxsearch.games.guessing_exact import ExactBounds
+from jaxsearch.guessing.exact import ExactBounds
 # Re-exported: the symmetry's names were this module's.
 from jaxsearch.games.mastermind_symmetry import (AT_START, MAX_GROUP, MAX_SYMMETRIES,  # noqa: F401
                                                  Symmetry, code_digits, with_symmetry)
-from jaxsearch import policy_file
+from jaxsearch.guessing import policy_file
 from jaxsearch.game import Estimator, Game
 
 # Mastermind's search nodes are mostly tiny (median 2 secrets after 1123): three more tiers
@@ -212,8 +212,8 @@ def make(pegs: int = 4, colours: int = 6, value_range: tuple[float, float] = (-6
   are digit strings; ``colours**pegs <= 32768`` so the table stays within 1 GiB).
 
   ``value_range`` and ``max_length`` go to the :class:`Game` (see
-  :func:`jaxsearch.games.guessing.guessing_game`), ``tiers`` and ``guess_chunk`` to
-  :func:`jaxsearch.games.guessing_estimator.entropic_estimator`. With ``symmetry=True`` (and at most
+  :func:`jaxsearch.guessing.game.guessing_game`), ``tiers`` and ``guess_chunk`` to
+  :func:`jaxsearch.guessing.estimator.entropic_estimator`. With ``symmetry=True`` (and at most
   :data:`MAX_GROUP` colour-and-peg permutations) states carry the permutations that fix the
   guesses so far and the estimator masks guesses equivalent to a smaller one
   (:class:`Symmetry`): values are unchanged, the search just never spends a slot on a copy.
@@ -256,7 +256,7 @@ def make(pegs: int = 4, colours: int = 6, value_range: tuple[float, float] = (-6
 
 # ---------------------------------------------------------------------------------------------
 # Solving and exported policies: the puzzle the solver plays (:mod:`jaxsearch.solve`) and the
-# game's policy files (:mod:`jaxsearch.policy_file`).
+# game's policy files (:mod:`jaxsearch.guessing.policy_file`).
 
 
 def _partitions(total: int, largest: int, parts: int):
@@ -281,10 +281,10 @@ def openings(pegs: int, colours: int) -> tuple[str, ...]:
 
 def puzzle(pegs: int = 4, colours: int = 6, symmetry: bool = True, exact_search: bool = True):
   """Mastermind with ``pegs`` × ``colours`` (default 4 × 6: 1296 codes, 14 feedbacks) as a
-  :class:`jaxsearch.solve.Puzzle`; ``symmetry``: skip guesses equivalent under colour and peg
+  :class:`jaxsearch.guessing.Puzzle`; ``symmetry``: skip guesses equivalent under colour and peg
   permutations (:class:`Symmetry`); ``exact_search``: certificates may settle small sets by
   exact search (:meth:`ExactBounds.without_search` when False)."""
-  from jaxsearch.solve import Puzzle
+  from jaxsearch.guessing import Puzzle
 
   game = make(pegs, colours, symmetry=symmetry)
   codes = tuple(game.code_string(i) for i in range(game.num_codes))
@@ -353,7 +353,7 @@ def _check_file_size(pegs, colours) -> None:
 
 
 class PolicyFiles:
-  """Mastermind's policy files (a :class:`jaxsearch.policy_file.FileGame`): the header keys
+  """Mastermind's policy files (a :class:`jaxsearch.guessing.policy_file.FileGame`): the header keys
   ``pegs`` and ``colours``; the secrets and valid guesses are every code."""
 
   required_keys = ("pegs", "colours")

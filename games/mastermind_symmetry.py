@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsearch.game import Estimate, Estimator, Game
-from jaxsearch.games.guessing_estimator import all_states_at_once
+from jaxsearch.guessing.estimator import all_states_at_once
 
 
 def code_digits(pegs: int, colours: int) -> np.ndarray:

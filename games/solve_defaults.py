@@ -72,7 +72,7 @@ class SolvableGame:
     defaults: :class:`SolveDefaults`.
     openings_up_to_symmetry: without ``--first``, the run searches one batch of trees per
       first guess up to symmetry (the puzzle's ``openings``); otherwise the first guess is
-      searched too, above them (:mod:`jaxsearch.solve.root`).
+      searched too, above them (:mod:`jaxsearch.guessing.root`).
     puzzle: ``args -> (puzzle, title)`` from the parsed command line (``args.pegs``,
       ``args.answers``...).
     count_trees: ``args -> TreeCount | None``: the trees the run searches, or ``None``
@@ -129,7 +129,8 @@ def _mastermind_sizes(args):
   """:class:`jaxsearch.memory.PuzzleSizes` of ``solve mastermind`` (its puzzle keeps the
   colour-and-peg symmetries in each state where the group is small enough), or ``None``."""
   import math
-  from jaxsearch.games import guessing, mastermind, mastermind_symmetry
+  from jaxsearch.guessing import game as guessing
+  from jaxsearch.games import mastermind, mastermind_symmetry
   from jaxsearch.memory import PuzzleSizes
   pegs, colours = args.pegs, args.colours
   if not (1 <= pegs <= 21 and 1 <= colours <= 9 and colours ** pegs <= 32768):
@@ -147,7 +148,8 @@ def _mastermind_sizes(args):
 def _wordle_sizes(args):
   """:class:`jaxsearch.memory.PuzzleSizes` of ``solve wordle`` (its lists read, nothing
   built), or ``None`` where they cannot be read."""
-  from jaxsearch.games import guessing, wordle
+  from jaxsearch.guessing import game as guessing
+  from jaxsearch.games import wordle
   from jaxsearch.memory import PuzzleSizes
   try:
     answers_path, guesses_path = _wordle_lists(args)

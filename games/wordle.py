@@ -12,7 +12,7 @@ guesses over all answers (3158 answers / 14855 guesses: 11219 with TARSE; 2315 /
     search = js.policies.puct(w.game, w.estimator, num_simulations=64)
 
 State, chance, rewards, bounds and the entropic estimator are the generic guessing game of
-:mod:`jaxsearch.games.guessing` (:func:`~games.guessing.guessing_game`,
+:mod:`jaxsearch.guessing.game` (:func:`~games.guessing.guessing_game`,
 :func:`~games.guessing_estimator.entropic_estimator`): the state is the set of answers still
 consistent with the feedback (a bitset ``u32[ceil(S / 32)]``) plus ``solved``; action ``g``
 guesses ``guesses[g]``; outcome = feedback pattern index.
@@ -25,7 +25,7 @@ guess positions hold the same letter than there are non-green answer positions h
 grey ``B = 0``, yellow ``Y = 1``, green ``G = 2``: 243 patterns, all green = 242
 (:data:`SOLVED`); ``pattern_string(242) == "GGGGG"``, ``pattern_string(1) == "YBBBB"``.
 
-**Estimator cost** (:func:`jaxsearch.games.guessing_estimator.entropic_estimator`; 3158 / 14855 lists,
+**Estimator cost** (:func:`jaxsearch.guessing.estimator.entropic_estimator`; 3158 / 14855 lists,
 XLA on 2 shared CPU cores, so +-50%): building the ``u8[3158, 14855]`` table (47 MB) ~2 s; one
 estimate of the full answer set ~0.1 s (all 47 M (guess, answer) pairs); compacted states
 ~1.3 ms for ``n <= 16``, ~3-4 ms for ``n <= 64``, ~15 ms for ``n <= 256``, ~45 ms for
@@ -47,14 +47,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsearch.games.guessing import State, bits_to_mask, feedback_branching, guessing_game
-from jaxsearch.games.guessing_estimator import (DEFAULT_GUESS_CHUNK, DEFAULT_TIERS, entropic_estimator,
+from jaxsearch.guessing.game import State, bits_to_mask, feedback_branching, guessing_game
+from jaxsearch.guessing.estimator import (DEFAULT_GUESS_CHUNK, DEFAULT_TIERS, entropic_estimator,
                                       greedy_guess)
-from jaxsearch.games.guessing_exact import ExactBounds
+from jaxsearch.guessing.exact import ExactBounds
 from jaxsearch.games.wordle_lists import (EXPECTED_COUNTS, LISTS, default_data_dir,  # noqa: F401
                                           default_paths, load_words, shipped_data_dir,
                                           check_words, word_list, word_list_path)
-from jaxsearch import policy_file
+from jaxsearch.guessing import policy_file
 from jaxsearch.game import Estimator, Game
 
 WORD_LENGTH = 5
@@ -144,7 +144,7 @@ class Wordle:
     secret_of_guess: ``int32[G]`` (numpy), the answer index of each guess, ``-1`` if none.
     game: the :class:`jaxsearch.game.Game` (``num_actions = G``, ``num_outcomes = 243``).
     estimator: the batched entropic estimator
-      (:func:`jaxsearch.games.guessing_estimator.entropic_estimator`), ``action_values f32[B, G]``.
+      (:func:`jaxsearch.guessing.estimator.entropic_estimator`), ``action_values f32[B, G]``.
     bind: ``table -> (game, estimator)``, the same pair over a given ``u8[S, G]`` table
       (usually a tracer): call it inside a jitted function that takes ``by_secret`` as an
       argument, so that the compiled program does not embed the 47 MB table as a constant
@@ -162,7 +162,7 @@ class Wordle:
   @functools.cached_property
   def exact_bounds(self) -> ExactBounds:
     """The game's bounds in exact integers, for certificates
-    (:class:`jaxsearch.games.guessing_exact.ExactBounds`)."""
+    (:class:`jaxsearch.guessing.exact.ExactBounds`)."""
     return ExactBounds.build(
         self.by_secret, NUM_PATTERNS, SOLVED,
         guess_of_secret=[self.guess_index(word) for word in self.answers])
@@ -284,14 +284,14 @@ def load_default(lists: str = "nyt", **kwargs) -> Wordle:
 
 # ---------------------------------------------------------------------------------------------
 # Solving and exported policies: the puzzle the solver plays (:mod:`jaxsearch.solve`) and the
-# game's policy files (:mod:`jaxsearch.policy_file`).
+# game's policy files (:mod:`jaxsearch.guessing.policy_file`).
 
 
 def puzzle(answers_path, guesses_path, exact_search: bool = True):
   """Wordle over the word lists in the given files (see :func:`load_words`) as a
-  :class:`jaxsearch.solve.Puzzle`; ``exact_search``: certificates may settle small sets of
-  answers by exact search (see :meth:`jaxsearch.games.guessing_exact.ExactBounds.without_search`)."""
-  from jaxsearch.solve import Puzzle
+  :class:`jaxsearch.guessing.Puzzle`; ``exact_search``: certificates may settle small sets of
+  answers by exact search (see :meth:`jaxsearch.guessing.exact.ExactBounds.without_search`)."""
+  from jaxsearch.guessing import Puzzle
 
   # The paths go into exported policies' headers, where `jaxsearch evaluate` reads the lists
   # again: a list of words (or a generator) cannot stand in for them.
@@ -355,7 +355,7 @@ class WordleScore:
 
 
 class PolicyFiles:
-  """Wordle's policy files (a :class:`jaxsearch.policy_file.FileGame`): the header keys
+  """Wordle's policy files (a :class:`jaxsearch.guessing.policy_file.FileGame`): the header keys
   ``answers`` and ``guesses`` (paths, or ``null`` for the default lists of the given counts)
   and ``answers_count`` / ``guesses_count``."""
 

@@ -8,7 +8,7 @@ import importlib
 
 __version__ = "0.1.0"
 
-_SUBMODULES = ("compat", "enums", "estimators", "game", "model", "policies", "search",
+_SUBMODULES = ("compat", "enums", "estimators", "game", "guessing", "model", "policies", "search",
                "selection", "sharding", "solve", "tree", "validation", "viz")
 _NAMES = {"Estimate": "game", "Estimator": "game", "Game": "game", "StepResult": "game",
           "PolicyOutput": "policies", "Search": "policies", "Tree": "tree", "reroot": "tree",

@@ -89,7 +89,7 @@ class PuzzleSizes:
 
   @classmethod
   def of(cls, puzzle) -> "PuzzleSizes":
-    """The sizes of a built :class:`jaxsearch.solve.Puzzle`."""
+    """The sizes of a built :class:`jaxsearch.guessing.Puzzle`."""
     import jax
     import numpy as np
     state = sum(int(np.asarray(x).nbytes) for x in jax.tree.leaves(puzzle.initial_state))
@@ -129,7 +129,7 @@ def estimate_from_sizes(sizes: PuzzleSizes, options, batch: Optional[int] = None
   ``sizes`` alone: nothing is built, traced or compiled. ``batch``: that many sub-problem
   trees share the node budget (each at least :func:`subproblem_min_nodes`); ``None``: one
   tree from the start."""
-  from jaxsearch.solve.subproblems import subproblem_min_nodes
+  from jaxsearch.guessing.subproblems import subproblem_min_nodes
   tree_options = (options if batch is None else
                   options.for_trees(batch, subproblem_min_nodes(sizes.outcomes)))
   batch = 1 if batch is None else batch

@@ -1,6 +1,6 @@
 """The guessing games' entropic estimator, one state at a time against all states at once.
 
-Times ``jaxsearch.games.guessing_estimator.entropic_estimator`` on Mastermind 4×6 for a batch
+Times ``jaxsearch.guessing.estimator.entropic_estimator`` on Mastermind 4×6 for a batch
 of states whose remaining sets have mixed sizes (as a search's expansions have), with
 ``batched=False`` (each state by its size tier, a ``lax.map``: the CPU default) and
 ``batched=True`` (every histogram one product with the one-hot feedback table: the
@@ -28,7 +28,7 @@ def main(argv=None) -> int:
   parser.add_argument("--repeats", type=int, default=3)
   parser.add_argument("--seed", type=int, default=0)
   args = parser.parse_args(argv)
-  from jaxsearch.games import guessing, guessing_estimator
+  from jaxsearch.guessing import game as guessing, estimator as guessing_estimator
   from jaxsearch.games import mastermind as mm
 
   game = mm.make(4, 6)

@@ -17,7 +17,7 @@ same cutoff; only the selection differs):
   hoeffding          q̂3 + (U−L)·sqrt(−ln p / 2)/sqrt(n+1), p = 0.999, [L, U] = [−6, 0]
   optimistic         the solver's proof rule (``js.selection.optimistic``, best optimistic
                      bound first, outcome rule "gap")
-  solver_alternating the two above on the same trees, as ``jaxsearch.solve.solve(...,
+  solver_alternating the two above on the same trees, as ``jaxsearch.guessing.solve(...,
                      proof_every=k)`` runs them: blocks of ``--alternate-block`` simulations,
                      every ``--proof-every``-th block by the proof rule, the others by
                      Thompson-AVTS (Thompson first)
@@ -64,7 +64,8 @@ import numpy as np
 
 
 import jaxsearch as js  # noqa: E402
-from jaxsearch.games import guessing, wordle  # noqa: E402
+from jaxsearch.guessing import game as guessing  # noqa: E402
+from jaxsearch.games import wordle  # noqa: E402
 from jaxsearch import debias  # noqa: E402
 from wordle_exact import Exact  # noqa: E402
 
@@ -74,7 +75,7 @@ RULES = ("thompson_avts", "laplace", "puct_value_prior", "hoeffding", "optimisti
 
 class Alternating:
   """Thompson-AVTS and the proof rule growing the same trees, as the solver alternates them
-  (``jaxsearch.solve.solve(..., proof_every=every)`` with chunks of ``block`` simulations):
+  (``jaxsearch.guessing.solve(..., proof_every=every)`` with chunks of ``block`` simulations):
   simulation ``i`` (0-based) runs the proof rule where ``(i // block) % every == every - 1``,
   else Thompson-AVTS. Both searches are single-simulation ``Search`` objects of the same
   configuration apart from the selection and outcome rule, so their trees are alike."""

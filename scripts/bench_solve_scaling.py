@@ -3,7 +3,7 @@
     python scripts/bench_solve_scaling.py                         # defaults below, ~10 min
     python scripts/bench_solve_scaling.py --batches 1,8 --answers 400 --chunks 2   # smoke
 
-Two sweeps of :func:`jaxsearch.solve.solve` (AVTS, Thompson chunks only), both after the first
+Two sweeps of :func:`jaxsearch.guessing.solve` (AVTS, Thompson chunks only), both after the first
 guess ``--first`` (default tarse) on the 3158 / 14855 lists (``$WORDLE_DATA``, else the copies
 shipped in ``jaxsearch/data/wordle``):
 
@@ -35,7 +35,7 @@ import numpy as np
 
 
 from jaxsearch.games import wordle  # noqa: E402
-from jaxsearch import solve as solve_lib  # noqa: E402
+from jaxsearch import guessing as guessing_lib  # noqa: E402
 
 
 def _ints(text: str) -> list[int]:
@@ -46,7 +46,7 @@ def measure(puzzle, states, args) -> dict:
   """Runs one configuration over ``states`` (a list of unbatched root states)."""
   roots = jax.tree.map(lambda *xs: jnp.stack(xs), *states)
   batch = len(states)
-  found = solve_lib.solve(
+  found = guessing_lib.solve(
       puzzle, roots, seconds=1e9, max_simulations=args.chunk * (args.chunks + 1),
       chunk=args.chunk, max_nodes=args.nodes, num_slots=args.slots, proof_every=0,
       seed=args.seed)
@@ -81,7 +81,7 @@ def main(argv=None) -> int:
   result = dict(bench="solve_scaling", first=args.first, chunk=args.chunk, nodes=args.nodes,
                 slots=args.slots, batch=[], answers=[])
   full = wordle.puzzle(answers_path, guesses_path)
-  _, states = solve_lib.opening_roots(full, args.first)
+  _, states = guessing_lib.opening_roots(full, args.first)
   order = np.random.default_rng(args.seed).permutation(len(states))
   for batch in _ints(args.batches):
     row = measure(full, [states[order[i % len(states)]] for i in range(batch)], args)
@@ -98,7 +98,7 @@ def main(argv=None) -> int:
         with open(path, "w") as handle:
           handle.write("\n".join(all_answers[i] for i in subset) + "\n")
         puzzle = wordle.puzzle(path, guesses_path)
-      _, sub_states = solve_lib.opening_roots(puzzle, args.first)
+      _, sub_states = guessing_lib.opening_roots(puzzle, args.first)
       row = dict(answers=len(puzzle.secrets), **measure(puzzle, sub_states, args))
       result["answers"].append(row)
       print(json.dumps(dict(sweep="answers", **row)), file=sys.stderr)

@@ -33,8 +33,11 @@ The parts, in order:
 * ``solve_profile`` (when named): a ``jax.profiler`` trace of one chunk of Mastermind's
   search, with the optimised HLO of its search programs, in ``solve_profile.tar.gz``
   (read it with ``scripts/profile_search.py --from``);
-* ``train``: ``jaxsearch train connect_four`` for 60 s with the default preset: self-play
-  positions and updates per second;
+* ``train``: ``jaxsearch train connect_four --preset accelerator`` for the part's cap less
+  75 s (``--parts env,train --cap train=435 --budget 540``: 6 minutes), then its final
+  evaluation: self-play positions and updates per second in steady state (compilation
+  reported apart), the device's peak memory, the search's and the raw network's Test_L3_R1
+  and Test_L2_R2 errors;
 * ``wordle``: ``jaxsearch solve wordle --first tarse`` with a bounded search: when the
   search's achievable bound reached 11219, and whether the certificates (on the host's cores)
   prove it;

@@ -4,7 +4,7 @@ The best known total over all answers is the incumbent (default 11219, proven op
 ``tarse`` for the 3158 / 14855 lists: docs/solving.md). An opening is *ruled out* when an
 admissible lower bound on its best total (given that first guess) is **>= the incumbent**:
 it cannot do better, and an opening that could at best tie does not beat it. Two bounds
-(:mod:`jaxsearch.games.openings`):
+(:mod:`jaxsearch.guessing.openings`):
 
 1. the one-step bound of every opening (``S + Σ_P T(|P|)``, the solver's own bound on each
    first guess), all at once;
@@ -68,7 +68,8 @@ def main(argv=None) -> int:
   started = time.perf_counter()
   import jax
 
-  from jaxsearch.games import openings, wordle
+  from jaxsearch.guessing import openings
+  from jaxsearch.games import wordle
 
   puzzle = wordle.puzzle(*wordle.default_paths(args.lists))
   names = list(puzzle.guess_names)

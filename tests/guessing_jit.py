@@ -4,7 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsearch.games import guessing
+from jaxsearch.guessing import game as guessing
 
 
 class JittedGame:

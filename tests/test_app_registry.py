@@ -9,7 +9,7 @@ import types
 
 import pytest
 
-from jaxsearch import policy_file
+from jaxsearch.guessing import policy_file
 from jaxsearch.app import evaluators, presets, registry, training
 from jaxsearch.train.config import TrainConfig
 

@@ -12,8 +12,8 @@ import pytest
 from jaxsearch import debias
 from jaxsearch.enums import Variance
 from jaxsearch.games import avts_article as aa
-from jaxsearch.games.guessing_estimator import greedy_guess
-from jaxsearch.games.guessing_exact import ExactBounds, ExactSolver
+from jaxsearch.guessing.estimator import greedy_guess
+from jaxsearch.guessing.exact import ExactBounds, ExactSolver
 from test_wordle import _random_words  # the word generator lives with the game tests
 
 
@@ -166,19 +166,15 @@ def test_jax_estimator_agrees_with_numpy_and_runs_the_tree():
   assert tree.bound_total() == pytest.approx(target)
 
 
-def _script():
-  import importlib.util
-  from pathlib import Path
-  path = Path(__file__).resolve().parents[1] / "scripts" / "bench_avts_article.py"
-  spec = importlib.util.spec_from_file_location("bench_avts_article", path)
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module
+def _bench():
+  """``jaxsearch bench article``'s module."""
+  from jaxsearch.app.benchmarks import article
+  return article
 
 
-def test_script_runs_every_rule_and_prints_one_json_line(capsys, tmp_path):
+def test_bench_article_runs_every_rule_and_prints_one_json_line(capsys, tmp_path):
   import json
-  bench = _script()
+  bench = _bench()
   assert bench.main(["--game", "mastermind", "--pegs", "3", "--colours", "3", "--seeds", "0,1",
                      "--cap-iterations", "300", "--policy-every", "5",
                      "--plot", str(tmp_path / "p.png")]) == 0
@@ -189,8 +185,8 @@ def test_script_runs_every_rule_and_prints_one_json_line(capsys, tmp_path):
   assert "ratio_puct_over_thompson" in out and (tmp_path / "p.png").exists()
 
 
-def test_script_refuses_unknown_rules_and_seeds(capsys):
-  bench = _script()
+def test_bench_article_refuses_unknown_rules_and_seeds(capsys):
+  bench = _bench()
   for argv, flag in ((["--rules", "thompson,uct"], "--rules"), (["--seeds", "a"], "--seeds"),
                      (["--cut", "-1"], "--cut")):
     with pytest.raises(SystemExit) as stop:

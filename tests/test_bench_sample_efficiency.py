@@ -1,23 +1,17 @@
-"""scripts/bench_sample_efficiency.py: the two metrics (recommendation optimal for good; the
+"""``jaxsearch bench sample-efficiency``: the two metrics (recommendation optimal for good; the
 achievable bound reaching V*) on hand-made histories, the recorded bound on tiny Garnets and the
 Mastermind mode on 2 pegs × 2 colours (the last two are slow: compiles)."""
 
-import importlib.util
 import json
 import math
-from pathlib import Path
 
 import jax
 import numpy as np
 import pytest
 
 import jaxsearch as js
+from jaxsearch.app.benchmarks import sample_efficiency as bench
 from jaxsearch.games import garnet
-
-_PATH = Path(__file__).resolve().parents[1] / "scripts" / "bench_sample_efficiency.py"
-_SPEC = importlib.util.spec_from_file_location("bench_sample_efficiency", _PATH)
-bench = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(bench)
 
 
 def test_settle_and_reach_evaluations_on_hand_made_histories():
@@ -76,3 +70,19 @@ def test_calibration_reports_sigma_and_errors_at_the_root():
   assert sorted(report) == [10, 50]  # checkpoints beyond the steps are left out
   figures = report[10]  # early on, some visited root slot is still unsolved
   assert figures["sigma"] >= 0 and figures["error"] >= 0 and figures["visited_slots"] >= 1
+
+
+def test_the_command_on_tiny_garnets(capsys, tmp_path):
+  """``jaxsearch bench sample-efficiency`` end to end on two tiny Garnets (one rule, one
+  compile): one JSON line with both metrics, and the plot."""
+  from jaxsearch import cli
+  plot = tmp_path / "se.png"
+  assert cli.main(["bench", "sample-efficiency", "--mdps", "2", "--states", "4", "--actions",
+                   "3", "--horizon", "2", "--budget", "40", "--only", "thompson_avts",
+                   "--plot", str(plot)]) == 0
+  line = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+  assert line["benchmark"] == "sample_efficiency" and line["mdps"] == 2
+  figures = line["rules"]["thompson_avts"]
+  # Two tiny MDPs are solved well within 40 evaluations: both metrics reached on both.
+  assert figures["solved"] == 1.0 and figures["bound_solved"] == 1.0
+  assert figures["bound_median"] <= 40 and plot.stat().st_size > 1000

@@ -1,4 +1,4 @@
-"""The certificates' worker processes (``jaxsearch.solve.certify``) end with the process that
+"""The certificates' worker processes (``jaxsearch.guessing.certificates``) end with the process that
 started them: a ``jaxsearch solve`` killed with ``SIGKILL`` mid-certification leaves no
 worker, nor the resource tracker they share, running on as an orphan."""
 
@@ -29,7 +29,7 @@ folder = sys.argv[1]
 sys.path.insert(0, folder)  # the spawned workers get this path too: they import the tasks
 import importlib
 import tasks
-certify = importlib.import_module("jaxsearch.solve.certify")  # the module, not the function
+certify = importlib.import_module("jaxsearch.guessing.certificates")  # the module, not the function
 with certify._worker_pool(2, tasks.started, (folder,)) as pool:
   futures = [pool.submit(tasks.nap, 120) for _ in range(2)]
   while len([n for n in os.listdir(folder) if n.startswith("worker-")]) < 2:
@@ -103,7 +103,7 @@ def test_a_worker_polls_for_its_parent_where_the_system_does_not_tell_it(tmp_pat
   import os, subprocess, sys, time
   child = subprocess.Popen([sys.executable, "-c", (
       "import importlib, os, sys, time; "
-      "certify = importlib.import_module('jaxsearch.solve.certify'); "
+      "certify = importlib.import_module('jaxsearch.guessing.certificates'); "
       "certify._kill_on_parent_death = lambda: False; "
       "certify._end_with_parent(os.getppid(), print, ('watching',)); "
       "sys.stdout.flush(); time.sleep(120)")], stdout=subprocess.PIPE, text=True)

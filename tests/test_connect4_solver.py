@@ -1,21 +1,16 @@
-"""scripts/connect4_solver.py: an exact solver that re-derives the scores of the shipped Connect
+"""tests/connect4_solver.py: an exact solver that re-derives the scores of the shipped Connect
 Four test sets (the end-game set in full, samples of the others), the score convention on the
 test protocol's worked examples, and its refusal of invalid move strings."""
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
+import connect4_solver as solver_lib
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "jaxsearch" / "data" / "connect4"
-
-# scripts/ is not a package: load the solver from its path.
-_SPEC = importlib.util.spec_from_file_location("connect4_solver",
-                                               ROOT / "scripts" / "connect4_solver.py")
-solver_lib = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(solver_lib)
 
 
 def _lines(name, every=1, limit=None):

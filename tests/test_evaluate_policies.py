@@ -1,4 +1,4 @@
-"""``jaxsearch evaluate`` and :mod:`jaxsearch.policy_file` on legal policies that are bad or
+"""``jaxsearch evaluate`` and :mod:`jaxsearch.guessing.policy_file` on legal policies that are bad or
 deep: a policy that wastes guesses is evaluated at its cost (only a missed secret or an
 invalid guess is rejected); trees thousands of guesses deep are written, read and evaluated
 without recursion; files are written with the usual mode."""
@@ -10,7 +10,7 @@ import stat
 import pytest
 
 from jaxsearch import cli
-from jaxsearch import policy_file as pf
+from jaxsearch.guessing import policy_file as pf
 from jaxsearch.app import registry
 
 registry.register_policy_files()

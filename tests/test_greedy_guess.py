@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from jaxsearch.games import guessing_estimator, mastermind
+from jaxsearch.guessing import estimator as guessing_estimator
+from jaxsearch.games import mastermind
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,8 @@ import functools
 import numpy as np
 import pytest
 
-from jaxsearch.games import guessing_exact, mastermind
+from jaxsearch.games import mastermind
+from jaxsearch.guessing import exact as guessing_exact
 
 
 @functools.lru_cache(maxsize=None)

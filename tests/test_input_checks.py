@@ -190,7 +190,7 @@ def test_the_node_minimum_mirrors_the_solver(monkeypatch, pegs, colours, first):
   grows one node less (the growth the CLI now refuses). ``--chunk 4``: the per-tree minimum
   is the solver's ``4 * num_outcomes + 1``, not ``chunk + 1``."""
   from jaxsearch.games import mastermind
-  from jaxsearch.solve import puzzle as puzzle_lib
+  from jaxsearch.guessing import puzzle as puzzle_lib
   argv = ["mastermind", "--pegs", str(pegs), "--colours", str(colours), "--chunk", "4"]
   args = _solve_args(*argv, *(["--first", first] if first else []))
   minimum = common.solve_node_minimum(args)[0]
@@ -231,7 +231,7 @@ def test_wordle_first_node_minimum(tmp_path):
   """Wordle with ``--first``: one tree per pattern of the first guess but the solved one,
   each of 4 × 243 + 1 nodes; counted from the lists as the solver does."""
   from jaxsearch.games import wordle
-  from jaxsearch.solve import puzzle as puzzle_lib
+  from jaxsearch.guessing import puzzle as puzzle_lib
   answers = ["cigar", "rebut", "sissy", "humph", "awake", "blush"]
   (tmp_path / "a.txt").write_text("\n".join(answers) + "\n")
   (tmp_path / "g.txt").write_text("\n".join(answers + ["crane", "slate"]) + "\n")

@@ -11,7 +11,7 @@ import pytest
 from jaxsearch import cli
 from jaxsearch.cli import solve as solve_cli
 from jaxsearch.games import mastermind
-from jaxsearch.solve import report
+from jaxsearch.guessing import report
 
 
 def _result(bound, upper, scope, root=None):

@@ -15,7 +15,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxsearch.games import guessing, guessing_estimator, mastermind_symmetry
+from jaxsearch.guessing import game as guessing, estimator as guessing_estimator
+from jaxsearch.games import mastermind_symmetry
 from jaxsearch.games import mastermind as mm
 from guessing_jit import JittedGame
 
@@ -457,7 +458,7 @@ def test_symmetry_masks_the_same_guesses_batched(monkeypatch):
 
 
 def test_batched_states_env_var_picks_the_program(monkeypatch):
-  from jaxsearch.games import guessing_estimator
+  from jaxsearch.guessing import estimator as guessing_estimator
 
   def loops():
     """One state at a time: a lax.map (a scan) over the states, a lax.switch (cond) on each

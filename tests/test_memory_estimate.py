@@ -18,8 +18,9 @@ from jaxsearch.games import mastermind, wordle
 from jaxsearch.games.solve_defaults import SOLVABLE
 from jaxsearch.memory import (MemoryBudgetError, PuzzleSizes, estimate_from_sizes,
                               format_bytes)
-from jaxsearch.solve import SolveOptions, loop, solve_puzzle
-from jaxsearch.solve.subproblems import opening_roots, subproblem_min_nodes
+from jaxsearch.guessing import solve_puzzle
+from jaxsearch.solve import SolveOptions, chunked
+from jaxsearch.guessing.subproblems import opening_roots, subproblem_min_nodes
 
 
 def _traced_estimate(puzzle, options, openings):
@@ -33,8 +34,8 @@ def _traced_estimate(puzzle, options, openings):
     tree_options = options.for_trees(len(states), subproblem_min_nodes(
         puzzle.game.num_outcomes))
   batch = int(roots.remaining.shape[0])
-  run = loop.ChunkedSearch(puzzle, roots, -np.ones(batch), tree_options)
-  return loop.estimate_memory(puzzle, run.init, run.tables, jax.random.PRNGKey(0), roots)
+  run = chunked.ChunkedSearch(puzzle, roots, -np.ones(batch), tree_options)
+  return chunked.estimate_memory(puzzle, run.init, run.tables, jax.random.PRNGKey(0), roots)
 
 
 @pytest.mark.parametrize("pegs, colours, openings", [(2, 3, True), (3, 3, True),
@@ -139,7 +140,7 @@ def test_the_api_refuses_before_compiling_or_making_the_checkpoint(monkeypatch, 
   loop would raise) and before the checkpoint directory is made."""
   def never(*args, **kwargs):
     raise AssertionError("the search started")
-  monkeypatch.setattr(loop, "run", never)
+  monkeypatch.setattr(chunked, "run", never)
   puzzle = mastermind.puzzle(2, 3)
   checkpoint = tmp_path / "ck"
   with pytest.raises(MemoryBudgetError, match="more than the budget"):

@@ -1,8 +1,8 @@
-"""Lower bounds on each first guess's best total (:mod:`jaxsearch.games.openings`).
+"""Lower bounds on each first guess's best total (:mod:`jaxsearch.guessing.openings`).
 
 * the one-step bound is the solver's own bound on every first guess;
 * both bounds are admissible — never above the exact optimum given the opening, by the exact
-  search (:class:`jaxsearch.games.guessing_exact.ExactSolver`, itself checked against brute
+  search (:class:`jaxsearch.guessing.exact.ExactSolver`, itself checked against brute
   force in tests/test_guessing_exact.py) on every opening of tiny games — the two-step one is
   never weaker, and both are tight somewhere;
 * the batched JAX kernel equals the part-by-part numpy reference, chunked in awkward sizes;
@@ -13,8 +13,9 @@
 import numpy as np
 import pytest
 
-from jaxsearch.games import mastermind, openings, wordle
-from jaxsearch.games.guessing_exact import ExactSolver
+from jaxsearch.guessing import openings
+from jaxsearch.games import mastermind, wordle
+from jaxsearch.guessing.exact import ExactSolver
 
 ANSWERS = ["cigar", "rebut", "sissy", "humph", "awake", "blush", "focal", "evade", "naval",
            "serve", "heath", "dwarf", "model", "karma", "stink", "grade", "quiet", "bench",

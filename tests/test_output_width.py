@@ -12,7 +12,7 @@ import pytest
 from rich.console import Console
 
 from jaxsearch.app import bench
-from jaxsearch.solve import report
+from jaxsearch.guessing import report
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[a-zA-Z]")
 CLOCK = re.compile(r"\d:\d\d:\d\d$")

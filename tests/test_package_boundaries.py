@@ -162,3 +162,21 @@ def test_pyproject_installs_every_package_from_its_folder():
           for prefix, folder in setuptools["package-dir"].items()} == {
               prefix: folder for prefix, folder in source_tree.MOUNTS.items()
               if prefix != "jaxsearch"}
+
+
+def test_the_generic_solver_imports_nothing_of_the_guessing_games():
+  """``jaxsearch.solve`` solves any game; the guessing-game application sits on it. The one
+  exception: the package's lazy aliases of the names that moved to ``jaxsearch.guessing``."""
+  offending = _layer_violations(lambda module: _under(module, ("jaxsearch.solve",)),
+                                ("jaxsearch.guessing",))
+  alias = f"{Path('jaxsearch', 'solve', '__init__.py')}: jaxsearch.guessing"
+  assert offending == [alias], offending
+
+
+def test_the_moved_guessing_names_still_resolve_from_the_solver():
+  import jaxsearch.guessing
+  import jaxsearch.solve
+  assert jaxsearch.solve.solve_puzzle is jaxsearch.guessing.solve_puzzle
+  assert jaxsearch.solve.RootOptions is jaxsearch.guessing.RootOptions
+  with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+    jaxsearch.solve.nothing

@@ -1,4 +1,4 @@
-"""jaxsearch.policy_file: the exported policy format and its exact evaluator.
+"""jaxsearch.guessing.policy_file: the exported policy format and its exact evaluator.
 
 Totals are checked against plain-Python references written here (a Mastermind and a Wordle
 scorer, an exhaustive optimum, a "first consistent candidate" tree builder and a per-secret
@@ -17,7 +17,7 @@ import pytest
 
 from jaxsearch.app import registry
 from jaxsearch.games import mastermind, wordle
-from jaxsearch import policy_file as pf
+from jaxsearch.guessing import policy_file as pf
 
 registry.register_policy_files()  # as `jaxsearch evaluate` does: the games' files are readable
 

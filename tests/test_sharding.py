@@ -225,14 +225,14 @@ def test_solve_is_identical_on_two_devices():
   """``solve(devices=2)``: Mastermind 2×3 after a fixed first guess, every feedback's
   sub-problem in one batch, the same figures and trees as on one device."""
   from jaxsearch.games import mastermind
-  from jaxsearch import solve as solve_lib
+  from jaxsearch import guessing as guessing_lib
   puzzle = mastermind.puzzle(2, 3)
-  outcomes, states = solve_lib.opening_roots(puzzle, "12")
+  outcomes, states = guessing_lib.opening_roots(puzzle, "12")
   states = states[:len(states) // 2 * 2]
   roots = jax.tree.map(lambda *xs: jnp.stack(xs), *states)
   kwargs = dict(max_simulations=64, chunk=32, max_nodes=2000, seconds=600)
-  found_one = solve_lib.solve(puzzle, roots, **kwargs)
-  found_two = solve_lib.solve(puzzle, roots, devices=2, **kwargs)
+  found_one = guessing_lib.solve(puzzle, roots, **kwargs)
+  found_two = guessing_lib.solve(puzzle, roots, devices=2, **kwargs)
   _assert_identical(found_one.trees, found_two.trees)
   assert found_one.policies == found_two.policies
   np.testing.assert_array_equal(found_one.bound, found_two.bound)

@@ -17,8 +17,9 @@ import numpy as np
 import pytest
 
 from jaxsearch.games import mastermind, wordle
-from jaxsearch import cli, policy_file
-from jaxsearch import solve as solve_lib
+from jaxsearch import cli
+from jaxsearch.guessing import policy_file
+from jaxsearch import guessing as guessing_lib
 
 OPTIMA = {(2, 2): 8, (2, 3): 21, (3, 2): 18, (2, 4): 45, (3, 3): 73, (4, 3): 246, (3, 4): 206}
 
@@ -45,16 +46,16 @@ def _check_certified(pegs, colours, result):
 
 def test_bounds_meet_on_integer_totals_despite_float_sums():
   # float32 sums measured on Mastermind 2×3: both are 21 up to rounding.
-  assert solve_lib.meets(21.0000014, 20.9999993)
-  assert solve_lib.meets(21.0, 20.5)  # the optimum is an integer >= 20.5
-  assert not solve_lib.meets(22.0, 21.0)
-  assert not solve_lib.meets(21.0000014, 19.98)
-  assert not solve_lib.meets(21.0, None)
+  assert guessing_lib.meets(21.0000014, 20.9999993)
+  assert guessing_lib.meets(21.0, 20.5)  # the optimum is an integer >= 20.5
+  assert not guessing_lib.meets(22.0, 21.0)
+  assert not guessing_lib.meets(21.0000014, 19.98)
+  assert not guessing_lib.meets(21.0, None)
 
 
 def test_small_mastermind_is_solved_and_certified():
   puzzle = mastermind.puzzle(2, 3, exact_search=False)
-  result = solve_lib.solve_puzzle(puzzle, seconds=120, chunk=32, max_nodes=4000,
+  result = guessing_lib.solve_puzzle(puzzle, seconds=120, chunk=32, max_nodes=4000,
                                   num_slots=None)
   _check_certified(2, 3, result)
   # The bounds only tighten, chunk after chunk.
@@ -68,7 +69,7 @@ def test_small_mastermind_is_solved_and_certified():
 @pytest.mark.slow
 def test_fixed_first_guess_solves_every_feedback_as_one_batch():
   puzzle = mastermind.puzzle(2, 3, exact_search=False)
-  result = solve_lib.solve_puzzle(puzzle, first="12", seconds=120, chunk=32, max_nodes=2000,
+  result = guessing_lib.solve_puzzle(puzzle, first="12", seconds=120, chunk=32, max_nodes=2000,
                                   num_slots=None)
   assert result.policy["guess"] == "12"
   assert _walk_total(result.policy, 2, 3) == 21
@@ -88,7 +89,7 @@ def test_openings_up_to_symmetry_give_an_unconditional_proof():
   puzzle = mastermind.puzzle(2, 3, exact_search=False)
   assert puzzle.openings == ("11", "12")
   assert mastermind.openings(4, 6) == ("1111", "1112", "1122", "1123", "1234")
-  result = solve_lib.solve_puzzle(puzzle, openings=puzzle.openings, seconds=120, chunk=32,
+  result = guessing_lib.solve_puzzle(puzzle, openings=puzzle.openings, seconds=120, chunk=32,
                                   max_nodes=4000, num_slots=None)
   _check_certified(2, 3, result)
 
@@ -107,9 +108,9 @@ def test_cut_search_proves_with_action_bounds_and_not_without():
   without = dataclasses.replace(puzzle, estimator=lambda params, key, states: puzzle.estimator(
       params, key, states).replace(action_bounds=None), bind=None, tables=None)
   options = dict(seconds=60, max_simulations=64, chunk=32, max_nodes=2000, num_slots=2)
-  proven = solve_lib.solve_puzzle(puzzle, **options)
+  proven = guessing_lib.solve_puzzle(puzzle, **options)
   _check_certified(2, 4, proven)
-  result = solve_lib.solve_puzzle(without, **options)
+  result = guessing_lib.solve_puzzle(without, **options)
   assert not result.proven_optimal
   assert result.upper_total < OPTIMA[(2, 4)] - 0.5
   assert result.evaluation.total_guesses >= OPTIMA[(2, 4)]
@@ -170,7 +171,7 @@ def test_mastermind_instances_are_certified(pegs, colours, openings):
   puzzle = mastermind.puzzle(pegs, colours, exact_search=False)
   # The proof of the openings runs shows only in the final exact evaluation (the search's own
   # achievable bound stays above it), so their search runs to its time budget.
-  result = solve_lib.solve_puzzle(puzzle, openings=puzzle.openings if openings else None,
+  result = guessing_lib.solve_puzzle(puzzle, openings=puzzle.openings if openings else None,
                                   seconds=150 if openings else 600, chunk=64,
                                   max_nodes=60_000, num_slots=None)
   _check_certified(pegs, colours, result)
@@ -190,7 +191,7 @@ def test_small_wordle_reaches_the_brute_force_optimum(tmp_path):
   game = wordle.make(answers, guesses)
   optimum = _solver(np.asarray(game.feedback), game.secret_of_guess)(
       frozenset(range(len(answers))))
-  result = solve_lib.solve_puzzle(puzzle, seconds=120, chunk=32, max_nodes=3000,
+  result = guessing_lib.solve_puzzle(puzzle, seconds=120, chunk=32, max_nodes=3000,
                                   num_slots=None)
   assert result.evaluation.total_guesses == optimum
   from test_policy_file import walk_total, wordle_score
@@ -263,7 +264,7 @@ def test_nonfinite_action_bounds_count_and_fall_back_to_the_node_bound():
     bad = jnp.where(jnp.arange(bounds.shape[-1]) % 2 == 0, jnp.nan, jnp.inf)
     return estimate.replace(action_bounds=jnp.where(jnp.isfinite(bounds), bad, bounds))
 
-  found = solve_lib.solve(dataclasses.replace(puzzle, estimator=broken, bind=None,
+  found = guessing_lib.solve(dataclasses.replace(puzzle, estimator=broken, bind=None,
                                               tables=None), seconds=60,
                           max_simulations=64, chunk=32, max_nodes=2000, num_slots=2)
   tree, = found.trees
@@ -337,8 +338,8 @@ def test_solver_rows_do_not_depend_on_the_batch():
   roots = jax.tree.map(lambda *xs: jnp.stack(xs), *states[:8])
   options = dict(seconds=600, max_simulations=16, chunk=8, max_nodes=128, num_slots=8,
                  bound_slots=4, extract=False, combine=lambda bound, upper: (0.0, None))
-  wide = solve_lib.solve(puzzle, roots, **options)
-  narrow = solve_lib.solve(puzzle, jax.tree.map(lambda x: x[:3], roots), **options)
+  wide = guessing_lib.solve(puzzle, roots, **options)
+  narrow = guessing_lib.solve(puzzle, jax.tree.map(lambda x: x[:3], roots), **options)
   assert wide.simulations == narrow.simulations == 16
   np.testing.assert_array_equal(narrow.bound, wide.bound[:3])
   np.testing.assert_array_equal(narrow.upper, wide.upper[:3])

@@ -1,6 +1,6 @@
 """The solver's alternation of Thompson-AVTS and the proof rule as
 scripts/bench_rules_wordle.py reproduces it (``solver_alternating``): the simulation schedule
-matches ``jaxsearch.solve.solve(..., proof_every=k)`` (every k-th chunk by the proof rule,
+matches ``jaxsearch.guessing.solve(..., proof_every=k)`` (every k-th chunk by the proof rule,
 Thompson sampling first), checked with stand-in searches that only record who ran."""
 
 import jax

@@ -44,7 +44,7 @@ def test_run_seconds_bound_the_whole_solve(monkeypatch):
   of 3 s (the chunk running at the deadline, the extraction, the certificates' wind-down).
   The programs are compiled by a first solve, so that the timed one searches for long."""
   from jaxsearch.games import mastermind
-  from jaxsearch.solve import solve_puzzle
+  from jaxsearch.guessing import solve_puzzle
   puzzle = mastermind.puzzle(2, 6)
   same = dict(openings=puzzle.openings, chunk=1, num_slots=2, bound_slots=0, max_nodes=4000)
   solve_puzzle(puzzle, seconds=0, certify_seconds=0, **same)  # compiles
@@ -104,7 +104,7 @@ def test_the_live_bar_shows_the_extraction_and_the_certificates():
   clock is kept."""
   import io
   from rich.console import Console
-  from jaxsearch.solve.report import ProgressReporter
+  from jaxsearch.guessing.report import ProgressReporter
   out = io.StringIO()
   console = Console(file=out, force_terminal=True, width=80)
   with ProgressReporter("Mastermind 4×6", 120, console=console,

@@ -9,14 +9,16 @@ import math
 import numpy as np
 
 from jaxsearch.games import mastermind
+from jaxsearch import guessing as guessing_lib
 from jaxsearch import solve as solve_lib
-from jaxsearch.solve import chunked, report
+from jaxsearch.guessing import report
+from jaxsearch.solve import chunked
 
 
 def test_chunks_reuse_one_compiled_program_and_report_their_phases():
   chunked._PROGRAMS.clear()
   puzzle = mastermind.puzzle(3, 3)
-  result = solve_lib.solve_puzzle(puzzle, chunk=1, max_simulations=6, seconds=60.0,
+  result = guessing_lib.solve_puzzle(puzzle, chunk=1, max_simulations=6, seconds=60.0,
                                   max_nodes=2000, num_slots=None)
   assert result.simulations >= 3  # chunks of one simulation, until proven or six
   # One cache entry per compiled variant: a recompilation between chunks (a shape, dtype or
@@ -58,8 +60,9 @@ def test_a_chunk_takes_over_the_previous_trees_buffers():
   key = jax.random.PRNGKey(0)
   tables = puzzle.tables if puzzle.bind is not None else None
   trees = init(tables, key, roots)
-  out = step(tables, key, roots, trees)
-  jax.block_until_ready(out.tree)
+  grown, record = step(tables, key, roots, trees)
+  jax.block_until_ready(grown)
   assert all(leaf.is_deleted() for leaf in jax.tree.leaves(trees))
-  assert not any(leaf.is_deleted() for leaf in jax.tree.leaves(out.tree))
-  assert int(out.tree.num_nodes[0]) > 1
+  assert not any(leaf.is_deleted() for leaf in jax.tree.leaves(grown))
+  assert int(grown.num_nodes[0]) > 1
+  assert chunked.read_record(record)["num_nodes"].tolist() == [int(grown.num_nodes[0])]

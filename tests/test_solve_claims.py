@@ -14,7 +14,7 @@ import pytest
 
 from jaxsearch.games import mastermind
 from jaxsearch import cli
-from jaxsearch import solve as solve_lib
+from jaxsearch import guessing as guessing_lib
 
 # Small trees, every guess in every node (the sizes of tests/test_solve.py's 2×3 runs).
 CLI_OPTIONS = ["--seconds", "60", "--chunk", "32", "--nodes", "2000", "--slots", "0",
@@ -46,10 +46,10 @@ def test_openings_claim_the_game_when_they_cover_every_first_guess():
   outright.)"""
   puzzle = mastermind.puzzle(2, 3)
   assert puzzle.openings == ("11", "12")
-  assert not solve_lib.covers_every_opening(puzzle, ["11"])
-  assert not solve_lib.covers_every_opening(puzzle, ["12", "13"])
-  assert solve_lib.covers_every_opening(puzzle, ["12", "13", "11"])
-  assert not solve_lib.covers_every_opening(
+  assert not guessing_lib.covers_every_opening(puzzle, ["11"])
+  assert not guessing_lib.covers_every_opening(puzzle, ["12", "13"])
+  assert guessing_lib.covers_every_opening(puzzle, ["12", "13", "11"])
+  assert not guessing_lib.covers_every_opening(
       dataclasses.replace(puzzle, openings=None), ["11", "12"])
 
 
@@ -64,7 +64,7 @@ def test_a_game_of_one_secret_is_solved_by_one_guess(capsys, pegs, colours):
   assert found["total_guesses"] == 1 and found["secrets"] == 1
   assert found["proven_optimal"] is True and found["lower_bound_scope"] == "game"
   assert "proven optimal." in text
-  result = solve_lib.solve_puzzle(mastermind.puzzle(pegs, colours), first="1" * pegs)
+  result = guessing_lib.solve_puzzle(mastermind.puzzle(pegs, colours), first="1" * pegs)
   assert result.evaluation.total_guesses == 1 and result.proven_optimal
   assert result.policy == {"guess": "1" * pegs, "children": {}}
 
@@ -81,7 +81,7 @@ def test_a_one_word_wordle_with_its_word_first(tmp_path, capsys):
 
 def test_no_openings_is_a_clear_error():
   with pytest.raises(ValueError, match="openings is empty"):
-    solve_lib.solve_puzzle(mastermind.puzzle(2, 2), openings=[])
+    guessing_lib.solve_puzzle(mastermind.puzzle(2, 2), openings=[])
 
 
 def test_solve_game_on_a_finished_root_gives_value_0_and_the_empty_policy():

@@ -1,8 +1,8 @@
 """Exact certificates, bounded memory and the solver's compiled programs.
 
-* :class:`jaxsearch.games.guessing_exact.ExactBounds` — the integer bounds a certificate is checked with —
+* :class:`jaxsearch.guessing.exact.ExactBounds` — the integer bounds a certificate is checked with —
   are admissible against brute-force optima, and the guesses they leave out are never needed;
-* :func:`jaxsearch.solve.certify` accepts true claims and refuses false ones that a float
+* :func:`jaxsearch.guessing.certificates` accepts true claims and refuses false ones that a float
   tolerance would have accepted;
 * a run whose memory estimate exceeds the budget is refused before it starts;
 * the search's chunked expansion and its smaller chance-record capacity give the same trees;
@@ -19,12 +19,14 @@ import numpy as np
 import pytest
 
 import jaxsearch as js
-from jaxsearch.games import guessing_exact
+from jaxsearch.guessing import exact as guessing_exact
 from jaxsearch.games import mastermind as mm
 from jaxsearch.games import wordle
 from jaxsearch import cli
+from jaxsearch import guessing as guessing_lib
 from jaxsearch import solve as solve_lib
-from jaxsearch.solve import chunked, extract, tree_reader
+from jaxsearch.guessing import extract
+from jaxsearch.solve import chunked, tree_reader
 from test_mastermind import _optimal_total  # the exhaustive optimum, [G, S] table
 
 WORDS = ["cigar", "rebut", "sissy", "humph", "awake", "blush", "focal", "evade", "naval",
@@ -103,7 +105,7 @@ def test_symmetric_guesses_left_out_never_matter():
 @pytest.fixture(scope="module")
 def solved_3x3():
   puzzle = mm.puzzle(3, 3, exact_search=False)
-  found = solve_lib.solve(puzzle, seconds=120, chunk=32, max_nodes=4000, num_slots=None)
+  found = guessing_lib.solve(puzzle, seconds=120, chunk=32, max_nodes=4000, num_slots=None)
   return puzzle, found, found.trees
 
 
@@ -111,8 +113,8 @@ def test_certificate_accepts_the_optimum_and_refuses_more(solved_3x3):
   puzzle, found, trees = solved_3x3
   optimum = 73
   assert abs(float(found.upper[0]) - optimum) < 1e-3  # the float bounds met
-  assert solve_lib.certify(puzzle, trees, [0], optimum)
-  assert not solve_lib.certify(puzzle, trees, [0], optimum + 1)  # false: 73 is reachable
+  assert guessing_lib.certify(puzzle, trees, [0], optimum)
+  assert not guessing_lib.certify(puzzle, trees, [0], optimum + 1)  # false: 73 is reachable
 
 
 def test_a_float_tolerance_would_have_proven_a_false_claim(solved_3x3):
@@ -124,10 +126,10 @@ def test_a_float_tolerance_would_have_proven_a_false_claim(solved_3x3):
   tree, = trees
   tampered = [tree.replace(bounds=tree.bounds.replace(upper=tree.bounds.upper.copy()))]
   tampered[0].bounds.upper[0, 0] = -np.float32(73.995) / n
-  assert solve_lib.meets(74.0, float(-tampered[0].bounds.upper[0, 0] * n))
-  assert not solve_lib.certify(puzzle, tampered, [0], 74)
+  assert guessing_lib.meets(74.0, float(-tampered[0].bounds.upper[0, 0] * n))
+  assert not guessing_lib.certify(puzzle, tampered, [0], 74)
   # Without the game's exact bounds nothing is certified, however the floats read.
-  assert not solve_lib.certify(dataclasses.replace(puzzle, exact=None), trees, [0], 73)
+  assert not guessing_lib.certify(dataclasses.replace(puzzle, exact=None), trees, [0], 73)
 
 
 @pytest.mark.slow
@@ -135,7 +137,7 @@ def test_small_chunks_still_reach_every_depth():
   """Depth is independent of the chunk: with one simulation per call the proof still needs
   nodes four guesses deep, and gets them."""
   puzzle = mm.puzzle(2, 3, exact_search=False)
-  result = solve_lib.solve_puzzle(puzzle, seconds=120, chunk=1, max_simulations=64,
+  result = guessing_lib.solve_puzzle(puzzle, seconds=120, chunk=1, max_simulations=64,
                                   max_nodes=2000, num_slots=None)
   assert result.proven_optimal and result.evaluation.total_guesses == 21
 
@@ -143,7 +145,7 @@ def test_small_chunks_still_reach_every_depth():
 def test_a_run_over_the_memory_budget_is_refused_with_the_estimate(capsys):
   puzzle = mm.puzzle(2, 3, exact_search=False)
   with pytest.raises(solve_lib.MemoryBudgetError, match=r"50000 nodes × [0-9,]+ bytes.*--nodes"):
-    solve_lib.solve(puzzle, max_nodes=50_000, memory=1 << 20)
+    guessing_lib.solve(puzzle, max_nodes=50_000, memory=1 << 20)
   assert cli.main(["solve", "mastermind", "--pegs", "2", "--colours", "3", "--memory",
                    "0.01", "--quiet"]) == 2
   err = capsys.readouterr().err
@@ -262,17 +264,17 @@ def test_regrown_trees_keep_every_node_and_search_on(small_avts):
 
 def test_exact_search_closes_what_a_small_tree_cannot():
   """A tree of 4 simulations on Mastermind 3×4 (64 codes) proves nothing by itself; the game's
-  exact search of small sets (:class:`jaxsearch.games.guessing_exact.ExactSolver`) settles the guesses
+  exact search of small sets (:class:`jaxsearch.guessing.exact.ExactSolver`) settles the guesses
   it never expanded and the children it could not, and proves the optimum 206 — never 207."""
   tree_only = mm.puzzle(3, 4, symmetry=False, exact_search=False)
   with_search = dataclasses.replace(
       tree_only, exact=dataclasses.replace(tree_only.exact, search_secrets=64))
   assert tree_only.exact.search_secrets == 0
-  trees = solve_lib.solve(tree_only, seconds=60, max_simulations=4, chunk=4, max_nodes=1000,
+  trees = guessing_lib.solve(tree_only, seconds=60, max_simulations=4, chunk=4, max_nodes=1000,
                           num_slots=None).trees
-  assert not solve_lib.certify(tree_only, trees, [0], 206)
-  assert solve_lib.certify(with_search, trees, [0], 206)
-  assert not solve_lib.certify(with_search, trees, [0], 207)
+  assert not guessing_lib.certify(tree_only, trees, [0], 206)
+  assert guessing_lib.certify(with_search, trees, [0], 206)
+  assert not guessing_lib.certify(with_search, trees, [0], 207)
 
 
 @pytest.mark.slow
@@ -282,14 +284,14 @@ def test_sub_problems_certified_in_worker_processes_as_in_one(tmp_path):
   (tmp_path / "a.txt").write_text("\n".join(WORDS))
   (tmp_path / "g.txt").write_text("\n".join(WORDS + EXTRA))
   puzzle = wordle.puzzle(tmp_path / "a.txt", tmp_path / "g.txt")
-  outcomes, states = solve_lib.opening_roots(puzzle, "tarse")
+  outcomes, states = guessing_lib.opening_roots(puzzle, "tarse")
   roots = jax.tree.map(lambda *xs: jnp.stack(xs), *states)
-  trees = solve_lib.solve(puzzle, roots, seconds=60, max_simulations=8, chunk=8,
+  trees = guessing_lib.solve(puzzle, roots, seconds=60, max_simulations=8, chunk=8,
                           max_nodes=600, num_slots=None, extract=False).trees
   targets = {row: extract.PolicyExtractor(puzzle, trees[row]).best(0)[0]
              for row in range(len(states))}
-  serial = solve_lib.settle_each(puzzle, trees, targets, workers=1)
-  parallel = solve_lib.settle_each(puzzle, trees, targets, workers=2)
+  serial = guessing_lib.settle_each(puzzle, trees, targets, workers=1)
+  parallel = guessing_lib.settle_each(puzzle, trees, targets, workers=2)
   assert parallel == serial
   table = np.asarray(puzzle.table).T  # [G, S]
   for row, found in serial.items():
@@ -307,9 +309,9 @@ def test_exact_search_replaces_a_tree_policy_that_is_not_optimal():
   """One simulation leaves Mastermind 3×4's tree policy above the optimum (206); the
   certificate's exact search finds the optimal policy, which is exported and evaluated."""
   options = dict(seconds=60, max_simulations=1, chunk=1, max_nodes=1000, num_slots=None)
-  tree_only = solve_lib.solve_puzzle(mm.puzzle(3, 4, exact_search=False), **options)
+  tree_only = guessing_lib.solve_puzzle(mm.puzzle(3, 4, exact_search=False), **options)
   assert tree_only.evaluation.total_guesses > 206 and not tree_only.proven_optimal
-  result = solve_lib.solve_puzzle(mm.puzzle(3, 4), **options)
+  result = guessing_lib.solve_puzzle(mm.puzzle(3, 4), **options)
   assert result.evaluation.total_guesses == 206 and result.proven_optimal
   assert result.upper_total == 206
 
@@ -327,10 +329,10 @@ def test_exact_search_replaces_sub_problem_policies_after_a_first_guess():
                                       for code in np.unique(feedback)
                                       if code != puzzle.solved_outcome)
   options = dict(seconds=60, max_simulations=1, chunk=1, max_nodes=1000, num_slots=None)
-  tree_only = solve_lib.solve_puzzle(mm.puzzle(4, 3, exact_search=False), first="1111",
+  tree_only = guessing_lib.solve_puzzle(mm.puzzle(4, 3, exact_search=False), first="1111",
                                      **options)
   assert tree_only.evaluation.total_guesses > optimum
-  result = solve_lib.solve_puzzle(puzzle, first="1111", **options)
+  result = guessing_lib.solve_puzzle(puzzle, first="1111", **options)
   # Proven given the first guess (only: the other first guesses are not searched).
   assert result.evaluation.total_guesses == optimum and result.proven_given_first
   assert result.subproblems[0] == result.subproblems[1]

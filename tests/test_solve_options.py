@@ -13,10 +13,11 @@ import numpy as np
 import pytest
 
 import jaxsearch as js
+from jaxsearch import guessing as guessing_lib
 from jaxsearch import solve as solve_lib
 from jaxsearch.enums import Variance
 from jaxsearch.games import mastermind
-from jaxsearch.solve import puzzle as puzzle_lib
+from jaxsearch.guessing import puzzle as puzzle_lib
 from jaxsearch.solve.options import Budget, Capacity, SearchRule, SolveOptions
 
 
@@ -48,7 +49,7 @@ from jaxsearch.solve.options import Budget, Capacity, SearchRule, SolveOptions
 def test_bad_options_are_refused_before_any_work(keywords, needle):
   """``puzzle=None``: the refusal comes before the puzzle is touched, let alone searched."""
   with pytest.raises(ValueError, match=needle):
-    solve_lib.solve_puzzle(None, **keywords)
+    guessing_lib.solve_puzzle(None, **keywords)
   with pytest.raises(ValueError, match=needle):
     SolveOptions.from_keywords(**keywords)
 
@@ -56,13 +57,13 @@ def test_bad_options_are_refused_before_any_work(keywords, needle):
 def test_unknown_keywords_and_wrong_types_are_type_errors():
   with pytest.raises(TypeError, match=r"solve_puzzle: unknown option secs; the options are "
                                       r"seconds, max_simulations"):
-    solve_lib.solve_puzzle(None, secs=10)
+    guessing_lib.solve_puzzle(None, secs=10)
   with pytest.raises(TypeError, match="solve: unknown options chunks, nodes"):
-    solve_lib.solve(None, chunks=4, nodes=100)
+    guessing_lib.solve(None, chunks=4, nodes=100)
   with pytest.raises(TypeError, match="solve_game: unknown option"):
     solve_lib.solve_game(None, None, None, bogus=1)
   with pytest.raises(TypeError, match="options must be a SolveOptions"):
-    solve_lib.solve_puzzle(None, options={"seconds": 1})
+    guessing_lib.solve_puzzle(None, options={"seconds": 1})
   with pytest.raises(TypeError, match="selection must be a jaxsearch.selection rule"):
     SolveOptions.from_keywords(selection="thompson")
   with pytest.raises(TypeError, match="budget must be a Budget"):
@@ -138,15 +139,15 @@ class _BoundsOnly:
 
 def test_the_certificates_check_the_games_capabilities_once():
   puzzle = mastermind.puzzle(2, 3)
-  game = solve_lib.CertificateGame.of(puzzle)
+  game = guessing_lib.CertificateGame.of(puzzle)
   assert game.searches and game.search_secrets == puzzle.exact.search_secrets
   assert game.num_secrets == 9 and game.solved_outcome == puzzle.solved_outcome
   # Mastermind's symmetry check is a closure: its bounds stay in this process.
   assert not game.portable
-  assert solve_lib.CertificateGame.of(mastermind.puzzle(2, 3, symmetry=False)).portable
-  assert solve_lib.CertificateGame.of(dataclasses.replace(puzzle, exact=None)) is None
+  assert guessing_lib.CertificateGame.of(mastermind.puzzle(2, 3, symmetry=False)).portable
+  assert guessing_lib.CertificateGame.of(dataclasses.replace(puzzle, exact=None)) is None
   # Bounds alone: the documented fallback, the tree alone (no exact search is asked).
-  alone = solve_lib.CertificateGame.of(dataclasses.replace(puzzle,
+  alone = guessing_lib.CertificateGame.of(dataclasses.replace(puzzle,
                                                            exact=_BoundsOnly(puzzle.exact)))
   assert not alone.searches and alone.search_secrets is None and not alone.portable
   secrets = np.arange(3)
@@ -156,14 +157,14 @@ def test_the_certificates_check_the_games_capabilities_once():
   # One code takes one guess, two take three (one of them first, the other second).
   assert game.optimum_within(secrets[:1]) == 1 and game.optimum_within(secrets[:2]) == 3
   with pytest.raises(TypeError, match="puzzle.exact must provide node_total"):
-    solve_lib.CertificateGame.of(dataclasses.replace(puzzle, exact=object()))
+    guessing_lib.CertificateGame.of(dataclasses.replace(puzzle, exact=object()))
 
 
 def test_options_or_keywords_solve_the_same_and_trees_are_one_batch_per_root():
   puzzle = mastermind.puzzle(2, 2, exact_search=False)
   keywords = dict(seconds=60, chunk=8, max_nodes=400, num_slots=None)
-  by_keywords = solve_lib.solve_puzzle(puzzle, first="12", **keywords)
-  by_options = solve_lib.solve_puzzle(puzzle, first="12",
+  by_keywords = guessing_lib.solve_puzzle(puzzle, first="12", **keywords)
+  by_options = guessing_lib.solve_puzzle(puzzle, first="12",
                                       options=SolveOptions.from_keywords(**keywords))
   for name in ("policy", "bound_total", "upper_total", "simulations", "nodes", "subproblems",
                "proven_given_first", "opening_rows"):

@@ -16,8 +16,9 @@ import types
 import pytest
 from rich.console import Console
 
-from jaxsearch import cli, policy_file
-from jaxsearch.solve import report
+from jaxsearch import cli
+from jaxsearch.guessing import policy_file
+from jaxsearch.guessing import report
 
 TITLE = "Mastermind 3×3"
 

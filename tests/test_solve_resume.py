@@ -23,11 +23,12 @@ import jax
 import numpy as np
 import pytest
 
+from jaxsearch import guessing as guessing_lib
 from jaxsearch import solve as solve_lib
 from jaxsearch.games import mastermind
 from jaxsearch.solve import checkpoint as checkpoint_lib
 from jaxsearch.solve import chunked
-from jaxsearch.solve import finish as finish_lib
+from jaxsearch.guessing import finish as finish_lib
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -50,7 +51,7 @@ def small():
 @pytest.fixture(scope="module")
 def straight(small):
   """The uninterrupted run the resumed ones must equal."""
-  result = solve_lib.solve_puzzle(small, max_simulations=TOTAL, **SMALL)
+  result = guessing_lib.solve_puzzle(small, max_simulations=TOTAL, **SMALL)
   # One batch of one tree per root, whatever happened to them: here the open ones moved
   # into larger trees (what the tests need), the proven ones kept their size.
   assert len(result.trees) == 12 and all(t.num_nodes.shape == (1,) for t in result.trees)
@@ -78,16 +79,16 @@ def test_a_run_stopped_halfway_and_resumed_ends_as_one_never_stopped(small, stra
                                                                      tmp_path):
   """Stopped at the chunk that fills the trees (saved as they were after it): the resumed
   run moves the open ones into larger trees first, as the run never stopped did."""
-  half = solve_lib.solve_puzzle(small, max_simulations=REGROWN_AT, checkpoint=tmp_path,
+  half = guessing_lib.solve_puzzle(small, max_simulations=REGROWN_AT, checkpoint=tmp_path,
                                 checkpoint_seconds=0, **SMALL)
   assert half.simulations == REGROWN_AT and half.resumed_from_simulations == 0
   assert checkpoint_lib.saved_progress(tmp_path)["simulations"] == REGROWN_AT
-  resumed = solve_lib.solve_puzzle(small, max_simulations=TOTAL, checkpoint=tmp_path,
+  resumed = guessing_lib.solve_puzzle(small, max_simulations=TOTAL, checkpoint=tmp_path,
                                    resume=True, **SMALL)
   assert resumed.resumed_from_simulations == REGROWN_AT
   _assert_same(straight, resumed)
   # The budget is the total: resumed again with the same one, nothing more is searched.
-  again = solve_lib.solve_puzzle(small, max_simulations=TOTAL, checkpoint=tmp_path,
+  again = guessing_lib.solve_puzzle(small, max_simulations=TOTAL, checkpoint=tmp_path,
                                  resume=True, **SMALL)
   assert again.resumed_from_simulations == TOTAL
   _assert_same(straight, again)
@@ -97,10 +98,10 @@ def test_a_resumed_run_draws_the_keys_the_run_never_stopped_would_have(small, tm
   """Thompson sampling alone (``proof_every=0``; the proof rule draws no random numbers):
   chunk ``i``'s key is ``fold_in(key, simulations before it)`` in a resumed run too."""
   options = {**SMALL, "proof_every": 0}
-  straight = solve_lib.solve_puzzle(small, max_simulations=6, **options)
-  solve_lib.solve_puzzle(small, max_simulations=3, checkpoint=tmp_path,
+  straight = guessing_lib.solve_puzzle(small, max_simulations=6, **options)
+  guessing_lib.solve_puzzle(small, max_simulations=3, checkpoint=tmp_path,
                          checkpoint_seconds=0, **options)
-  resumed = solve_lib.solve_puzzle(small, max_simulations=6, checkpoint=tmp_path,
+  resumed = guessing_lib.solve_puzzle(small, max_simulations=6, checkpoint=tmp_path,
                                    resume=True, **options)
   assert resumed.resumed_from_simulations == 3
   _assert_same(straight, resumed)
@@ -112,10 +113,10 @@ def test_regrown_trees_and_the_trees_that_left_the_batch_are_restored(small, str
   kept aside), resumed: the same trees, kept and open, as the run never stopped; then a
   certificate lost in a kill during certification is redone, and only that one."""
   puzzle = small
-  solve_lib.solve_puzzle(puzzle, max_simulations=REGROWN_AT + 1, checkpoint=tmp_path,
+  guessing_lib.solve_puzzle(puzzle, max_simulations=REGROWN_AT + 1, checkpoint=tmp_path,
                          checkpoint_seconds=0, **SMALL)
   assert sorted(tmp_path.glob("kept_*.npz")), "the checkpoint holds no kept tree"
-  resumed = solve_lib.solve_puzzle(puzzle, max_simulations=TOTAL, checkpoint=tmp_path,
+  resumed = guessing_lib.solve_puzzle(puzzle, max_simulations=TOTAL, checkpoint=tmp_path,
                                    resume=True, **SMALL)
   assert resumed.resumed_from_simulations == REGROWN_AT + 1
   _assert_same(straight, resumed)
@@ -135,12 +136,12 @@ def test_regrown_trees_and_the_trees_that_left_the_batch_are_restored(small, str
     return real(puzzle, trees, targets, *args, **kwargs)
 
   monkeypatch.setattr(finish_lib, "settle_each", counted)
-  again = solve_lib.solve_puzzle(puzzle, max_simulations=TOTAL, checkpoint=tmp_path,
+  again = guessing_lib.solve_puzzle(puzzle, max_simulations=TOTAL, checkpoint=tmp_path,
                                  resume=True, **SMALL)
   assert sorted(map(str, settled_rows)) == lost
   _assert_same(straight, again)
   settled_rows.clear()
-  solve_lib.solve_puzzle(puzzle, max_simulations=TOTAL, checkpoint=tmp_path, resume=True,
+  guessing_lib.solve_puzzle(puzzle, max_simulations=TOTAL, checkpoint=tmp_path, resume=True,
                          **SMALL)
   assert settled_rows == []  # every certificate saved: none redone
 
@@ -203,26 +204,26 @@ def _error(capsys, status: int, *phrases: str, lines: int = 1) -> None:
 def test_a_checkpoint_of_another_problem_or_options_is_refused(small, straight, tmp_path,
                                                               capsys):
   from jaxsearch import cli
-  solve_lib.solve_puzzle(small, max_simulations=1, checkpoint=tmp_path, **SMALL)
+  guessing_lib.solve_puzzle(small, max_simulations=1, checkpoint=tmp_path, **SMALL)
   with pytest.raises(solve_lib.CheckpointMismatch, match="seed is 1 here, 0 there"):
-    solve_lib.solve_puzzle(small, max_simulations=2, checkpoint=tmp_path, resume=True,
+    guessing_lib.solve_puzzle(small, max_simulations=2, checkpoint=tmp_path, resume=True,
                            **{**SMALL, "seed": 1})
   with pytest.raises(solve_lib.CheckpointMismatch, match="options.max_nodes"):
-    solve_lib.solve_puzzle(small, max_simulations=2, checkpoint=tmp_path, resume=True,
+    guessing_lib.solve_puzzle(small, max_simulations=2, checkpoint=tmp_path, resume=True,
                            **{**SMALL, "max_nodes": 1000})
   with pytest.raises(solve_lib.CheckpointMismatch, match="problem.openings"):
-    solve_lib.solve_puzzle(small, max_simulations=2, checkpoint=tmp_path, resume=True,
+    guessing_lib.solve_puzzle(small, max_simulations=2, checkpoint=tmp_path, resume=True,
                            **{**SMALL, "first": "1123"})
   # Another puzzle: said in words (its pegs and colours, not its secrets' digests).
   with pytest.raises(solve_lib.CheckpointMismatch,
                      match="problem.rules.colours is 3 here, 4 there.*the secrets differ"):
-    solve_lib.solve_puzzle(mastermind.puzzle(4, 3), max_simulations=2, checkpoint=tmp_path,
+    guessing_lib.solve_puzzle(mastermind.puzzle(4, 3), max_simulations=2, checkpoint=tmp_path,
                            resume=True, **SMALL)
   # Without --resume a saved run is never overwritten; --resume needs a directory.
   with pytest.raises(solve_lib.CheckpointExists, match="pass --resume"):
-    solve_lib.solve_puzzle(small, max_simulations=2, checkpoint=tmp_path, **SMALL)
+    guessing_lib.solve_puzzle(small, max_simulations=2, checkpoint=tmp_path, **SMALL)
   with pytest.raises(ValueError, match="resume needs a checkpoint"):
-    solve_lib.solve_puzzle(small, max_simulations=2, resume=True, **SMALL)
+    guessing_lib.solve_puzzle(small, max_simulations=2, resume=True, **SMALL)
   assert checkpoint_lib.saved_progress(tmp_path)["simulations"] == 1  # untouched
   # The command: status 2, a one-line error (resumed, after the line saying what DIR holds).
   argv = SMALL_CLI + ["--simulations", "2", "--quiet", "--checkpoint", str(tmp_path)]
@@ -235,20 +236,20 @@ def test_a_checkpoint_of_another_problem_or_options_is_refused(small, straight, 
 def test_a_corrupt_checkpoint_is_refused_and_a_write_cut_short_is_ignored(small, tmp_path):
   """A write killed midway leaves its temporary file beside the last complete state: it is
   removed, the state stands. A state that cannot be read is refused, never half-used."""
-  solve_lib.solve_puzzle(small, max_simulations=1, checkpoint=tmp_path, **SMALL)
+  guessing_lib.solve_puzzle(small, max_simulations=1, checkpoint=tmp_path, **SMALL)
   partial = tmp_path / ".partial-search.npz.abc123"
   partial.write_bytes(b"\0" * 100)
-  resumed = solve_lib.solve_puzzle(small, max_simulations=2, checkpoint=tmp_path,
+  resumed = guessing_lib.solve_puzzle(small, max_simulations=2, checkpoint=tmp_path,
                                    resume=True, **SMALL)
   assert resumed.resumed_from_simulations == 1 and not partial.exists()
   (tmp_path / checkpoint_lib.SEARCH).write_bytes(b"PK\3\4 not a zip")
   with pytest.raises(solve_lib.CheckpointCorrupt, match="unreadable"):
-    solve_lib.solve_puzzle(small, max_simulations=3, checkpoint=tmp_path, resume=True,
+    guessing_lib.solve_puzzle(small, max_simulations=3, checkpoint=tmp_path, resume=True,
                            **SMALL)
 
 
 def test_resume_of_an_empty_directory_starts_afresh(small, tmp_path):
-  result = solve_lib.solve_puzzle(small, max_simulations=1, checkpoint=tmp_path / "new",
+  result = guessing_lib.solve_puzzle(small, max_simulations=1, checkpoint=tmp_path / "new",
                                   resume=True, **SMALL)
   assert result.resumed_from_simulations == 0
   assert checkpoint_lib.saved_progress(tmp_path / "new")["simulations"] == 1

@@ -1,4 +1,4 @@
-"""The search over first guesses (jaxsearch.solve.root): a root decision above batches of
+"""The search over first guesses (jaxsearch.guessing.root): a root decision above batches of
 sub-problem trees, on synthetic Wordles checked against an exhaustive search."""
 
 import json
@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from jaxsearch import cli
-from jaxsearch import solve as solve_lib
+from jaxsearch import guessing as guessing_lib
 from jaxsearch.games import wordle
-from jaxsearch.solve.root import RootOptions
+from jaxsearch.guessing.root import RootOptions
 
 from test_wordle import _random_words, _solver  # the brute force lives with the game tests
 
@@ -40,7 +40,7 @@ def wide(tmp_path_factory):
   puzzle = wordle.puzzle(*paths, exact_search=False)
   # Every first guess leaves under 32 sub-problems: one padded shape, one compile.
   options = RootOptions(visit_chunks=2, live_openings=2, pad_rows=32)
-  run = lambda: solve_lib.solve_puzzle(  # noqa: E731
+  run = lambda: guessing_lib.solve_puzzle(  # noqa: E731
       puzzle, root=options, seconds=600, max_simulations=192, chunk=8, max_nodes=8000,
       num_slots=None, certify_seconds=60)
   return answers, guesses, run(), run
@@ -111,7 +111,7 @@ def test_live_trees_are_dropped_for_the_extraction_only_where_no_proof_needs_the
   trees only where the exact total would too: unless every first guess that is not live is
   ruled out by its exact one-step bound."""
   from types import SimpleNamespace
-  from jaxsearch.solve.root import RootSearch
+  from jaxsearch.guessing.root import RootSearch
 
   def search(lower):
     found = object.__new__(RootSearch)  # only what the method reads

@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -20,8 +19,8 @@ from jaxsearch.app import training
 from jaxsearch.games import tictactoe
 from jaxsearch.train import checkpoint as checkpoint_lib
 from jaxsearch.train import losses, networks, replay, selfplay, trainer as trainer_lib
-
-REPO = Path(__file__).resolve().parents[1]
+from train_runs import (REPO, compile_cache_at, kill_and_resume as _kill_and_resume,
+                        read_points, run_counting_reads)
 TINY = dict(batch_size=4, simulations=4, hidden=(16,), replay_capacity=256, min_replay=8,
             train_batch=8, warmup_steps=2, eval_every=-1, checkpoint_every=4,
             temperature_moves=2, random_opening=2)
@@ -32,14 +31,8 @@ TINY_SET = [f"--set={k}={json.dumps(list(v) if isinstance(v, tuple) else v)}"
 @pytest.fixture(scope="module")
 def compile_cache(tmp_path_factory):
   """A persistent compilation cache shared with the subprocesses of this module."""
-  path = tmp_path_factory.mktemp("jax_cache")
-  saved = (jax.config.jax_compilation_cache_dir,
-           jax.config.jax_persistent_cache_min_compile_time_secs)
-  jax.config.update("jax_compilation_cache_dir", str(path))
-  jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-  yield path
-  jax.config.update("jax_compilation_cache_dir", saved[0])
-  jax.config.update("jax_persistent_cache_min_compile_time_secs", saved[1])
+  with compile_cache_at(tmp_path_factory.mktemp("jax_cache")) as path:
+    yield path
 
 
 @pytest.fixture(scope="module")
@@ -251,6 +244,24 @@ def test_step_is_deterministic_and_updates_start_after_min_replay(trainer, train
     assert u == prev + (size >= trainer.config.min_replay)
 
 
+def test_the_host_waits_for_the_device_once_per_metrics_interval(trainer, monkeypatch):
+  """The CPU preset (one call a step, ``metrics_every`` = 10): the run waits for the device
+  (``jax.device_get``) once per read interval, not once a step; the reads fall on the first
+  step, the multiples of ``metrics_every`` and of ``checkpoint_every`` and the last step."""
+  config, steps = trainer.config, 24
+  assert config.metrics_every == 10 and not config.device_loop
+  points = read_points(config, steps)  # {1, 4, 8, 10, 12, 16, 20, 24}
+  metrics = len(trainer.iterate(trainer.init_state())[1])  # (compiled: no constants copied)
+  summary, waits, copies = run_counting_reads(trainer, monkeypatch, steps)
+  assert summary["steps"] == steps and summary["preset"] == "cpu"
+  # One wait per interval, plus one for the start state and one for the summary.
+  assert waits <= len(points) + 2 < steps, (waits, sorted(points))
+  # Each step's metrics are copied when read (a dozen scalars), and nothing else but the
+  # start's step and updates and the summary's three counts.
+  assert copies <= steps * metrics + 2 + 3, copies
+  assert summary["positions_per_s"] > 0 and summary["first_interval_s"] > 0
+
+
 # The data-parallel step alone is checked in the default suite
 # (tests/test_sharding.py::test_data_parallel_step_reduces_gradients_like_one_device).
 @pytest.mark.slow
@@ -307,10 +318,13 @@ def test_checkpoint_roundtrip_and_mismatch_errors(tmp_path, trainer, trained):
   # A checkpoint from before a setting existed: it resumes at that setting's old behaviour
   # (trainer_lib.CONFIG_DEFAULTS), and only there.
   older = {k: v for k, v in config.items() if k not in trainer_lib.CONFIG_DEFAULTS}
+  # (The preset's label and metrics_every may change: a run before them resumes too.)
   checkpoint_lib.Checkpointer(tmp_path / "old", older).save(12, ts)
-  checkpoint_lib.Checkpointer(tmp_path / "old", config, defaults=trainer_lib.CONFIG_DEFAULTS).restore(
+  checkpoint_lib.Checkpointer(tmp_path / "old", config, trainer_lib.MAY_CHANGE,
+                              defaults=trainer_lib.CONFIG_DEFAULTS).restore(
       jax.eval_shape(trainer.init_state))
   changed = checkpoint_lib.Checkpointer(tmp_path / "old", dict(config, gumbel_c_scale=1.0),
+                                        trainer_lib.MAY_CHANGE,
                                         defaults=trainer_lib.CONFIG_DEFAULTS)
   with pytest.raises(checkpoint_lib.CheckpointMismatch, match="gumbel_c_scale"):
     changed.restore(jax.eval_shape(trainer.init_state))
@@ -347,75 +361,6 @@ def test_load_trained_finds_the_game_in_the_registry(tmp_path, trainer, trained)
 def _cli(out, *extra, env=None):
   return [sys.executable, "-m", "jaxsearch.cli", "train", "tictactoe", "--out", str(out),
           "--quiet", "--json", *TINY_SET, *extra]
-
-
-def _env(cache, **extra):
-  env = dict(os.environ)
-  env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
-  env["JAX_COMPILATION_CACHE_DIR"] = str(cache)
-  env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
-  env.update(extra)
-  return env
-
-
-def _deterministic(rows):
-  return [{k: v for k, v in r.items() if k not in ("time", "positions_per_s")} for r in rows]
-
-
-def _kill_and_resume(tmp_path, cache, trainer, argv, steps=12):
-  """Runs ``trainer`` for ``steps`` in this process, and the same run through the CLI
-  (``argv(out, *extra)``) killed with SIGKILL after its first checkpoint (step 4), then
-  resumed: metrics and the final state (parameters, optimiser, replay, self-play games and
-  their trees, key) must be equal, bit for bit. Returns the killed run's directory."""
-  straight, killed = tmp_path / "straight", tmp_path / "killed"
-  # The uninterrupted run, in this process (same configuration as the CLI's, compiled once).
-  trainer.out_dir = straight
-  try:
-    summary = trainer.run(steps=steps, progress=False)
-  finally:
-    trainer.out_dir = None
-  assert summary["steps"] == steps
-  assert summary["positions"] == steps * trainer.config.batch_size
-  # The same run, slowed down, killed with SIGKILL after its first checkpoint (step 4).
-  proc = subprocess.Popen(argv(killed, "--steps", str(steps)),
-                          env=_env(cache, **{trainer_lib.SLEEP_ENV: "0.5"}),
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=REPO)
-  metrics = killed / "metrics.jsonl"
-  deadline = time.time() + 240
-  try:
-    while time.time() < deadline:
-      if (killed / "checkpoints" / "4").is_dir() and metrics.exists() and any(
-          json.loads(line)["step"] >= 5 for line in metrics.read_text().splitlines()
-          if line.strip()):
-        break
-      assert proc.poll() is None, proc.stderr.read()[-2000:]
-      time.sleep(0.05)
-    else:
-      pytest.fail("the run to kill never reached its first checkpoint")
-  finally:
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-  assert proc.returncode == -signal.SIGKILL
-  before = trainer_lib.read_metrics(metrics)
-  assert 5 <= before[-1]["step"] < steps  # killed mid-run, after the checkpoint
-  resumed = subprocess.run(argv(killed, "--steps", str(steps), "--resume"), env=_env(cache),
-                           capture_output=True, text=True, timeout=300, cwd=REPO)
-  assert resumed.returncode == 0, resumed.stderr[-2000:]
-  assert json.loads(resumed.stdout.strip().splitlines()[-1])["steps"] == steps
-  a = _deterministic(trainer_lib.read_metrics(straight / "metrics.jsonl"))
-  b = _deterministic(trainer_lib.read_metrics(metrics))
-  assert [r["step"] for r in b] == list(range(1, steps + 1))
-  assert a == b
-  # Final parameters and the whole state, bit for bit.
-  final = {}
-  for name, out in (("straight", straight), ("killed", killed)):
-    ckpt = checkpoint_lib.Checkpointer(out, trainer.config.to_dict(), trainer_lib.MAY_CHANGE)
-    final[name], step = ckpt.restore(jax.eval_shape(trainer.init_state))
-    ckpt.close()
-    assert step == steps
-  for x, y in zip(jax.tree.leaves(final["straight"]), jax.tree.leaves(final["killed"])):
-    np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
-  return killed
 
 
 def test_sigkill_and_resume_match_an_uninterrupted_run(tmp_path, compile_cache, trainer,

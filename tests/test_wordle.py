@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxsearch.games import guessing
+from jaxsearch.guessing import game as guessing
 from jaxsearch.games import wordle
 from jaxsearch.games import wordle_lists
 from guessing_jit import JittedGame
@@ -348,7 +348,7 @@ def test_small_estimator_matches_reference():
 def test_small_batched_estimator_in_guess_chunks(monkeypatch):
   """The accelerator's way, its guesses taken in chunks (the last one shifted back to fit),
   gives the one-by-one estimates."""
-  from jaxsearch.games import guessing_estimator
+  from jaxsearch.guessing import estimator as guessing_estimator
   s = small()
   monkeypatch.setattr(guessing_estimator, "_ONE_HOT_BYTES", 2 * 60 * 243 * 30)  # 30 a chunk
   branching = len(set(s.table.reshape(-1).tolist()) - {wordle.SOLVED})

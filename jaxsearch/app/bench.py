@@ -15,6 +15,10 @@ steps), the floor any search on it pays.
     jaxsearch bench --only hashed    # one family of workloads
     jaxsearch bench --json           # every figure, one JSON line per workload
 
+``jaxsearch bench`` is ``jaxsearch bench engine``; the other benchmarks are its siblings
+(:mod:`jaxsearch.app.benchmarks`, ``jaxsearch bench --help`` lists them). The timing is
+:mod:`jaxsearch.app.timing`'s.
+
 The workloads use the bundled ``games`` package (Connect Four, the hashed MDP), which is why
 the benchmark is the application layer's (:mod:`jaxsearch.app`), not the library's; like the
 command line, this module imports them only when it runs.
@@ -24,7 +28,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import json
 import re
 import statistics
 import sys
@@ -34,6 +37,7 @@ from typing import Optional
 import jax
 import jax.numpy as jnp
 
+from jaxsearch.app import timing
 
 _TRIVIAL_OPS = frozenset({"parameter", "constant", "get-tuple-element", "tuple", "bitcast",
                           "after-all", "partition-id", "replica-id", "while"})
@@ -90,12 +94,6 @@ def kernel_counts(hlo_text: str) -> dict[str, int]:
           "per_level": sum(kernels(cond) + kernels(body) for cond, body in nested)}
 
 
-def _timed_compile(fn, *args):
-  start = time.perf_counter()
-  compiled = jax.jit(fn).lower(*args).compile()
-  return compiled, time.perf_counter() - start
-
-
 def compile_all(jobs: dict, workers: int = 1) -> dict:
   """``{name: (compiled, seconds)}`` of ``jobs = {name: (fn, args)}``: each traced and
   lowered in turn, then compiled on ``workers`` threads (XLA compiles outside Python's lock,
@@ -138,17 +136,6 @@ def peak_device_bytes() -> Optional[int]:
   backend without allocator statistics (the CPU)."""
   stats = jax.devices()[0].memory_stats()
   return None if not stats else stats.get("peak_bytes_in_use")
-
-
-def _time_runs(compiled, args, repeats: int) -> float:
-  """Median seconds of ``repeats`` runs (after one warm-up)."""
-  jax.block_until_ready(compiled(*args))
-  times = []
-  for _ in range(repeats):
-    start = time.perf_counter()
-    jax.block_until_ready(compiled(*args))
-    times.append(time.perf_counter() - start)
-  return statistics.median(times)
 
 
 def _depths(tree) -> dict:
@@ -256,10 +243,8 @@ def measure(workload: Workload, compiled: dict, repeats: int) -> dict:
     record[f"kernels_per_simulation_{system}"] = counts["per_simulation"]
     record[f"kernels_per_level_{system}"] = counts["per_level"]
     record[f"program_bytes_{system}"] = program_bytes(program)
-  times = {system: [] for system in systems}
-  for _ in range(repeats):
-    for system, (_, args) in systems.items():
-      times[system].append(_time_runs(compiled[system][0], args, 1))
+  times = timing.interleaved({system: (compiled[system][0], args)
+                              for system, (_, args) in systems.items()}, repeats)
   total_sims = workload.batch_size * workload.num_simulations
   for system in systems:
     seconds = statistics.median(times[system])
@@ -280,8 +265,8 @@ def measure(workload: Workload, compiled: dict, repeats: int) -> dict:
   record.update(_depths(out_ours.tree))
   record["tree_bytes_ours"] = _tree_bytes(out_ours.tree)
   if workload.env is not None and "env" in compiled:
-    env_seconds = statistics.median(
-        [_time_runs(compiled["env"][0], workload.env[1], 1) for _ in range(repeats)])
+    env_seconds = statistics.median(timing.interleaved(
+        {"env": (compiled["env"][0], workload.env[1])}, repeats)["env"])
     record["env_steps_per_s"] = round(total_sims / env_seconds)
     record["search_over_env_time"] = round(record["seconds_ours"] / env_seconds, 3)
   record["peak_device_bytes"] = peak_device_bytes()
@@ -316,7 +301,7 @@ def connect_four(batch_size=256, num_simulations=64, with_mctx=True,
   from jaxsearch.games import connect_four as game_module
 
   game = game_module.GAME
-  states = _random_positions(game, batch_size, plies=6)
+  states = random_positions(game, batch_size, plies=6)
   legal_fn = jax.vmap(game.legal_actions)
 
   def env_alone(states):
@@ -332,7 +317,7 @@ def connect_four(batch_size=256, num_simulations=64, with_mctx=True,
                   env=(env_alone, (states,)))
 
 
-def _random_positions(game, batch_size, plies):
+def random_positions(game, batch_size, plies):
   """Positions after ``plies`` random legal moves (a fixed key), so roots differ."""
   key = jax.random.PRNGKey(123)
   states = jax.vmap(game.init)(jax.random.split(key, batch_size))
@@ -432,9 +417,10 @@ def _pair_table(records: list[dict], pair: tuple, dropped: tuple):
   return table
 
 
-def main(argv=None) -> int:
+def main(argv=None, prog: str = "jaxsearch bench") -> int:
+  """Runs the benchmark with the command line ``argv``; returns the exit status."""
   from jaxsearch.cli.common import ArgumentParser
-  parser = ArgumentParser(prog="jaxsearch bench", description=__doc__.splitlines()[0])
+  parser = ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
   parser.add_argument("--quick", action="store_true",
                       help="tiny shapes, a smoke run: its ratios are not the README's figures "
                            "(those: --repeats 5)")
@@ -452,7 +438,7 @@ def main(argv=None) -> int:
   header = {"jax": jax.__version__, "backend": jax.default_backend(),
             "devices": str(jax.devices())}
   if args.json:
-    print(json.dumps(header), flush=True)
+    timing.emit(header)
   else:
     console.print(f"jax {header['jax']} on {header['devices']}")
   if args.quick:  # said first too: the run takes a while and the ratios read as claims
@@ -472,7 +458,7 @@ def main(argv=None) -> int:
       record = run_workload(make(batch_size, num_simulations), args.repeats)
       records.append(record)
       if args.json:
-        print(json.dumps(record), flush=True)
+        timing.emit(record)
   if not args.json:
     _table(records, Console(), quick=args.quick)
   return 0

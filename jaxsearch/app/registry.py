@@ -4,9 +4,9 @@ how ``jaxsearch play`` presents it, and whether it has policy files (and their r
 Every place that turns a name into a game reads it: ``jaxsearch train`` (through
 :mod:`jaxsearch.app.training`), ``jaxsearch play``, ``jaxsearch evaluate`` and the policy-file
 reader (:func:`register_policy_files` plugs the games with policy files into
-:mod:`jaxsearch.policy_file`, which knows no game). The library proper never reads it: it is
+:mod:`jaxsearch.guessing.policy_file`, which knows no game). The library proper never reads it: it is
 given a game's module (:class:`jaxsearch.train.trainer.Trainer`) or a
-:class:`~jaxsearch.policy_file.FileGame`.
+:class:`~jaxsearch.guessing.policy_file.FileGame`.
 
     entry("connect_four").load()          # the module jaxsearch.games.connect_four
     entry("pgx:othello").load()           # pgx_env.module_for("pgx:othello")
@@ -74,8 +74,8 @@ class GameEntry:
       is the game (``GAME``, ``observe``, ``render``).
     training: how ``jaxsearch train`` trains it (``None``: not trainable).
     play: how ``jaxsearch play`` presents it (``None``: not playable).
-    policy_files: it has policy files (:mod:`jaxsearch.policy_file`), read by its module's
-      ``POLICY_FILES`` (a :class:`~jaxsearch.policy_file.FileGame`).
+    policy_files: it has policy files (:mod:`jaxsearch.guessing.policy_file`), read by its module's
+      ``POLICY_FILES`` (a :class:`~jaxsearch.guessing.policy_file.FileGame`).
   """
 
   name: str
@@ -93,7 +93,7 @@ class GameEntry:
     return getattr(module, self.build)(self.name) if self.build else module
 
   def file_game(self) -> Any:
-    """The :class:`~jaxsearch.policy_file.FileGame` that reads the game's policy files."""
+    """The :class:`~jaxsearch.guessing.policy_file.FileGame` that reads the game's policy files."""
     if not self.policy_files:
       raise ValueError(f"game {self.name!r} has no policy files")
     return self.load().POLICY_FILES
@@ -162,9 +162,9 @@ def game_module(name: str) -> Any:
 
 
 def register_policy_files() -> None:
-  """Makes :mod:`jaxsearch.policy_file` read the policy files of every game of the registry
+  """Makes :mod:`jaxsearch.guessing.policy_file` read the policy files of every game of the registry
   that has them (their modules are imported when a file needs them)."""
-  from jaxsearch import policy_file
+  from jaxsearch.guessing import policy_file
 
   policy_file.register_games(names("policy_files"),
                              lambda name: GAMES[name].file_game())

@@ -6,14 +6,15 @@
     jaxsearch play pgx:ENV_ID [...]        (any pgx environment, e.g. pgx:othello, pgx:2048)
     jaxsearch train tictactoe|connect_four|pgx:ENV_ID [--minutes M] [--policy P] [--out DIR] [--resume]
         [--plot] [--json] [--seed S] [--steps N] [--set KEY=VALUE ...]
-    jaxsearch bench [--quick] [--repeats N] [--only ...]
+    jaxsearch bench [--quick] [--repeats N] [--only ...]      (the engine against mctx)
+    jaxsearch bench SUBCOMMAND [...]    (ab, compat, scaling, sample-efficiency, rules, ...)
     jaxsearch solve mastermind [--pegs 4 --colours 6] [--seconds 60] [--export F] [--json] [--plot F]
         [--draw F]
     jaxsearch solve wordle [--answers FILE --guesses FILE] [--first WORD] [...]
     jaxsearch evaluate F
 
 One module per verb (:mod:`jaxsearch.cli.play`, ``train``, ``solve``, ``evaluate``), each with
-its ``add_parser`` and ``run``; ``bench`` forwards to :mod:`jaxsearch.app.bench`. The command
+its ``add_parser`` and ``run``; ``bench`` forwards to :mod:`jaxsearch.app.benchmarks`. The command
 line is the application layer with :mod:`jaxsearch.app`: the verbs find a game by its name in
 :mod:`jaxsearch.app.registry`. JAX is imported inside the verbs only (and ``jaxsearch`` loads
 its submodules lazily), so ``--help`` answers in about 0.1 s. Compiled programs are kept between runs in JAX's persistent cache
@@ -32,8 +33,8 @@ from jaxsearch.cli.common import CommandError
 
 
 def _bench(argv: Sequence[str]) -> int:
-  from jaxsearch.app import bench
-  return int(bench.main(list(argv)) or 0)
+  from jaxsearch.app import benchmarks
+  return benchmarks.main(list(argv))
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -44,12 +45,13 @@ def _parser() -> argparse.ArgumentParser:
   train.add_parser(commands)
   solve.add_parser(commands)
   evaluate.add_parser(commands)
-  # The benchmark's own options are forwarded untouched (see main), so they cannot drift
-  # from jaxsearch.app.bench; `jaxsearch bench --help` prints the benchmark's help.
+  # The benchmarks' own options are forwarded untouched (see main), so they cannot drift
+  # from jaxsearch.app.benchmarks; `jaxsearch bench --help` lists the subcommands.
   commands.add_parser(
       "bench", add_help=False,
-      help="throughput benchmark vs mctx (--quick, --repeats N, --only ...)",
-      description="Runs jaxsearch.app.bench; see `jaxsearch bench --help`.")
+      help="benchmarks: throughput vs mctx (--quick, --repeats N, --only ...), or a "
+           "SUBCOMMAND (ab, scaling, rules, ...)",
+      description="Runs jaxsearch.app.benchmarks; see `jaxsearch bench --help`.")
   return parser
 
 

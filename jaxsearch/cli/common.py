@@ -258,7 +258,7 @@ def solve_node_minimum(args: argparse.Namespace) -> Optional[tuple[int, str]]:
     return one_tree, f"one tree needs --chunk + 1 = {one_tree} nodes"
   if min(counted.trees) == 0:  # a first guess that solves every secret: the solver stops there
     return None
-  from jaxsearch.solve.puzzle import subproblem_min_nodes
+  from jaxsearch.guessing.puzzle import subproblem_min_nodes
   grown = subproblem_min_nodes(counted.num_outcomes)
   per_tree = max(grown, one_tree)
   reason = (f"4 × {counted.num_outcomes} feedbacks + 1" if per_tree == grown

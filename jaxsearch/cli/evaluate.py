@@ -23,7 +23,7 @@ def add_parser(commands) -> None:
 
 def run(args: argparse.Namespace) -> int:
   """``jaxsearch evaluate``; returns the exit status (1 for an invalid policy)."""
-  from jaxsearch import policy_file
+  from jaxsearch.guessing import policy_file
   from jaxsearch.app import registry
   registry.register_policy_files()  # the games whose files this reads, imported when needed
   try:  # policy_file.evaluate_file, keeping the header

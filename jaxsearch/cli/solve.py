@@ -201,8 +201,8 @@ def run(args: argparse.Namespace) -> int:
   clock_start = time.monotonic()  # --seconds counts from here
   check_sizes(args)
   check_solve_input(args)  # output files, node budget: refused before any work
-  from jaxsearch import policy_file
-  from jaxsearch import solve as solve_lib
+  from jaxsearch.guessing import policy_file
+  from jaxsearch import guessing as guessing_lib
 
   started = time.perf_counter()
   num_slots = _fill_budget_defaults(args)
@@ -212,12 +212,12 @@ def run(args: argparse.Namespace) -> int:
   _check_memory(args, options)  # from the sizes alone: nothing built, compiled or written
   puzzle, title = _puzzle(args)
   result = _search(args, puzzle, title, options, clock_start)
-  summary = solve_lib.summary(puzzle, result)
+  summary = guessing_lib.summary(puzzle, result)
   summary["seconds"] = round(time.perf_counter() - started, 2)
   if args.export:
     policy_file.save(args.export, puzzle.header, result.policy)
   if args.plot:
-    solve_lib.plot_history(result, args.plot, title)
+    guessing_lib.plot_history(result, args.plot, title)
   if args.draw:
     _draw_solver_tree(result, args, puzzle, title)
   _report(args, result, title)
@@ -297,7 +297,7 @@ def _check_memory(args: argparse.Namespace, options) -> None:
   available. The search over first guesses holds ``live_openings`` first guesses' trees,
   each batch at most the game's feedbacks padded to ``pad_rows``."""
   from jaxsearch.memory import MemoryBudgetError, check_memory, estimate_from_sizes
-  from jaxsearch.solve.root import RootOptions
+  from jaxsearch.guessing.root import RootOptions
   game = solvable(args)
   sizes = game.sizes(args)
   if sizes is None:
@@ -330,12 +330,13 @@ def _plan(options, clock_start: float) -> str:
 
 
 def _search(args: argparse.Namespace, puzzle, title: str, options, clock_start: float):
-  """The solver's result (:func:`jaxsearch.solve.solve_puzzle`), with its progress: a bar
-  on a terminal, plain lines elsewhere (:class:`jaxsearch.solve.report.ProgressReporter`)."""
+  """The solver's result (:func:`jaxsearch.guessing.solve_puzzle`), with its progress: a bar
+  on a terminal, plain lines elsewhere (:class:`jaxsearch.guessing.report.ProgressReporter`)."""
+  from jaxsearch import guessing as guessing_lib
   from jaxsearch import solve as solve_lib
-  from jaxsearch.solve.result import covers_every_opening
-  from jaxsearch.solve.report import ProgressReporter
-  from jaxsearch.solve.root import RootOptions
+  from jaxsearch.guessing.result import covers_every_opening
+  from jaxsearch.guessing.report import ProgressReporter
+  from jaxsearch.guessing.root import RootOptions
 
   # With --first the optimistic bound is only over the policies that open so (unless that
   # guess is the game's only first guess up to symmetry): say so beside it.
@@ -349,7 +350,7 @@ def _search(args: argparse.Namespace, puzzle, title: str, options, clock_start: 
     openings = (puzzle.openings if args.openings and args.first is None else None)
     root = RootOptions() if searches_first_guess(args) else None
     try:
-      result = solve_lib.solve_puzzle(puzzle, first=args.first, openings=openings, root=root,
+      result = guessing_lib.solve_puzzle(puzzle, first=args.first, openings=openings, root=root,
                                       options=options, on_chunk=progress.chunk,
                                       on_phase=progress.phase, started=clock_start)
     except solve_lib.MemoryBudgetError as error:
@@ -440,8 +441,8 @@ def _draw_solver_tree(result, args: argparse.Namespace, puzzle, title: str) -> N
   """Draws the search behind the exported policy to ``args.draw``: with openings (or
   ``--first``), the policy's first guess over its feedbacks' sub-problem trees; from the
   empty board (``--no-openings``), the one tree, the policy's first guess marked
-  (:func:`jaxsearch.solve.report.draw_search`)."""
-  from jaxsearch.solve.report import draw_search
+  (:func:`jaxsearch.guessing.report.draw_search`)."""
+  from jaxsearch.guessing.report import draw_search
   drawn = draw_search(puzzle, result, args.draw, depth=args.draw_depth, title=title,
                       fixed_first=args.first is not None)
   if drawn is None:

@@ -33,7 +33,7 @@ import json
 import time
 import zipfile
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import jax
 import numpy as np
@@ -317,20 +317,20 @@ class Checkpoint:
     with np.load(path, allow_pickle=False) as data:
       return [data[name] for name in sorted(n for n in data.files if n.startswith("leaf_"))]
 
-  def settled(self, targets: dict) -> dict:
-    """``{row: Settled}``: the certificates saved for the final search of this checkpoint
-    whose target was ``targets[row]`` (:func:`jaxsearch.solve.certify.settle`)."""
-    from jaxsearch.solve.certify import Settled
+  def settled(self, targets: dict, record: Callable) -> dict:
+    """``{row: record(proven, total, policy)}``: the certificates saved for the final search
+    of this checkpoint whose target was ``targets[row]`` (``record`` builds the caller's type,
+    e.g. :class:`jaxsearch.guessing.certificates.Settled`)."""
     saved = self._read_certificates()["settled"]
     found = {}
     for row, target in targets.items():
       one = saved.get(str(row))
       if one is not None and one["target"] == int(target):
-        found[row] = Settled(one["proven"], one["total"], _policy_from_json(one["policy"]))
+        found[row] = record(one["proven"], one["total"], _policy_from_json(one["policy"]))
     return found
 
   def save_settled(self, row: int, target: int, settled) -> None:
-    """Adds one sub-problem's certificate (a :class:`Settled`) to ``certificates.json``."""
+    """Adds one sub-problem's certificate (``proven``, ``total``, ``policy``) to ``certificates.json``."""
     data = self._read_certificates()
     data["settled"][str(row)] = {"target": int(target), "proven": bool(settled.proven),
                                  "total": int(settled.total),
@@ -338,7 +338,7 @@ class Checkpoint:
     self._write_certificates(data)
 
   def certified(self, name: str, target: int) -> Optional[bool]:
-    """A saved :func:`jaxsearch.solve.certify.certify` answer ``name`` for ``target``."""
+    """A saved :func:`jaxsearch.guessing.certificates.certify` answer ``name`` for ``target``."""
     one = self._read_certificates()["certified"].get(name)
     return None if one is None or one["target"] != int(target) else one["proven"]
 

@@ -7,7 +7,7 @@ once they meet (a ``meets`` rule given by the caller), out of time, out of simul
 when every open tree is full. Proven roots then leave the batch and the open ones go on in
 larger trees (:func:`_regrow`). It knows nothing of any particular game: a *problem* is any
 object with ``game``, ``estimator``, ``tables`` and ``bind`` (:class:`Problem`, or
-:class:`jaxsearch.solve.Puzzle`). What it searches with is a
+:class:`jaxsearch.guessing.Puzzle`). What it searches with is a
 :class:`~jaxsearch.solve.options.SolveOptions`; every chunk's program is built from
 :meth:`SolveOptions.search_config <jaxsearch.solve.options.SolveOptions.search_config>`.
 
@@ -35,6 +35,7 @@ from jaxsearch.game import Estimator, Game
 from jaxsearch.memory import (MemoryEstimate, RUNTIME_BYTES, can_hold, check_memory,
                               working_bytes)
 from jaxsearch.solve import checkpoint as checkpoint_lib
+from jaxsearch.solve import regrowth
 from jaxsearch.solve.options import SolveOptions
 
 SLEEP_ENV = "JAXSEARCH_SOLVE_CHUNK_SLEEP"  # tests: seconds to sleep after each chunk
@@ -112,13 +113,51 @@ def _program(problem, config, devices=None):
     return search(tables).init_tree(None, key, roots)
 
   def step(tables, key, roots, trees):
-    return search(tables)(None, key, roots, trees)
+    out = search(tables)(None, key, roots, trees)
+    return out.tree, chunk_record(out)
 
   if devices is not None:  # the sharded search jits itself, per device
     return init, step
   # The trees are donated: each chunk writes its result into the previous chunk's buffers
-  # instead of holding (and copying into) a second set of trees.
+  # instead of holding (and copying into) a second set of trees. Only the trees and the
+  # chunk's record leave the program: the decision's other outputs are never computed.
   return jax.jit(init), jax.jit(step, donate_argnums=(3,))
+
+
+# The rows of a chunk's record (chunk_record): what the host reads of a chunk.
+RECORD_ROWS = ("value", "bound", "upper", "num_nodes", "num_chance", "present")
+_HAS_BOUND, _HAS_UPPER = 1, 2  # bits of the record's "present" row
+
+
+def chunk_record(out) -> jax.Array:
+  """``i32[6, B]``: what the host reads of a chunk (``out``, its ``PolicyOutput``), in one
+  array so that a chunk costs one small device-to-host transfer (:data:`RECORD_ROWS`): the
+  roots' backed-up values, achievable and optimistic bounds (``f32``, their bits), the
+  trees' allocated nodes and chance records, and which bounds the search gives (bits)."""
+  batch = out.tree.num_nodes.shape[0]
+  missing = jnp.full((batch,), jnp.nan, jnp.float32)
+
+  def bits(values):
+    values = missing if values is None else jnp.asarray(values, jnp.float32)
+    return jax.lax.bitcast_convert_type(values, jnp.int32)
+
+  present = ((0 if out.root_bound is None else _HAS_BOUND)
+             | (0 if out.root_upper is None else _HAS_UPPER))
+  return jnp.stack([bits(out.root_value), bits(out.root_bound), bits(out.root_upper),
+                    out.tree.num_nodes.astype(jnp.int32), out.tree.num_chance.astype(jnp.int32),
+                    jnp.full((batch,), present, jnp.int32)])
+
+
+def read_record(record) -> dict:
+  """The host's copy of a chunk's record (:func:`chunk_record`): the chunk's one
+  device-to-host transfer (it waits for the chunk). ``{"value", "bound", "upper": f32[B] or
+  None, "num_nodes", "num_chance": i32[B]}``."""
+  host = np.asarray(record)
+  floats = host[:3].view(np.float32)
+  present = int(host[5, 0])
+  return {"value": floats[0], "bound": floats[1] if present & _HAS_BOUND else None,
+          "upper": floats[2] if present & _HAS_UPPER else None,
+          "num_nodes": host[3], "num_chance": host[4]}
 
 
 def estimate_memory(problem, init, tables, key, roots) -> MemoryEstimate:
@@ -128,8 +167,8 @@ def estimate_memory(problem, init, tables, key, roots) -> MemoryEstimate:
   trees = sum(int(np.prod(x.shape)) * x.dtype.itemsize for x in jax.tree.leaves(shapes))
   nodes = int(shapes.nodes.visits.shape[0] * shapes.nodes.visits.shape[1])
   table_bytes = sum(int(np.asarray(x).nbytes) for x in jax.tree.leaves(problem.tables))
-  # The trees are counted once: chunks write into the donated trees, and a regrowth (which
-  # holds two sets for a moment) happens only where the memory is free then (ChunkedSearch.regrow).
+  # The trees are counted once: chunks write into the donated trees, and a regrowth moves
+  # them array by array (ChunkedSearch.regrow; what it keeps more is checked then).
   return MemoryEstimate(trees=trees, per_node=trees / max(nodes, 1), tables=2 * table_bytes,
                         working=working_bytes(problem.game.num_actions),
                         runtime=RUNTIME_BYTES, nodes=nodes)
@@ -139,8 +178,10 @@ def estimate_memory(problem, init, tables, key, roots) -> MemoryEstimate:
 def _regrow(trees, fresh, keep=None):
   """``trees`` (their rows ``keep``, ``int[B']``; all when ``None``) copied into the larger
   ``fresh`` trees (more nodes and chance records, ``B'`` rows): every index stays valid, the
-  new entries are fresh. ``fresh`` is donated, so the result takes its memory: a regrowth
-  holds the old trees and the new ones, not a third copy (nor a fourth for the kept rows)."""
+  new entries are fresh. ``fresh`` is donated, so the result takes its memory; still, it
+  holds the old trees and the new ones at once: the solver moves its trees array by array
+  instead (:func:`jaxsearch.solve.regrowth.grow_leafwise`) and uses this only where that
+  cannot be done."""
   if keep is not None:
     trees = jax.tree.map(lambda x: x[keep], trees)
   return jax.tree.map(
@@ -208,28 +249,40 @@ class ChunkedSearch:
                   if tree_options.proves(game) else None)
     return init, step, proof_step
 
+  def begin(self, tree) -> None:
+    """Takes ``tree`` (the open roots' trees, fresh or restored) as the trees to search, and
+    reads their allocated nodes and chance records once (each chunk's record updates them
+    after)."""
+    self.tree = tree
+    self.num_nodes = np.asarray(tree.num_nodes).astype(np.int32)
+    self.num_chance = np.asarray(tree.num_chance).astype(np.int32)
+
   def advance(self, key, simulations: int, proof: bool) -> float:
-    """One chunk on the current trees; updates the per-root bounds. Returns the seconds from
-    the chunk's dispatch to its results (the device's share of a chunk: on a GPU a program
-    with data-dependent loops runs within its dispatch, which waits on each loop's
-    condition; the rest of a chunk's time is host work, during which the device idles)."""
+    """One chunk on the current trees, which stay on the device; updates the per-root
+    bounds and the trees' sizes from the chunk's record, its one device-to-host transfer
+    (:func:`chunk_record`). Returns the seconds from the chunk's dispatch to its results
+    (the device's share of a chunk: on a GPU a program with data-dependent loops runs
+    within its dispatch, which waits on each loop's condition; the rest of a chunk's time
+    is host work, during which the device idles)."""
     run = self.proof_step if proof else self.step
     started = time.perf_counter()
-    out = run(self.tables, jax.random.fold_in(key, simulations), self.roots, self.tree)
-    self.tree = out.tree
-    jax.block_until_ready((out.root_bound, out.root_upper))
+    self.tree, record = run(self.tables, jax.random.fold_in(key, simulations), self.roots,
+                            self.tree)
+    read = read_record(record)
     waited = time.perf_counter() - started
-    self.value[self.rows] = np.asarray(out.root_value, np.float64) * self.weights[self.rows]
-    if out.root_bound is not None:
-      self.bound[self.rows] = np.asarray(out.root_bound, np.float64) * self.weights[self.rows]
-    if out.root_upper is not None:
+    self.num_nodes, self.num_chance = read["num_nodes"], read["num_chance"]
+    weights = self.weights[self.rows]
+    self.value[self.rows] = read["value"].astype(np.float64) * weights
+    if read["bound"] is not None:
+      self.bound[self.rows] = read["bound"].astype(np.float64) * weights
+    if read["upper"] is not None:
       self.upper = np.zeros(self.batch) if self.upper is None else self.upper
-      self.upper[self.rows] = (np.asarray(out.root_upper, np.float64) *
-                               self.weights[self.rows])
+      self.upper[self.rows] = read["upper"].astype(np.float64) * weights
     return waited
 
   def nodes(self) -> int:
-    return int(np.asarray(self.tree.num_nodes).sum()) + sum(
+    """Nodes of every tree, the open ones' and the kept ones' (read on the host)."""
+    return int(self.num_nodes.sum()) + sum(
         int(np.asarray(t.num_nodes).sum()) for t in self.kept.values())
 
   def regrow(self, key, meets) -> bool:
@@ -237,8 +290,8 @@ class ChunkedSearch:
     being full, the proven roots leave the batch and the open ones move into larger trees
     (the node budget ``B × max_nodes`` shared among them; one recompile)."""
     tree, max_nodes = self.tree, self.options.capacity.max_nodes
-    stuck = ((np.asarray(tree.num_nodes) + self.problem.game.num_outcomes > self.nodes_per_tree)
-             | (np.asarray(tree.num_chance) >= tree.max_chance))
+    stuck = ((self.num_nodes + self.problem.game.num_outcomes > self.nodes_per_tree)
+             | (self.num_chance >= tree.max_chance))
     closed = np.array([self.upper is not None and meets(self.bound[r], self.upper[r])
                        for r in self.rows])
     open_stuck = stuck[~closed]
@@ -247,21 +300,40 @@ class ChunkedSearch:
     larger = max_nodes * self.batch // max(int((~closed).sum()), 1)
     if not closed.any() or larger < 2 * self.nodes_per_tree or self.devices is not None:
       return False  # every open tree is full and there is no room to give them
-    # The old trees and the larger ones are held together for a moment: only where that
-    # fits (the run's estimate counts one set), else the search ends here, trees full.
-    if not can_hold(int(tree.nbytes()), self.memory, self.options.capacity.memory):
-      return False
-    for index in np.flatnonzero(closed):
-      self.kept[int(self.rows[index])] = jax.tree.map(
-          lambda x: np.asarray(x[index:index + 1]), tree)
+    return self._move(key, closed, larger)
+
+  def _move(self, key, closed: np.ndarray, larger: int) -> bool:
+    """The regrowth itself (:meth:`regrow`): the ``closed`` roots' trees kept on the host cut
+    to what they allocated, the others moved into trees of ``larger`` nodes array by array
+    (:func:`jaxsearch.solve.regrowth.grow_leafwise`; one program where that cannot be
+    used). Only where what it holds more than the run's estimate fits: the kept trees and,
+    for a moment, one array (or, in one program, a second set of trees); else the search
+    ends here, trees full."""
+    tree, max_nodes = self.tree, self.options.capacity.max_nodes
     keep = np.flatnonzero(~closed)
-    self.rows, self.nodes_per_tree = self.rows[keep], larger
-    self.roots = jax.tree.map(lambda x: x[keep], self.roots)
     ratio = max(max_nodes // self.options.max_chance_for(self.problem.game), 1)
-    self.sizes = dict(max_nodes=larger, max_chance=max(larger // ratio, 1))
-    self.init, self.step, self.proof_step = self.programs(
-        self.options.with_capacity(**self.sizes))
-    self.tree = _regrow(tree, self.init(self.tables, key, self.roots), jnp.asarray(keep))
+    sizes = dict(max_nodes=larger, max_chance=max(larger // ratio, 1))
+    init, step, proof_step = self.programs(self.options.with_capacity(**sizes))
+    roots = jax.tree.map(lambda x: x[keep], self.roots)
+    spec = regrowth.fresh_spec(tree, jax.eval_shape(init, self.tables, key, roots))
+    largest = max(x.size * x.dtype.itemsize for x in jax.tree.leaves(tree))
+    extra = regrowth.cut_bytes(tree, np.flatnonzero(closed), self.num_nodes, self.num_chance)
+    extra += 2 * largest if spec is not None else int(tree.nbytes())
+    if not can_hold(extra, self.memory, self.options.capacity.memory):
+      return False
+    closed_rows = np.flatnonzero(closed)
+    for index, cut in zip(closed_rows, regrowth.cut_rows(tree, closed_rows, self.num_nodes,
+                                                         self.num_chance)):
+      self.kept[int(self.rows[index])] = cut
+    self.rows, self.nodes_per_tree, self.sizes = self.rows[keep], larger, sizes
+    self.roots, self.init, self.step, self.proof_step = roots, init, step, proof_step
+    self.tree = None
+    if spec is not None:
+      grown = regrowth.grow_leafwise(tree, spec, jnp.asarray(keep))
+    else:
+      grown = _regrow(tree, init(self.tables, key, roots), jnp.asarray(keep))
+    del tree
+    self.begin(grown)
     return True
 
   def elapsed(self) -> float:
@@ -293,7 +365,8 @@ class ChunkedSearch:
     if self.sizes:
       self.init, self.step, self.proof_step = self.programs(
           self.options.with_capacity(**self.sizes))
-    self.tree, self.kept = state.trees(self.init(self.tables, key, self.roots))
+    tree, self.kept = state.trees(self.init(self.tables, key, self.roots))
+    self.begin(tree)
 
   def final_trees(self, release: bool = False) -> list:
     """One batch of one tree per root, in numpy: the kept ones and the open ones' rows.
@@ -366,7 +439,7 @@ def run(problem, roots, options: SolveOptions, *, weights,
       options.checkpointing.every_seconds)
   state = None if saver is None else saver.load()
   if state is None:
-    loop.tree = jax.block_until_ready(loop.init(loop.tables, key, roots))
+    loop.begin(jax.block_until_ready(loop.init(loop.tables, key, roots)))
   else:
     loop.restore(state, key)
   loop.start = time.perf_counter()

@@ -1,6 +1,6 @@
 """The solver's options: one frozen, validated :class:`SolveOptions`, grouped by what they are.
 
-Every entry point (:func:`jaxsearch.solve.solve_puzzle`, :func:`~jaxsearch.solve.solve`,
+Every entry point (:func:`jaxsearch.guessing.solve_puzzle`, :func:`~jaxsearch.guessing.solve`,
 :func:`~jaxsearch.solve.solve_game`, :func:`jaxsearch.solve.chunked.run`, the search over first
 guesses) takes the same object, checked once when it is built (a ``ValueError`` naming the
 option and what it accepts, a ``TypeError`` for an unknown one), and every search in a solve

@@ -1,5 +1,5 @@
 """One searched tree read on the host: what the policy extraction
-(:mod:`jaxsearch.solve.extract`), the integer certificates (:mod:`jaxsearch.solve.certify`) and
+(:mod:`jaxsearch.guessing.extract`), the integer certificates (:mod:`jaxsearch.guessing.certificates`) and
 the exact state graph (:mod:`jaxsearch.solve.exact`) read of a tree, in one place."""
 
 from __future__ import annotations

@@ -159,25 +159,39 @@ def _small_wordle_lists(folder: Path) -> tuple[Path, Path, str]:
   return answers, answers, words[0]
 
 
+TRAIN_RESERVE_S = 75  # of the train part's cap: start-up and the final evaluation
+
+
 def part_train(args) -> None:
+  """``jaxsearch train connect_four --preset accelerator`` for the part's cap less
+  :data:`TRAIN_RESERVE_S` (``--cap train=420``: about 6 minutes), then its final evaluation
+  (the end-game sets, no UCT match): positions and updates per second in steady state (the
+  summary's, compilation excluded and given as ``first_interval_s``), the device's peak
+  memory, and the search's and the raw network's errors on Test_L3_R1 and Test_L2_R2."""
+  minutes = max(0.5, (args.cap - TRAIN_RESERVE_S) / 60)
   with tempfile.TemporaryDirectory() as out:
     extra = (["--steps", "3", "--set", "batch_size=8", "--set", "simulations=4",
               "--set", "min_replay=16", "--set", "train_batch=8", "--set", "eval_games=2",
               "--set", "eval_simulations=4", "--set", "eval_uct_simulations=4"]
-             if args.smoke else ["--minutes", "1"])
+             if args.smoke else
+             ["--preset", "accelerator", "--minutes", f"{minutes:.2f}", "--set",
+              "eval_every=0", "--set", "eval_uct_simulations=0", "--set", "checkpoint_every=0"])
     status, stdout, wall = run_cli(["train", "connect_four", *extra, "--json", "--quiet",
                                  "--out", out], args.cap - 2)
     metrics = Path(out) / "metrics.jsonl"
     rows = ([json.loads(line) for line in metrics.read_text().splitlines()]
             if metrics.is_file() else [])
   summary = last_json(stdout) or {}
-  emit({"status": status, "wall_s": round(wall, 2), **_train_rates(rows),
-         **{k: summary.get(k) for k in ("steps", "positions", "updates", "minutes")}})
+  emit({"status": status, "wall_s": round(wall, 2), "rows": _train_rates(rows),
+         **{k: summary.get(k) for k in ("preset", "steps", "positions", "updates", "minutes",
+                                        "positions_per_s", "updates_per_s",
+                                        "first_interval_s", "device_peak_bytes",
+                                        "search_error", "net_error", "search_vs_random")}})
 
 
 def _train_rates(rows: list[dict]) -> dict:
-  """Steady-state rates from the metrics rows: self-play positions and gradient updates per
-  second between the second logged step (compilation behind) and the last."""
+  """Rates from the metrics rows: self-play positions and gradient updates per second
+  between the second logged step (the first, alone, holds the compilation) and the last."""
   if len(rows) < 3:
     return {"positions_per_s": None, "updates_per_s": None}
   first, last = rows[1], rows[-1]

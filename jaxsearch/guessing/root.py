@@ -4,7 +4,7 @@ From the empty board a guessing game has thousands of first guesses (Wordle: 14,
 leaving about 150 feedback sub-problems. One tree from the empty board spends a simulation on
 a single path through one of them. Here the root is a decision of its own, made the way AVTS
 makes one at any node (AVTS; docs/algorithms.md §2), and every first guess it visits is searched
-as :func:`jaxsearch.solve.solve_puzzle` searches a fixed one: its feedbacks' sub-problems as
+as :func:`jaxsearch.guessing.solve_puzzle` searches a fixed one: its feedbacks' sub-problems as
 one batch of trees.
 
 * **Estimator and progressive widening.** The first guesses are activated one at a time in
@@ -48,10 +48,10 @@ import numpy as np
 from jaxsearch import debias
 from jaxsearch.memory import check_memory
 from jaxsearch.solve import chunked
-from jaxsearch.solve.finish import (Outcome, RunProgress, certify_saved, corrected_policy,
+from jaxsearch.guessing.finish import (Outcome, RunProgress, certify_saved, corrected_policy,
                                     opening_policy, settle_saved)
 from jaxsearch.solve.options import SolveOptions
-from jaxsearch.solve.subproblems import meets, opening_roots, subproblem_min_nodes
+from jaxsearch.guessing.subproblems import meets, opening_roots, subproblem_min_nodes
 from jaxsearch.solve.tree_reader import secrets_in
 
 
@@ -146,7 +146,7 @@ class _Opening:
     """Updates :attr:`evaluations` from the live trees (the padding's left out)."""
     loop, real = self.loop, len(self.outcomes)
     open_rows = np.asarray(loop.rows) < real
-    self.evaluations = int(np.asarray(loop.tree.num_nodes)[open_rows].sum()) + sum(
+    self.evaluations = int(loop.num_nodes[open_rows].sum()) + sum(
         int(np.asarray(tree.num_nodes).sum()) for row, tree in loop.kept.items() if row < real)
 
   def record(self, num_secrets: int) -> OpeningRecord:
@@ -164,7 +164,7 @@ class RootSearch:
   :attr:`openings` holds what it found.
 
   Args:
-    puzzle: the :class:`jaxsearch.solve.Puzzle`.
+    puzzle: the :class:`jaxsearch.guessing.Puzzle`.
     options: how the first guess is searched (:class:`RootOptions`).
     solve_options: how each first guess's sub-problems are searched
       (:class:`~jaxsearch.solve.options.SolveOptions`: its ``max_nodes`` shared out between
@@ -265,7 +265,7 @@ class RootSearch:
           nodes=self.memory.nodes * self.options.live_openings)
       check_memory(self.memory, self.solve_options.capacity.memory)
     loop.memory = self.memory
-    loop.tree = loop.init(loop.tables, key, roots)
+    loop.begin(loop.init(loop.tables, key, roots))
     opening.loop = loop
 
   def _visit(self, opening: _Opening) -> None:

@@ -1,7 +1,7 @@
 """A first guess's feedback sub-problems, and when two bounds on a total of guesses meet.
 
-Shared by the solve of fixed openings (:mod:`jaxsearch.solve.puzzle`) and the search over
-first guesses (:mod:`jaxsearch.solve.root`).
+Shared by the solve of fixed openings (:mod:`jaxsearch.guessing.puzzle`) and the search over
+first guesses (:mod:`jaxsearch.guessing.root`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def opening_roots(puzzle, first: str):
   """The sub-problems a first guess leaves: ``(outcomes, states)``, the feedback codes of
   ``first`` at the start other than the solved one (``list[int]``, ascending) and the state
   after each (unbatched states; stack them for a batch of roots, as
-  :func:`jaxsearch.solve.solve_puzzle` does with ``first=``).
+  :func:`jaxsearch.guessing.solve_puzzle` does with ``first=``).
 
   Raises:
     ValueError: ``first`` is not an allowed guess.

@@ -1,19 +1,19 @@
-"""Exact Connect Four solver: re-derives the scores of the Connect Four test sets.
+"""Exact Connect Four solver, the tests' oracle: re-derives the scores of the Connect Four test
+sets (``tests/test_connect4_solver.py`` checks every shipped set against it).
 
-    python scripts/connect4_solver.py                          # the shipped Test_L3_R1, all lines
-    python scripts/connect4_solver.py --limit 100 FILE ...     # the first 100 lines of each file
-    python scripts/connect4_solver.py jaxsearch/data/connect4/Test_L3_R1.moves --limit 20
+    python tests/connect4_solver.py                          # the shipped Test_L3_R1, all lines
+    python tests/connect4_solver.py --limit 100 FILE ...     # the first 100 lines of each file
+    python tests/connect4_solver.py jaxsearch/data/connect4/Test_L3_R1.moves --limit 20
 
 A file holds one position a line: ``MOVES SCORE`` (the ``Test_*`` sets) or ``MOVES S1 .. S7``
 (the ``Test_*.moves`` files: the score after each column, ``-1000`` for a full column). MOVES
 lists the columns played from the empty board, ``1``-``7`` from the left, first player first.
-The script scores every line again and prints one JSON line per run: the number of lines, how
+The command scores every line again and prints one JSON line per run: the number of lines, how
 many matched, the first mismatches and the time taken; it exits with status 1 on a mismatch.
 
-From Python (``scripts/`` is not a package: load this file by path, e.g. with
-``importlib.util.spec_from_file_location``):
+From the tests (``tests/`` is on their import path: ``import connect4_solver``):
 
-    solver = module.Solver()                    # or module.solve(moves), one shared Solver
+    solver = connect4_solver.Solver()           # or connect4_solver.solve(moves), one shared Solver
     solver.solve("4455")                        # 18
     solver.score_columns("7422341735647741166133573473242566")  # [-3, 1, None, None, -4, 1, None]
 

@@ -118,7 +118,7 @@ class ProgressReporter:
       self._line(" · ".join(forms[0] for forms in parts))
 
   def phase(self, info: dict) -> None:
-    """The solver's ``on_phase`` (:class:`jaxsearch.solve.finish.RunProgress`): the
+    """The solver's ``on_phase`` (:class:`jaxsearch.guessing.finish.RunProgress`): the
     extraction, then the certificates done of those due and when they stop at the latest
     (a plain line as each phase starts, then at most one every ``every`` seconds, and the
     last certificate's)."""
@@ -141,7 +141,7 @@ class ProgressReporter:
       self._line(forms[0])
 
   def finish(self, result) -> None:
-    """Shows the result's bounds (a :class:`~jaxsearch.solve.SolveResult`): after the
+    """Shows the result's bounds (a :class:`~jaxsearch.guessing.SolveResult`): after the
     extraction, the exact evaluation and the certificates, they may be tighter than the
     last chunk's, and the progress must not end on older ones than the result printed
     next."""
@@ -325,7 +325,7 @@ def draw_search(puzzle, result, path, *, depth: int, title: str, fixed_first: bo
     first guess that solves every secret).
   """
   from jaxsearch import viz
-  from jaxsearch.solve.puzzle import opening_roots
+  from jaxsearch.guessing.puzzle import opening_roots
   if result.trees is None:
     return None
   first = result.policy["guess"]

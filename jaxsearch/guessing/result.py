@@ -6,10 +6,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Optional, Sequence
 
-from jaxsearch import policy_file
+from jaxsearch.guessing import policy_file
 from jaxsearch.memory import MemoryEstimate
-from jaxsearch.solve.finish import Outcome
-from jaxsearch.solve.root import RootReport
+from jaxsearch.guessing.finish import Outcome
+from jaxsearch.guessing.root import RootReport
 
 
 @dataclasses.dataclass
@@ -17,7 +17,7 @@ class SolveResult:
   """What :func:`solve_puzzle` found.
 
   Attributes:
-    policy: the exported decision tree (a :mod:`jaxsearch.policy_file` node).
+    policy: the exported decision tree (a :mod:`jaxsearch.guessing.policy_file` node).
     evaluation: its exact evaluation over every secret (``total_guesses`` is *the* figure).
     bound_total: the achievable bound in total guesses: the search's, or the exported
       policy's exact total where that is better.
@@ -56,7 +56,7 @@ class SolveResult:
       ``trees`` that hold the exported first guess's feedback sub-problems, in the order of
       :func:`opening_roots`; ``None`` from one tree.
     root: with the search over first guesses (``solve_puzzle(root=...)``), what it did
-      (:class:`jaxsearch.solve.root.RootReport`: the first guesses visited, how many of the
+      (:class:`jaxsearch.guessing.root.RootReport`: the first guesses visited, how many of the
       game's first guesses are shown unable to beat the policy and how many are open);
       ``None`` otherwise. ``trees`` are then the exported first guess's.
   """

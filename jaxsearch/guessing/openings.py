@@ -6,7 +6,7 @@ its feedback parts ``P`` (the secrets that give the same feedback to ``o``); any
 opens with ``o`` pays ``S`` first guesses plus, on each part that ``o`` does not solve, at
 least that part's optimum. Two admissible integer bounds on that total (never above the true
 optimum given ``o``), both in the solver's own terms — ``T(n)`` is the counting bound of the
-game's :class:`jaxsearch.games.guessing_exact.ExactBounds` (``node_total``,
+game's :class:`jaxsearch.guessing.exact.ExactBounds` (``node_total``,
 ``counting_total``), so they agree with its ``action_totals`` to the guess:
 
 * **one step** (:func:`opening_bounds`): ``S + Σ_P T(|P|)``, exactly ``action_totals`` of the
@@ -58,7 +58,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsearch.games.guessing_exact import ExactBounds
+from jaxsearch.guessing.exact import ExactBounds
 
 SMALL_PART = 2  # parts of at most this many secrets have LB = T = 2n - 1: no search
 
@@ -97,7 +97,7 @@ def opening_bounds(puzzle, histogram: Optional[np.ndarray] = None) -> np.ndarray
   each first guess, computed from a histogram instead of a sort.
 
   Args:
-    puzzle: a :class:`jaxsearch.solve.Puzzle` (``table u8[S, G]``, ``solved_outcome``,
+    puzzle: a :class:`jaxsearch.guessing.Puzzle` (``table u8[S, G]``, ``solved_outcome``,
       ``game.num_outcomes``, ``exact``).
     histogram: :func:`feedback_histogram` of ``puzzle.table`` if already computed.
   """

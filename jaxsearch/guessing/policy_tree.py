@@ -1,7 +1,7 @@
 """Guessing-game policy trees: their structure checks, exact evaluation and completion.
 
 A policy is a decision tree ``{"guess": g, "children": {feedback: node}}`` (the file format
-and the games' registry are in :mod:`jaxsearch.policy_file`).
+and the games' registry are in :mod:`jaxsearch.guessing.policy_file`).
 
 **Evaluation.** :func:`evaluate` partitions the secrets down the tree: at each node the
 secrets that reach it are grouped by their feedback to the node's guess and each group follows

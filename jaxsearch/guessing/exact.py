@@ -3,7 +3,7 @@
 :class:`ExactBounds` holds a guessing game's admissible bounds in integers, on the host: what
 a certificate is checked with, so that "proven" never rests on float sums.
 
-A certificate (:func:`jaxsearch.solve.certify`) must show, at every node of a proof, that
+A certificate (:func:`jaxsearch.guessing.certificates`) must show, at every node of a proof, that
 every guess which could still beat the target was searched. Near the leaves of a large proof
 the sets of remaining secrets are small, and there a bounded depth-first search settles the
 question outright: :meth:`ExactSolver.at_least` decides whether *no* policy finds a set of
@@ -31,7 +31,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from jaxsearch.games.guessing import (State, counting_bound_levels, counting_bound_starts,
+from jaxsearch.guessing.game import (State, counting_bound_levels, counting_bound_starts,
                             feedback_branching)
 
 
@@ -229,12 +229,12 @@ PAIRWISE_UP_TO = 40  # secrets per node up to which it compares feedback rows pa
 @dataclasses.dataclass(frozen=True, eq=False)
 class ExactBounds:
   """The guessing game's admissible bounds in exact integers, on the host (numpy): what a
-  certificate of optimality is checked with (:func:`jaxsearch.solve.certify`), so that
+  certificate of optimality is checked with (:func:`jaxsearch.guessing.certificates`), so that
   "proven" never rests on float sums.
 
   Totals are numbers of guesses summed over a node's ``n`` remaining secrets:
 
-  * :meth:`node_total` — ``T(n)``, the counting bound (see :func:`jaxsearch.games.guessing.guessing_game`);
+  * :meth:`node_total` — ``T(n)``, the counting bound (see :func:`jaxsearch.guessing.game.guessing_game`);
   * :meth:`action_totals` — for every guess ``g``: ``n + Σ_b T(|P_b|)`` over the feedback
     parts ``P_b`` it leaves unsolved (every secret pays for ``g``; each part then needs at
     least its counting bound). No policy starting with ``g`` needs fewer in total.

@@ -1,6 +1,6 @@
 """The entropic estimator of guessing games (docs/algorithms.md §2), batched and in numpy.
 
-:func:`entropic_estimator` scores every guess of a batch of :class:`jaxsearch.games.guessing.State`
+:func:`entropic_estimator` scores every guess of a batch of :class:`jaxsearch.guessing.game.State`
 by the entropy of its feedback over the remaining secrets; :func:`greedy_guess` is the same
 choice for one set of secrets on the host, the policy that completes an exported search below
 its searched nodes.
@@ -41,7 +41,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsearch.games.guessing import bits_to_mask, counting_bound_levels, counting_bound_starts
+from jaxsearch.guessing.game import bits_to_mask, counting_bound_levels, counting_bound_starts
 from jaxsearch.game import Estimate, Estimator
 
 DEFAULT_TIERS = (16, 32, 64, 128, 256, 512, 1024, 2048)
@@ -77,7 +77,7 @@ def _pairwise_stats(codes: jax.Array, weights: jax.Array, n: jax.Array,
 
 
 def _counting_total(h: jax.Array, bound_levels: tuple) -> jax.Array:
-  """:func:`jaxsearch.games.guessing.counting_bound_total` of ``h`` secrets, elementwise (``f32``): the
+  """:func:`jaxsearch.guessing.game.counting_bound_total` of ``h`` secrets, elementwise (``f32``): the
   levels' closed form, a few fused clips (a table gather is several times slower on CPU)."""
   caps, before = bound_levels
   return sum((level + 1) * jnp.clip(h - float(start), 0.0, float(cap))
@@ -138,10 +138,10 @@ def entropic_estimator(by_secret, secret_of_guess, num_outcomes: int,
     num_outcomes: ``O``.
     tiers: compaction sizes (those ``>= S`` are dropped; the whole table is always a tier).
     guess_chunk: guesses per histogram chunk.
-    branching: ``F`` of the game's counting bound (:func:`jaxsearch.games.guessing.feedback_branching`);
+    branching: ``F`` of the game's counting bound (:func:`jaxsearch.guessing.game.feedback_branching`);
       given, the estimate also carries admissible ``action_bounds``: guess ``g`` costs itself
       plus, for each feedback part ``P_b`` it leaves unsolved, at least ``T(|P_b|)`` more
-      guesses (:func:`jaxsearch.games.guessing.counting_bound_total`), so no policy starting with ``g``
+      guesses (:func:`jaxsearch.guessing.game.counting_bound_total`), so no policy starting with ``g``
       does better than ``-(n + Σ_b T(|P_b|)) / n`` — the one-step lookahead of the game's own
       counting bound, for a few elementwise clips per histogram bin (T in closed form).
     batched: how states are processed. ``False``: one after the other, each by its tier (the

@@ -20,7 +20,7 @@ class PolicyExtractor:
   bound charges every unexplored node the pessimistic value ``(n + 1) / 2`` per secret.
 
   Args:
-    puzzle: the :class:`jaxsearch.solve.Puzzle`.
+    puzzle: the :class:`jaxsearch.guessing.Puzzle`.
     tree: one root's tree, a batch of one (``SearchResult.trees[r]``).
   """
 

@@ -21,15 +21,15 @@ from jaxsearch.game import Estimator, Game
 from jaxsearch.memory import PuzzleSizes, check_memory, estimate_from_sizes
 from jaxsearch.solve import checkpoint as checkpoint_lib
 from jaxsearch.solve import chunked
-from jaxsearch.solve.certify import CertificateGame, IntegerBounds
-from jaxsearch.solve.extract import extract_policy
-from jaxsearch.solve.finish import (  # noqa: F401  (evaluate: part of this module's interface)
+from jaxsearch.guessing.certificates import CertificateGame, IntegerBounds
+from jaxsearch.guessing.extract import extract_policy
+from jaxsearch.guessing.finish import (  # noqa: F401  (evaluate: part of this module's interface)
     Outcome, RunProgress, certify_saved, corrected_policy, evaluate, exported_policy,
     opening_policy, quiet_progress, settle_saved)
 from jaxsearch.solve.options import Checkpointing, SolveOptions
-from jaxsearch.solve.result import SolveResult, covers_every_opening, result_of
-from jaxsearch.solve.root import RootOptions, solve_root
-from jaxsearch.solve.subproblems import (  # noqa: F401  (part of this module's interface)
+from jaxsearch.guessing.result import SolveResult, covers_every_opening, result_of
+from jaxsearch.guessing.root import RootOptions, solve_root
+from jaxsearch.guessing.subproblems import (  # noqa: F401  (part of this module's interface)
     meets, opening_roots, subproblem_min_nodes)
 from jaxsearch.solve.tree_reader import secrets_in
 
@@ -49,7 +49,7 @@ class Puzzle:
     solved_outcome: the all-correct feedback.
     score: ``(guess, secret) -> feedback key``, for exact evaluation.
     valid_guesses: allowed guesses for evaluation (``None``: the secrets).
-    header: the export file's header (:mod:`jaxsearch.policy_file`).
+    header: the export file's header (:mod:`jaxsearch.guessing.policy_file`).
     initial_state: the unbatched state before any guess.
     table: ``u8[S, G]`` (numpy) feedback index of guess ``g`` for secret ``s``.
     guess_of_secret: ``int[S]`` (numpy) the action that guesses each secret.
@@ -65,10 +65,10 @@ class Puzzle:
     bind: ``tables -> (game, estimator)``, the same pair built over the given (traced)
       tables, or ``None`` to use ``game`` and ``estimator`` as they are.
     exact: the game's admissible bounds in exact integers
-      (:class:`jaxsearch.solve.certify.IntegerBounds`: ``node_total(n)`` and
+      (:class:`jaxsearch.guessing.certificates.IntegerBounds`: ``node_total(n)`` and
       ``action_totals(secrets, state)``), which :func:`certify` checks a proof of
       optimality with, and optionally an exact search of small sets
-      (:class:`jaxsearch.solve.certify.ExactSearch`); ``None``: nothing is ever claimed
+      (:class:`jaxsearch.guessing.certificates.ExactSearch`); ``None``: nothing is ever claimed
       proven.
   """
 
@@ -326,10 +326,10 @@ def solve_puzzle(puzzle: Puzzle, first: Optional[str] = None,
   """Solves the whole puzzle, in one of four ways:
 
   * default: one tree from the initial state;
-  * ``root`` (a :class:`jaxsearch.solve.root.RootOptions`): the first guess is searched
+  * ``root`` (a :class:`jaxsearch.guessing.root.RootOptions`): the first guess is searched
     too, as a decision of its own (AVTS's estimator order, progressive widening, debiasing
     and Thompson sampling) above one batch of trees per visited first guess, each tree one
-    of its feedbacks' sub-problems (:mod:`jaxsearch.solve.root`); ``result.root`` says which
+    of its feedbacks' sub-problems (:mod:`jaxsearch.guessing.root`); ``result.root`` says which
     first guesses it visited and how many of the game's first guesses it shows unable to
     beat the policy found;
   * ``first``: the first guess is fixed and every feedback's sub-problem is a tree of one
@@ -367,7 +367,7 @@ def solve_puzzle(puzzle: Puzzle, first: Optional[str] = None,
   budget, counted from ``started`` (``time.monotonic()``; default: the call): the search
   stops in time to leave the certificates their reserve, and they stop by its end
   (:meth:`Budget.clock <jaxsearch.solve.options.Budget.clock>`). ``on_phase`` is told of each
-  phase after the search (:class:`jaxsearch.solve.finish.RunProgress`). The memory estimate
+  phase after the search (:class:`jaxsearch.guessing.finish.RunProgress`). The memory estimate
   is checked (:class:`MemoryBudgetError`) before anything is compiled and before the
   checkpoint directory is made.
 

@@ -58,7 +58,7 @@ application's registry: ``jaxsearch.app.registry.register_policy_files()`` regis
 (Mastermind and Wordle, each read by its module's ``POLICY_FILES``), as ``jaxsearch evaluate``
 does.
 
-**Evaluation** and completing trees: :mod:`jaxsearch.policy_tree` (:func:`evaluate`,
+**Evaluation** and completing trees: :mod:`jaxsearch.guessing.policy_tree` (:func:`evaluate`,
 :func:`consistent_candidates_policy`; their names are importable from here too).
 
     registry.register_policy_files()  # jaxsearch.app's; or policy_file.register_game(name, g)
@@ -75,9 +75,9 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Protocol
 
 from jaxsearch.atomic_file import write_atomically
-from jaxsearch.policy_tree import (
+from jaxsearch.guessing.policy_tree import (
     Evaluation, PolicyError, Score, evaluate, format_path, walk_structure)
-from jaxsearch.policy_tree import consistent_candidates_policy  # noqa: F401 (re-exported)
+from jaxsearch.guessing.policy_tree import consistent_candidates_policy  # noqa: F401 (re-exported)
 
 FORMAT = "jaxsearch-policy/1"
 

@@ -40,7 +40,7 @@ CLAIM_MAX_SECRETS = 24
 class IntegerBounds(Protocol):
   """A guessing game's admissible bounds in exact integers (``Puzzle.exact``): what every
   certificate is checked with. Totals are numbers of guesses summed over a node's secrets.
-  :class:`jaxsearch.games.guessing_exact.ExactBounds` implements it (and
+  :class:`jaxsearch.guessing.exact.ExactBounds` implements it (and
   :class:`ExactSearch`)."""
 
   def node_total(self, n: int) -> int:
@@ -92,7 +92,7 @@ class CertificateGame:
 
   @classmethod
   def of(cls, puzzle) -> Optional["CertificateGame"]:
-    """The certificate's view of ``puzzle`` (a :class:`jaxsearch.solve.Puzzle`), or ``None``
+    """The certificate's view of ``puzzle`` (a :class:`jaxsearch.guessing.Puzzle`), or ``None``
     where it has no exact bounds (then nothing is ever claimed proven).
 
     Raises:
@@ -103,7 +103,7 @@ class CertificateGame:
       return None
     if not isinstance(exact, IntegerBounds):
       raise TypeError(f"puzzle.exact must provide node_total(n) and action_totals(secrets, "
-                      f"state) (jaxsearch.solve.IntegerBounds), got {type(exact).__name__}")
+                      f"state) (jaxsearch.guessing.IntegerBounds), got {type(exact).__name__}")
     return cls(exact=exact, num_secrets=len(puzzle.secrets),
                solved_outcome=int(puzzle.solved_outcome),
                searches=isinstance(exact, ExactSearch))

@@ -1,8 +1,8 @@
 """After a search: the policy an opening's trees hold, evaluated exactly, then settled and
 certified (the exact search of small sets, in one process per core).
 
-Shared by the solve of fixed openings (:mod:`jaxsearch.solve.puzzle`) and the search over
-first guesses (:mod:`jaxsearch.solve.root`).
+Shared by the solve of fixed openings (:mod:`jaxsearch.guessing.puzzle`) and the search over
+first guesses (:mod:`jaxsearch.guessing.root`).
 """
 
 from __future__ import annotations
@@ -11,24 +11,24 @@ import dataclasses
 import time
 from typing import TYPE_CHECKING, Callable, Optional
 
-from jaxsearch import policy_file
+from jaxsearch.guessing import policy_file
 from jaxsearch.memory import MemoryEstimate
-from jaxsearch.solve.certify import certify, settle_each
-from jaxsearch.solve.extract import PolicyExtractor
+from jaxsearch.guessing.certificates import Settled, certify, settle_each
+from jaxsearch.guessing.extract import PolicyExtractor
 from jaxsearch.solve.options import RunClock
 
 if TYPE_CHECKING:  # root.py imports this module
-  from jaxsearch.solve.root import RootReport
+  from jaxsearch.guessing.root import RootReport
 
 
 @dataclasses.dataclass
 class Outcome:
   """What one way of solving a puzzle found (one tree from the start, a batch of trees per
   fixed opening, or the search over first guesses), before
-  :func:`jaxsearch.solve.solve_puzzle` states what it proves.
+  :func:`jaxsearch.guessing.solve_puzzle` states what it proves.
 
   Attributes:
-    policy: the exported policy (:mod:`jaxsearch.policy_file` node).
+    policy: the exported policy (:mod:`jaxsearch.guessing.policy_file` node).
     evaluation: its exact evaluation.
     bound_total, upper_total: the search's achievable and optimistic bounds in total
       guesses (``upper_total`` ``None`` without one), over what this way searched.
@@ -39,7 +39,7 @@ class Outcome:
     trees: one batch of one tree per root (``None``: nothing searched).
     subproblems: with fixed openings, ``(proven, total)`` sub-problems of the chosen one.
     opening_rows: with fixed openings, the rows of ``trees`` of the chosen one.
-    root: the search over first guesses' report (:class:`jaxsearch.solve.root.RootReport`).
+    root: the search over first guesses' report (:class:`jaxsearch.guessing.root.RootReport`).
   """
 
   policy: dict
@@ -142,7 +142,7 @@ def settle_saved(puzzle, trees, targets: dict, deadline: float, store,
   """:func:`settle_each`, each result saved to the checkpoint ``store`` as it comes (and
   told to ``progress``); those it holds already for this search (a resumed run killed while
   certifying) are not redone."""
-  saved = {} if store is None else store.settled(targets)
+  saved = {} if store is None else store.settled(targets, Settled)
   todo = {row: target for row, target in targets.items() if row not in saved}
   if progress is not None:
     progress.certifying(deadline, more=len(targets), done=len(saved))
