@@ -134,7 +134,7 @@ def root_summary(tree: Tree, num_actions: int, temperature: float, key,
   The greedy action is the most visited, ties broken by Q — with the Bellman backup
   (``config.backup``) by the debiased q̂3, which ``q_values`` then reports for every active
   slot, and solved slots (exact values, no more visits) compete too. Measured on Garnet MDPs
-  (``scripts/bench_sample_efficiency.py``): under Thompson sampling the argmax of q̂3 flips
+  (``jaxsearch bench sample-efficiency``): under Thompson sampling the argmax of q̂3 flips
   between lightly visited actions and recommends worse actions than the visit counts, which
   estimate each action's chance of being the best.
   """

@@ -5,7 +5,8 @@ of states whose remaining sets have mixed sizes (as a search's expansions have),
 ``batched=False`` (each state by its size tier, a ``lax.map``: the CPU default) and
 ``batched=True`` (every histogram one product with the one-hot feedback table: the
 accelerator default), side by side in one process, on whatever device JAX finds. Prints one
-JSON line: seconds per batch of each and their ratio.
+JSON line: seconds per batch of each (the median of ``--repeats`` calls after one that compiles,
+:mod:`jaxsearch.app.timing`) and their ratio. ``scripts/gpu_check.py`` runs it on a device.
 
     python scripts/bench_estimator.py                 # B = 256, 3 timed calls each
     python scripts/bench_estimator.py --batch 1024 --repeats 5
@@ -14,12 +15,12 @@ JSON line: seconds per batch of each and their ratio.
 from __future__ import annotations
 
 import argparse
-import json
-import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from jaxsearch.app import timing
 
 
 def main(argv=None) -> int:
@@ -44,15 +45,12 @@ def main(argv=None) -> int:
   for batched in (False, True):
     estimate = jax.jit(guessing_estimator.entropic_estimator(
         game.by_secret, np.arange(1296), 14, branching=13, batched=batched))
-    jax.block_until_ready(estimate(None, None, states))  # compiled
-    start = time.perf_counter()
-    for _ in range(args.repeats):
-      jax.block_until_ready(estimate(None, None, states))
-    seconds["batched" if batched else "one_by_one"] = (time.perf_counter() - start) / args.repeats
-  print(json.dumps({"device": str(jax.devices()[0]), "batch": args.batch,
-                    "seconds_one_by_one": round(seconds["one_by_one"], 5),
-                    "seconds_batched": round(seconds["batched"], 5),
-                    "batched_over_one_by_one": round(seconds["batched"] / seconds["one_by_one"], 3)}))
+    seconds["batched" if batched else "one_by_one"] = timing.Timing.of(
+        estimate, (None, None, states), repeats=args.repeats).median
+  timing.emit({"device": str(jax.devices()[0]), "batch": args.batch,
+               "seconds_one_by_one": round(seconds["one_by_one"], 5),
+               "seconds_batched": round(seconds["batched"], 5),
+               "batched_over_one_by_one": round(seconds["batched"] / seconds["one_by_one"], 3)})
   return 0
 
 

@@ -2,11 +2,15 @@
 training step's time goes (search without the network, the network inside the search, the
 gradient update, the rest: replay writes, reroot, game steps).
 
-    python scripts/bench_train.py [--game tictactoe|connect_four] [--steps 50] [--set K=V ...]
+    python scripts/bench_train.py [--game tictactoe|connect_four] [--preset cpu|accelerator]
+                                  [--steps 50] [--set K=V ...]
 
-Prints one JSON line. Each part is timed on its own jitted function after a warm-up (so
-compilation is excluded and reported separately as ``compile_s``); the network's share is its
-batched forward pass times the ``S + 1`` estimator calls of one search.
+Prints one JSON line. The steps are timed as ``jaxsearch train`` runs them: ``metrics_every``
+steps (:meth:`Trainer.advance <jaxsearch.train.trainer.Trainer.advance>`: one device loop, or
+one call a step), then one read of their metrics; ``step_ms`` is such an interval's median
+time per step. Each part is timed on its own jitted function after a warm-up (so compilation
+is excluded and reported separately as ``compile_s``); the network's share is its batched
+forward pass times the ``S + 1`` estimator calls of one search.
 """
 
 from __future__ import annotations
@@ -39,28 +43,33 @@ def _time(fn, repeats: int) -> float:
 def main(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--game", choices=training.games(), default="tictactoe")
-  parser.add_argument("--steps", type=int, default=50, help="timed repetitions of each part")
+  parser.add_argument("--preset", choices=["cpu", "accelerator"], default=None,
+                      help="the game's preset (default: the one for this backend)")
+  parser.add_argument("--steps", type=int, default=50,
+                      help="timed steps (whole read intervals) and repetitions of each part")
   parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
   args = parser.parse_args(argv)
-  config = training.preset(args.game, eval_every=-1, **parse_overrides(args.set, TrainConfig))
+  config = training.preset(args.game, args.preset, eval_every=-1,
+                           **parse_overrides(args.set, TrainConfig))
+  every = config.metrics_every
   t0 = time.perf_counter()
   trainer = training.trainer(config, evaluator=False)
   ts = trainer.init_state()
-  ts, _ = trainer.iterate(ts)
-  jax.block_until_ready(ts)
+  ts, pending = trainer.advance(ts, 1)  # the program of any interval: compiled here
+  trainer.fetch_metrics(pending)
   compile_s = time.perf_counter() - t0
   # Fill the buffer so that the timed steps include their updates.
   while int(ts.buffer.size) < config.min_replay:
-    ts, _ = trainer.iterate(ts)
-  jax.block_until_ready(ts)
+    ts, pending = trainer.advance(ts, every)
+  trainer.fetch_metrics(pending)
 
   state = {"ts": ts}
 
-  def step():
-    state["ts"], metrics = trainer.iterate(state["ts"])
-    jax.block_until_ready(metrics)
+  def interval():
+    state["ts"], pending = trainer.advance(state["ts"], every)
+    trainer.fetch_metrics(pending)
 
-  step_s = _time(step, args.steps)
+  step_s = _time(interval, max(1, -(-args.steps // every))) / every
   ts = state["ts"]
   games = ts.selfplay
   key = jax.random.PRNGKey(1)
@@ -90,8 +99,12 @@ def main(argv=None) -> int:
   whole = max(step_s, search_total + update_s)
   rest = whole - search_total - update_s
   result = dict(
-      game=args.game, policy=config.policy, network=config.network,
-      batch_size=config.batch_size, simulations=config.simulations,
+      game=args.game, preset=config.preset, policy=config.policy, network=config.network,
+      channels=config.channels if config.network == "resnet" else None,
+      blocks=config.blocks if config.network == "resnet" else None,
+      compute_dtype=config.compute_dtype, metrics_every=every,
+      device_loop=config.device_loop, batch_size=config.batch_size,
+      simulations=config.simulations,
       train_batch=config.train_batch, updates_per_step=config.updates_per_step,
       positions_per_s=round(config.batch_size * moves / step_s, 1),
       updates_per_s=round(config.updates_per_step / step_s, 2),

@@ -6,7 +6,7 @@ jaxsearch) and prints the kernels that cost most: milliseconds per search, calls
 (a call count of ``S`` runs once per simulation; larger counts run once per level), µs per
 call, the kernel's output shape and the JAX operation it came from. The profiler's own
 overhead inflates small kernels; compare kernels with each other, and time changes with
-``scripts/bench_ab.py``.
+``jaxsearch bench ab``.
 
     python scripts/profile_search.py --policy gumbel --batch 1024 --simulations 32 --top 40
     python scripts/profile_search.py --policy gumbel --batch 64 --option batched_opening=false
@@ -67,10 +67,10 @@ def record(policy: str, batch: int, simulations: int, repeats: int, folder,
   folder = Path(folder)
   folder.mkdir(parents=True, exist_ok=True)
   if game_name == "connect_four":
-    from jaxsearch.app.bench import _random_positions
+    from jaxsearch.app.bench import random_positions
     from jaxsearch.games import connect_four
     game, estimator = connect_four.GAME, js.estimators.uniform()
-    roots = _random_positions(game, batch, plies=6)
+    roots = random_positions(game, batch, plies=6)
   else:
     game, estimator = hashed.make(16), hashed.estimator(16)
     roots = hashed.distinct_roots(game, batch)

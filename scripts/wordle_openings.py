@@ -31,12 +31,11 @@ here), elsewhere from the batched JAX kernel.
 from __future__ import annotations
 
 import argparse
-import json
-import resource
-import sys
 import time
 
 import numpy as np
+
+from jaxsearch.app import timing
 
 KNOWN = {("nyt", "tarse", 11219): "proven optimal given tarse"}
 
@@ -159,18 +158,12 @@ def main(argv=None) -> int:
       "best_one_step": listing(one_step, np.ones(num_guesses, bool)),
       "load_seconds": round(loaded - started, 2),
       "seconds": round(time.perf_counter() - started, 2),
-      "peak_rss_gib": round(_peak_rss_bytes() / (1 << 30), 2),
+      "peak_rss_gib": timing.gib(timing.peak_rss_bytes()),
   }
   if args.plot:
     _plot(args.plot, one_step, two_step[bounded], incumbent, args.incumbent_opening, result)
-  print(json.dumps(result))
+  timing.emit(result)
   return 0
-
-
-def _peak_rss_bytes() -> int:
-  """This process's peak resident memory (``ru_maxrss`` is in KB on Linux, bytes on macOS)."""
-  peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-  return peak if sys.platform == "darwin" else peak * 1024
 
 
 def _plot(path, one_step, two_step, incumbent, opening, result) -> None:

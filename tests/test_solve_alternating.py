@@ -1,5 +1,5 @@
 """The solver's alternation of Thompson-AVTS and the proof rule as
-scripts/bench_rules_wordle.py reproduces it (``solver_alternating``): the simulation schedule
+``jaxsearch bench rules`` reproduces it (``solver_alternating``): the simulation schedule
 matches ``jaxsearch.guessing.solve(..., proof_every=k)`` (every k-th chunk by the proof rule,
 Thompson sampling first), checked with stand-in searches that only record who ran."""
 
@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from test_bench_rules_wordle import bench  # scripts/bench_rules_wordle.py, loaded once
+from jaxsearch.app.benchmarks import rules as bench
 
 
 class _Stub:

@@ -17,11 +17,11 @@ chooses a move the minimax table calls worse than the best legal one.
   whose random rollouts look good and starves the rest (e.g. the centre, a draw, where only a
   corner forks and wins). Other constants failed at 1,000 simulations: with ``R = 1``,
   ``c`` = 1, 2, 4, 8, 16 made 38, 16, 4, 15, 40 mistakes; with ``R = 8``, ``c = 8`` made 16.
-  (Sweeps: ``scripts/ttt_sweep.py``.)
+  (Sweeps: ``jaxsearch bench tictactoe``.)
 
 The default run checks the empty board plus a fixed random sample of decisive positions; the
 ``slow`` tests sweep all of them (``pytest -m slow``; about 40 s for UCT and 70 s for PUCT on
-two CPU cores). ``scripts/ttt_sweep.py`` runs the same sweeps with other settings.
+two CPU cores). ``jaxsearch bench tictactoe`` runs the same sweeps with other settings.
 """
 
 import functools

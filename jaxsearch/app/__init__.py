@@ -12,7 +12,10 @@ names a game. With the command line (:mod:`jaxsearch.cli`, one module per verb),
   evaluate      evaluation against exact oracles (tic-tac-toe minimax, the Connect Four test
                 sets), with the library's agents and matches.
   connect4_sets the Connect Four test sets (Pascal Pons' ``Test_*.moves``).
-  bench         the throughput benchmark against mctx (``jaxsearch bench``).
+  bench         the throughput benchmark against mctx (``jaxsearch bench`` / ``bench engine``).
+  benchmarks    the other ``jaxsearch bench`` subcommands, one module each.
+  timing        the one timing harness every benchmark uses (warm-ups, repeats, median and
+                spread, peak memory, one JSON line).
 
 Submodules load on first use (``jaxsearch.app.registry``), so importing the package is cheap.
 """
@@ -20,7 +23,7 @@ Submodules load on first use (``jaxsearch.app.registry``), so importing the pack
 import importlib
 
 _SUBMODULES = ("registry", "training", "presets", "evaluators", "evaluate", "connect4_sets",
-               "bench")
+               "bench", "benchmarks", "timing")
 
 __all__ = list(_SUBMODULES)
 

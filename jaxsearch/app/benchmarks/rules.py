@@ -1,13 +1,15 @@
-"""The AVTS article's selection-rule comparison on Wordle sub-problems, against exact optima.
+"""``jaxsearch bench rules``: the AVTS article's selection-rule comparison on Wordle
+sub-problems, against exact optima.
 
 Sub-problems: the feedback classes of a first guess (default ``tarse``) on the answer list
 that hold between ``--min-answers`` and ``--max-answers`` answers; each is searched from the
 state after that feedback. Its optimum (least total guesses over its answers, the final
-correct guess counted) comes from an exhaustive depth-first solve (``scripts/wordle_exact.py``)
-over every allowed guess. The search keeps the top ``--num-slots`` guesses by q̂1 per node (a
-documented cutoff; the article kept 100); a sub-problem is kept only where the exhaustive
-optimum *restricted to that cutoff* (the same q̂1, computed by the game's own estimator) equals the
-unrestricted one, so that every rule can reach it. The number dropped is reported.
+correct guess counted) comes from the project's exact solver
+(:class:`jaxsearch.guessing.exact.ExactSolver`) over every allowed guess. The search keeps the
+top ``--num-slots`` guesses by q̂1 per node (a documented cutoff; the article kept 100); a
+sub-problem is kept only where the exact optimum *restricted to that cutoff* (the same q̂1,
+computed by the game's own estimator: :class:`CutoffBounds`) equals the unrestricted one, so
+that every rule can reach it. The number dropped is reported.
 
 Rules (all AVTS: Bellman backup over exact feedbacks, debiasing, progressive widening, the
 same cutoff; only the selection differs):
@@ -37,12 +39,12 @@ advance together, so their time is shared.
 
 Word lists: ``$WORDLE_DATA``, else the copies shipped in ``jaxsearch/data/wordle``. ``--guesses
 answers`` (default) restricts the allowed guesses to the answer list (3158 words), which keeps
-the exhaustive solves short; ``--guesses all`` allows the 14855 words. The game's feedback
+the exact solves short; ``--guesses all`` allows the 14855 words. The game's feedback
 table covers only the sub-problems' answers (``u8[S, G]``, S a few hundred) and is passed to
 the compiled programs as an argument, not embedded.
 
-    python scripts/bench_rules_wordle.py                      # 20-40 answers, JSON + PNG
-    python scripts/bench_rules_wordle.py --quick              # a small smoke run
+    jaxsearch bench rules                      # 20-40 answers, JSON + PNG
+    jaxsearch bench rules --quick              # a small smoke run
 
 Prints one JSON line: per rule the medians (and quartiles) of evaluations, simulations and
 seconds, the fraction reached, and ``ratio_puct_over_thompson`` (median evaluations PUCT ÷
@@ -52,22 +54,20 @@ PUCT's does).
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import sys
-import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-
-import jaxsearch as js  # noqa: E402
-from jaxsearch.guessing import game as guessing  # noqa: E402
-from jaxsearch.games import wordle  # noqa: E402
-from jaxsearch import debias  # noqa: E402
-from wordle_exact import Exact  # noqa: E402
+import jaxsearch as js
+from jaxsearch import debias
+from jaxsearch.app import timing
+from jaxsearch.app.benchmarks.wordle_problems import (exact_optimum, exact_solvers,
+                                                      feedback_classes)
+from jaxsearch.games import wordle
+from jaxsearch.guessing import game as guessing
 
 RULES = ("thompson_avts", "laplace", "puct_value_prior", "hoeffding", "optimistic",
          "solver_alternating")
@@ -185,13 +185,12 @@ def trace(make_search, table, roots, key, steps: int):
       tree, history = jax.lax.scan(lambda t, k: step(search, t, k), tree, keys)
     return history, zero_variance_fraction(tree)
 
-  start = time.perf_counter()
-  compiled = jax.jit(run).lower(table, key).compile()
-  compile_seconds = time.perf_counter() - start
-  start = time.perf_counter()
-  (evaluations, bounds, uppers), zero = jax.block_until_ready(compiled(table, key))
+  with timing.Stopwatch() as compiling:
+    compiled = jax.jit(run).lower(table, key).compile()
+  with timing.Stopwatch() as running:
+    (evaluations, bounds, uppers), zero = jax.block_until_ready(compiled(table, key))
   return (np.asarray(evaluations), np.asarray(bounds), np.asarray(uppers), np.asarray(zero),
-          compile_seconds, time.perf_counter() - start)
+          compiling.seconds, running.seconds)
 
 
 def first_reach(bounds, target, budget_mask, tolerance: float = 1e-4):
@@ -238,39 +237,8 @@ def ratio_line(report, budget: int):
   return line
 
 
-def feedback_classes(answers, first: str, low: int, high: int):
-  """``[(pattern string, int[n] answer indices)]``: the classes of ``first``'s feedback on
-  ``answers`` with ``low <= n <= high`` answers, largest first (ties by pattern)."""
-  codes = np.asarray(wordle.feedback_table([first], answers))[0]
-  found = []
-  for code in np.unique(codes):
-    members = np.flatnonzero(codes == code)
-    if low <= len(members) <= high and code != wordle.SOLVED:
-      found.append((wordle.pattern_string(int(code)), members))
-  found.sort(key=lambda item: (-len(item[1]), item[0]))
-  return found
-
-
-def top_k_candidates(w, num_slots: int):
-  """``secrets tuple -> int[k]``: the guesses a node of ``w``'s search keeps, the top
-  ``num_slots`` finite q̂1 of the game's own estimator (ties by index, as the search)."""
-  estimate = jax.jit(lambda states: w.estimator(None, jax.random.key(0), states).action_values)
-
-  def candidates(secrets):
-    mask = np.zeros(w.num_answers, bool)
-    mask[list(secrets)] = True
-    state = guessing.State(remaining=guessing.mask_to_bits(jnp.asarray(mask))[None],
-                           solved=jnp.zeros((1,), bool))
-    q = np.asarray(estimate(state))[0]
-    finite = np.flatnonzero(np.isfinite(q))
-    order = finite[np.argsort(-q[finite], kind="stable")]
-    return order[:num_slots]
-
-  return candidates
-
-
 def plot(curves, optimum_mean, path: str, title: str) -> None:
-  """Seed 000's graph: the mean achievable bound in guesses per answer (over all the
+  """The AVTS article's graph: the mean achievable bound in guesses per answer (over all the
   sub-problems' answers) against the mean estimator evaluations per sub-problem, one line per
   rule, the exact optimum dashed."""
   import matplotlib
@@ -292,8 +260,9 @@ def plot(curves, optimum_mean, path: str, title: str) -> None:
   plt.close(fig)
 
 
-def main(argv=None):
-  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def _parser(prog: str):
+  from jaxsearch.cli.common import ArgumentParser
+  parser = ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
   parser.add_argument("--answers", default=None, help="answer list (default: NYT 3158)")
   parser.add_argument("--guesses", default="answers",
                       help="'answers' (the answer list), 'all' (NYT 14855) or a path")
@@ -318,15 +287,14 @@ def main(argv=None):
   parser.add_argument("--only", default=None, help="comma-separated rule names")
   parser.add_argument("--seed", type=int, default=0)
   parser.add_argument("--plot", default="rules_wordle.png", help="PNG path ('' for none)")
-  parser.add_argument("--quick", action="store_true", help="small smoke run")
-  args = parser.parse_args(argv)
-  if args.quick:
-    args.max_problems, args.budget = 4, 600
-  names = args.only.split(",") if args.only else list(RULES)
-  unknown = set(names) - set(RULES)
-  if unknown:
-    parser.error(f"--only: unknown rules {sorted(unknown)}; known: {list(RULES)}")
+  parser.add_argument("--quick", action="store_true",
+                      help="the 4 largest classes, a budget of 600: a smoke run")
+  return parser
 
+
+def word_lists(args) -> tuple:
+  """``(answers, guesses)`` of the flags; the first guess is added to the guesses (it only
+  defines the classes)."""
   answers_path, guesses_path = wordle.default_paths("nyt")
   answers = wordle.load_words(args.answers or answers_path)
   if args.guesses == "answers":
@@ -336,114 +304,135 @@ def main(argv=None):
   else:
     guesses = wordle.load_words(args.guesses)
   if args.first not in guesses:
-    guesses = guesses + [args.first]  # the first guess only defines the classes
-  start = time.perf_counter()
-  classes = feedback_classes(answers, args.first, args.min_answers, args.max_answers)
-  if args.max_problems is not None:
+    guesses = guesses + [args.first]
+  return answers, guesses
+
+
+def sub_problems(args, parser, answers, guesses) -> dict:
+  """The classes of ``args.first`` in the size range, the game over their answers, their
+  exact optima with and without the cut, and the ones kept (the two agree)."""
+  with timing.Stopwatch() as watch:
+    classes = feedback_classes(answers, args.first, args.min_answers, args.max_answers)
     classes = classes[:args.max_problems]
-  if not classes:
-    parser.error("no feedback class in the size range")
-  # The game's secrets are the classes' answers only; each root holds one class.
-  union = np.concatenate([members for _, members in classes])
-  w = wordle.make([answers[i] for i in union], guesses)
-  table = np.asarray(w.feedback)
-  local, offset = [], 0
-  for _, members in classes:
-    local.append(np.arange(offset, offset + len(members)))
-    offset += len(members)
-  exact = Exact(table, w.secret_of_guess, wordle.SOLVED)
-  cut = Exact(table, w.secret_of_guess, wordle.SOLVED,
-              candidates=top_k_candidates(w, args.num_slots))
-  optima = [exact.solve(ids) for ids in local]
-  within_cut = [cut.solve(ids) for ids in local]
+    if not classes:
+      parser.error("no feedback class in the size range")
+    # The game's secrets are the classes' answers only; each root holds one class.
+    union = np.concatenate([members for _, members in classes])
+    w = wordle.make([answers[i] for i in union], guesses)
+    sizes = np.array([len(members) for _, members in classes])
+    local = np.split(np.arange(sizes.sum()), np.cumsum(sizes)[:-1])
+    exact, cut = exact_solvers(w, args.num_slots)
+    optima = [exact_optimum(exact, ids) for ids in local]
+    within_cut = [exact_optimum(cut, ids) for ids in local]
   keep = [i for i in range(len(classes)) if within_cut[i] == optima[i]]
-  exact_seconds = time.perf_counter() - start
   problems = [{"pattern": classes[i][0], "answers": len(local[i]), "optimum": optima[i],
                "optimum_within_cut": within_cut[i]} for i in range(len(classes))]
-  print(f"# {len(classes)} classes, {len(keep)} kept; exact solves {exact_seconds:.1f} s: "
+  print(f"# {len(classes)} classes, {len(keep)} kept; exact solves {watch.seconds:.1f} s: "
         f"{problems}", file=sys.stderr, flush=True)
   if not keep:
     parser.error("the cutoff excludes the optimum of every sub-problem; raise --num-slots")
+  return {"w": w, "local": local, "optima": optima, "keep": keep, "problems": problems,
+          "exact_seconds": watch.seconds}
 
+
+def roots_of(found: dict):
+  """``(roots, sizes int[B], target f64[B])``: one root per kept sub-problem, its answers
+  and its optimum as a value (minus guesses per answer)."""
+  w, keep = found["w"], found["keep"]
   masks = np.zeros((len(keep), w.num_answers), bool)
   for row, i in enumerate(keep):
-    masks[row, local[i]] = True
+    masks[row, found["local"][i]] = True
   roots = guessing.State(remaining=guessing.mask_to_bits(jnp.asarray(masks)),
                          solved=jnp.zeros((len(keep),), bool))
   sizes = masks.sum(axis=1)
-  target = -np.array([optima[i] for i in keep], np.float64) / sizes
-  max_nodes = args.budget + wordle.NUM_PATTERNS + 1
+  return roots, sizes, -np.array([found["optima"][i] for i in keep], np.float64) / sizes
+
+
+def _last_within(within, values, b: int):
+  """``values[t, b]`` at the last step ``t`` within the budget."""
+  return values[np.nonzero(within[:, b])[0][-1], b]
+
+
+def rule_report(name: str, found: dict, args) -> tuple:
+  """One rule over every kept sub-problem: ``(its figures, its curve)``, the curve the mean
+  guesses per answer over all kept answers against the mean evaluations (the article's)."""
+  w, keep = found["w"], found["keep"]
+  roots, sizes, target = roots_of(found)
   steps = args.budget  # at least one evaluation per simulation until the tree is solved
+  make = search_factory(name, w.bind, w.game.value_range, num_slots=args.num_slots,
+                        max_nodes=args.budget + wordle.NUM_PATTERNS + 1,
+                        max_depth=args.max_depth, variance=args.variance,
+                        bound_slots=args.bound_slots, alternate_block=args.alternate_block,
+                        proof_every=args.proof_every)
+  evaluations, bounds, uppers, zero_variance, compile_seconds, run_seconds = trace(
+      make, jnp.asarray(w.by_secret), roots, jax.random.key(args.seed), steps)
+  within, columns = evaluations <= args.budget, np.arange(len(keep))
+  first = first_reach(bounds, target, within)
+  evals = np.where(first >= 0, evaluations[np.maximum(first, 0), columns], np.inf)
+  sims = np.where(first >= 0, first + 1.0, np.inf)
+  proof = first_proof(bounds, uppers, -target * sizes, sizes, within)
+  proof_evals = np.where(proof >= 0, evaluations[np.maximum(proof, 0), columns], np.inf)
+  proof_sims = np.where(proof >= 0, proof + 1.0, np.inf)
+  per_step = run_seconds / steps / len(keep)
+  # Simulations that evaluated nothing (they ended in a solved or terminal part of the tree)
+  # before the optimum was reached: search effort that cannot move the bound.
+  grew = np.diff(np.concatenate([np.zeros((1, len(keep)), evaluations.dtype), evaluations]),
+                 axis=0) > 0
+  active = np.arange(steps)[:, None] < np.where(first >= 0, first + 1, within.sum(axis=0))
+  idle = ((~grew) & active).sum(axis=0) / np.maximum(active.sum(axis=0), 1)
+  as_ints = lambda xs: [None if math.isinf(x) else int(x) for x in xs]  # noqa: E731
+  report = {
+      "evaluations": summary(evals), "simulations": summary(sims),
+      "seconds": summary(sims * per_step), "per_problem": as_ints(evals),
+      "proven_evaluations": summary(proof_evals), "proven_simulations": summary(proof_sims),
+      "proven_seconds": summary(proof_sims * per_step), "per_problem_proven": as_ints(proof_evals),
+      "final_upper_gap": [round(float(-target[b] * sizes[b] + _last_within(within, uppers, b)
+                                      * sizes[b]), 2) for b in columns],
+      "final_total_minus_optimum": [
+          round(float((target[b] - _last_within(within, bounds, b)) * sizes[b]), 2)
+          for b in columns],
+      "idle_simulations": round(float(np.median(idle)), 3),
+      "zero_variance_nodes": round(float(np.median(zero_variance)), 3),
+      "evaluations_used": int(np.median(evaluations[-1])),
+      "compile_seconds": round(compile_seconds, 1), "run_seconds": round(run_seconds, 1)}
+  totals = -(np.asarray(bounds, np.float64) * sizes[None]).sum(axis=1) / sizes.sum()
+  return report, (evaluations.mean(axis=1), totals)
+
+
+def main(argv=None, prog: str = "jaxsearch bench rules") -> int:
+  """Runs the benchmark with the command line ``argv``; returns the exit status."""
+  parser = _parser(prog)
+  args = parser.parse_args(argv)
+  if args.quick:
+    args.max_problems, args.budget = 4, 600
+  names = args.only.split(",") if args.only else list(RULES)
+  unknown = set(names) - set(RULES)
+  if unknown:
+    parser.error(f"--only: unknown rules {sorted(unknown)}; known: {list(RULES)}")
+  answers, guesses = word_lists(args)
+  found = sub_problems(args, parser, answers, guesses)
+  keep, problems = found["keep"], found["problems"]
   report, curves = {}, {}
   for name in names:
-    make = search_factory(name, w.bind, w.game.value_range, num_slots=args.num_slots,
-                          max_nodes=max_nodes, max_depth=args.max_depth,
-                          variance=args.variance, bound_slots=args.bound_slots,
-                          alternate_block=args.alternate_block, proof_every=args.proof_every)
-    evaluations, bounds, uppers, zero_variance, compile_seconds, run_seconds = trace(
-        make, jnp.asarray(w.by_secret), roots, jax.random.key(args.seed), steps)
-    within = evaluations <= args.budget
-    first = first_reach(bounds, target, within)
-    found = first >= 0
-    cols = np.arange(len(keep))
-    evals = np.where(found, evaluations[np.maximum(first, 0), cols], np.inf)
-    sims = np.where(found, first + 1.0, np.inf)
-    optima_kept = np.array([optima[i] for i in keep], np.float64)
-    proof = first_proof(bounds, uppers, optima_kept, sizes, within)
-    proved = proof >= 0
-    proof_evals = np.where(proved, evaluations[np.maximum(proof, 0), cols], np.inf)
-    proof_sims = np.where(proved, proof + 1.0, np.inf)
-    per_step = run_seconds / steps / len(keep)
-    # Simulations that evaluated nothing (they ended in a solved or terminal part of the
-    # tree) before the optimum was reached: search effort that cannot move the bound.
-    grew = np.diff(np.concatenate([np.zeros((1, len(keep)), evaluations.dtype), evaluations]),
-                   axis=0) > 0
-    until = np.where(found, first + 1, within.sum(axis=0))
-    active = np.arange(steps)[:, None] < until[None]
-    idle = ((~grew) & active).sum(axis=0) / np.maximum(active.sum(axis=0), 1)
-    report[name] = {
-        "evaluations": summary(evals), "simulations": summary(sims),
-        "seconds": summary(sims * per_step),
-        "per_problem_evaluations": [None if math.isinf(x) else int(x) for x in evals],
-        "proven_evaluations": summary(proof_evals), "proven_simulations": summary(proof_sims),
-        "proven_seconds": summary(proof_sims * per_step),
-        "per_problem_proven": [None if math.isinf(x) else int(x) for x in proof_evals],
-        "final_upper_gap": [
-            round(float(optima_kept[b] + uppers[np.nonzero(within[:, b])[0][-1], b] * sizes[b]),
-                  2) for b in range(len(keep))],
-        "final_total_minus_optimum": [
-            round(float(-bounds[np.nonzero(within[:, b])[0][-1], b] * sizes[b] + target[b]
-                        * sizes[b]), 2) for b in range(len(keep))],
-        "idle_simulations": round(float(np.median(idle)), 3),
-        "zero_variance_nodes": round(float(np.median(zero_variance)), 3),
-        "evaluations_used": int(np.median(evaluations[-1])),
-        "compile_seconds": round(compile_seconds, 1), "run_seconds": round(run_seconds, 1)}
-    # The AVTS article's curve: mean guesses per answer over all kept answers, against mean nodes.
-    totals = -(np.asarray(bounds, np.float64) * sizes[None]).sum(axis=1) / sizes.sum()
-    curves[name] = (evaluations.mean(axis=1), totals)
+    report[name], curves[name] = rule_report(name, found, args)
     print(f"# {name}: {report[name]}", file=sys.stderr, flush=True)
-  line = {"bench": "rules_wordle", "first": args.first, "guesses": len(guesses),
+  line = {"benchmark": "rules_wordle", "first": args.first, "guesses": len(guesses),
           "answers": len(answers), "min_answers": args.min_answers,
-          "max_answers": args.max_answers, "problems": len(classes), "kept": len(keep),
-          "dropped_by_cutoff": [problems[i]["pattern"] for i in range(len(classes))
-                                if i not in keep],
+          "max_answers": args.max_answers, "problems": len(problems), "kept": len(keep),
+          "dropped_by_cutoff": [p["pattern"] for i, p in enumerate(problems) if i not in keep],
           "budget": args.budget, "num_slots": args.num_slots, "variance": args.variance,
           "bound_slots": args.bound_slots, "alternate_block": args.alternate_block,
-          "proof_every": args.proof_every,
-          "seed": args.seed, "exact_seconds": round(exact_seconds, 1),
-          "sub_problems": [problems[i] for i in keep],
-          "rules": {n: {k: v for k, v in r.items() if k != "per_problem_evaluations"}
-                    | {"per_problem": r["per_problem_evaluations"]} for n, r in report.items()}}
+          "proof_every": args.proof_every, "seed": args.seed,
+          "exact_seconds": round(found["exact_seconds"], 1),
+          "sub_problems": [problems[i] for i in keep], "rules": report}
   line.update(ratio_line(report, args.budget))
   if args.plot:
-    optimum_mean = float(-(target * sizes).sum() / sizes.sum())
+    kept = [problems[i] for i in keep]
+    optimum_mean = sum(p["optimum"] for p in kept) / sum(p["answers"] for p in kept)
     plot(curves, optimum_mean, args.plot,
          f"Wordle: {len(keep)} sub-problems after '{args.first}' "
          f"({args.min_answers}-{args.max_answers} answers, {len(guesses)} guesses, "
          f"top {args.num_slots})")
     line["plot"] = args.plot
-  print(json.dumps(line))
-
-
-if __name__ == "__main__":
-  main()
+  timing.emit(line)
+  return 0
