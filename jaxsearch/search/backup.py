@@ -163,11 +163,21 @@ class SimulationStep:
   # as one step; the trees as those simulations would have left them. ``None``: the loop
   # runs them.
   expand_root_children: ClassVar[Optional[Any]] = None
+  # The backup takes several paths per tree in one step (SearchConfig.leaves_per_step > 1):
+  # it defines expand_and_back_up_walks.
+  several_leaves: ClassVar[bool] = False
 
   def expand_and_backup(self, model, plan, params, keys: SimulationKeys, tree, path):
     """The rest of a simulation after the descent: expands the paths' last edges (under the
     ``expansion`` scope), evaluates the new states (``estimator``) and backs up (``backup``);
     returns the trees (``[B, ...]``)."""
+    raise NotImplementedError
+
+  def expand_and_back_up_walks(self, model, plan, params, keys: SimulationKeys, tree, paths,
+                               walking):
+    """:meth:`expand_and_backup` for a step of ``L`` paths per tree (``paths`` ``[L, B]``,
+    :func:`jaxsearch.search.walks.select_walks`; ``walking`` ``bool[L, B]`` the paths that
+    take part, or ``None``: all); only where :attr:`several_leaves`."""
     raise NotImplementedError
 
 

@@ -22,8 +22,9 @@ from jaxsearch.enums import Backup, OutcomeRule, Variance, coerce
 from jaxsearch.search.backup import BackupRule
 from jaxsearch.search.descent import Path
 from jaxsearch.search.estimates import node_stats, slot_estimates
-from jaxsearch.search.expansion import (expand_all_outcomes, step_outcomes, outcome_probs,
-                                        last_edge)
+from jaxsearch.search.expansion import (expand_all_leaves, expand_all_outcomes, step_outcomes,
+                                        outcome_probs, last_edge, walk_edges)
+from jaxsearch.search.walks import end_unreached, last_edges, share_leaves
 from jaxsearch.tree import BoundStats, NodeStats, SlotBounds, SlotStats, Tree
 
 if TYPE_CHECKING:  # the plan holds the config, which holds this rule
@@ -299,6 +300,61 @@ def bellman_simulation(model: Model, plan: SearchPlan, params, estimator_key, tr
     return jax.vmap(_bellman_write_one)(tree, path, edge_chances, levels)
 
 
+def _expand_walks(model: Model, plan: SearchPlan, params, estimator_key, tree: Tree,
+                  paths: Path):
+  """``(tree, paths, edge_chances i32[L, B, D])``: every new leaf of a step's ``L`` walks
+  (``paths`` ``[L, B]``) expanded once with all its outcomes (one :func:`step_outcomes` over
+  the ``L·B`` slots), in walk order while they fit; a walk that reaches a leaf an earlier one
+  expands keeps ``expand`` and backs up through that leaf's record."""
+  num_walks, batch_size = paths.length.shape
+  flat = lambda x: x.reshape((num_walks * batch_size,) + x.shape[2:])  # noqa: E731
+  parent_states, actions, probs = walk_edges(model, plan, params, tree, paths)
+  possible = (probs > 0).reshape(num_walks, batch_size, -1)
+  first_outcome = jnp.argmax(possible, axis=-1).astype(jnp.int32)
+  leaves = share_leaves(tree, paths, first_outcome, jnp.sum(possible, axis=-1))
+  paths = end_unreached(paths, leaves)
+  last = jnp.maximum(paths.length - 1, 0)
+  outcomes = jnp.where(leaves.reaches, first_outcome, last_edges(paths)[2])
+  paths = paths.replace(outcomes=jnp.where(jnp.arange(plan.max_depth) == last[..., None],
+                                           outcomes[..., None], paths.outcomes))
+  expansion, rows = step_outcomes(model, plan, params, estimator_key, parent_states, actions,
+                                  flat(possible & leaves.creates[..., None]),
+                                  plan.backup.expand_chunk)
+  # [L·B·O, ...] walk-major to [B, L, O, ...], and [L, B, ...] to [B, L, ...].
+  per_tree = lambda x: jnp.swapaxes(x.reshape(  # noqa: E731
+      (num_walks, batch_size, plan.num_outcomes) + x.shape[1:]), 0, 1)
+  by_tree = lambda x: jnp.swapaxes(x, 0, 1)  # noqa: E731
+  parent, slot, _ = last_edges(paths)
+  tree = jax.vmap(expand_all_leaves)(
+      tree, *jax.tree.map(per_tree, (expansion, rows)), by_tree(probs.reshape(num_walks, batch_size, -1)),
+      by_tree(parent), by_tree(slot), by_tree(paths.length), jax.tree.map(by_tree, leaves))
+  new_edge = (jnp.arange(plan.max_depth) == last[..., None]) & leaves.reaches[..., None]
+  edge_chances = jnp.maximum(jnp.where(new_edge, leaves.record[..., None], paths.chances), 0)
+  return tree, paths, edge_chances
+
+
+def bellman_walks_simulation(model: Model, plan: SearchPlan, params, estimator_key, tree: Tree,
+                             paths: Path, walking) -> Tree:
+  """A step of ``L`` paths per tree (``paths`` ``[L, B]``; ``walking`` ``bool[L, B]`` or
+  ``None``): the new leaves expanded with all their outcomes (:func:`_expand_walks`), then the
+  Bellman backup of each path in walk order, each reading the tree the earlier ones left
+  (:meth:`BellmanBackup.expand_and_back_up_walks`)."""
+  with jax.named_scope("expansion"):
+    tree, paths, edge_chances = _expand_walks(model, plan, params, estimator_key, tree, paths)
+  if walking is not None:
+    # A path of no edge whose leaf is new writes nothing: the walks that sit out.
+    paths = paths.replace(length=jnp.where(walking, paths.length, 0),
+                          expand=paths.expand | ~walking)
+
+  def back_up(walk, tree):
+    path = jax.tree.map(lambda x: x[walk], paths)
+    levels = _bellman_levels(tree, path, edge_chances[walk], plan)
+    return jax.vmap(_bellman_write_one)(tree, path, edge_chances[walk], levels)
+
+  with jax.named_scope("backup"):
+    return jax.lax.fori_loop(0, paths.length.shape[0], back_up, tree)
+
+
 def _positive_int(value, name: str) -> None:
   if not isinstance(value, int) or isinstance(value, bool) or value < 1:
     raise ValueError(f"{name} must be a positive int, got {value!r}")
@@ -423,8 +479,13 @@ class BellmanBackup(BackupRule):
               tree.bounds.bound[batch_ids[:, None], safe_children])
     return probs, gaps
 
+  several_leaves: ClassVar[bool] = True
+
   def expand_and_backup(self, model, plan, params, keys, tree, path):
     return bellman_simulation(model, plan, params, keys.estimator, tree, path)
+
+  def expand_and_back_up_walks(self, model, plan, params, keys, tree, paths, walking):
+    return bellman_walks_simulation(model, plan, params, keys.estimator, tree, paths, walking)
 
   def root_slots(self, tree):
     """Active root slots report q̂3; active solved ones compete for the greedy action."""

@@ -2,14 +2,18 @@
 simulation, the returns along its path, and their running means.
 
 One function computes a path's returns (:func:`path_returns`) and one writes them
-(:func:`write_returns`); the three layouts call both:
+(:func:`write_returns`; :func:`add_returns` where several paths of one step share entries);
+the layouts call both:
 
 * the loop, level by level (:func:`back_up_per_level`, the CPU's default): one level of the
   returns at a time, written as ``[B]`` rows, as many levels as the longest path;
 * the whole path at once (:func:`back_up_whole_path`, an accelerator's default): the ``[B, D]``
   returns, written with one scatter per array;
 * the Gumbel opening (:func:`expand_root_children`): ``W`` one-edge paths per tree, written
-  together, the root's running mean then updated child after child.
+  together, the root's running mean then updated child after child;
+* several paths per tree in one step (:func:`mean_walks_simulation`,
+  ``SearchConfig.leaves_per_step``): the ``[L, B, D]`` returns of the ``L`` paths, added with
+  one scatter per array (:func:`back_up_walks`).
 """
 
 from __future__ import annotations
@@ -26,10 +30,12 @@ from jaxsearch.game import per_item_keys
 from jaxsearch.model import Model
 from jaxsearch.search import rows as rows_lib
 from jaxsearch.search.backup import BackupRule, SimulationKeys
-from jaxsearch.search.descent import Path, choose_outcome, unpack_steps
-from jaxsearch.search.expansion import expand_one, last_edge, outcome_probs
+from jaxsearch.search.descent import CHILD, Path, choose_outcome, unpack_steps
+from jaxsearch.search.expansion import (expand_leaves, expand_one, last_edge, outcome_probs,
+                                        walk_edges)
 from jaxsearch.search.nodes import node_rows, set_node
 from jaxsearch.search.subtree_entropy import entropy_update
+from jaxsearch.search.walks import Leaves, end_unreached, last_edges, share_leaves, walk_keys
 from jaxsearch.tree import ChanceRecords, Tree
 
 if TYPE_CHECKING:  # the plan holds the config, which holds this rule
@@ -128,6 +134,41 @@ def write_returns(stats: MeanStats, returns=None, before=None, *, node=None, slo
         running_mean(before.slot_value, before.slot_visits, returns), **unique)
   if outcome is not None:
     outcome_visits = outcome_visits.at[outcome].add(1, **unique)
+  return MeanStats(node_visits, node_values, slot_visits, slot_values, outcome_visits)
+
+
+def add_returns(stats: MeanStats, *, node=None, slot=None, outcome=None) -> MeanStats:
+  """``stats`` after several returns at entries that may repeat (the paths of one step that
+  pass the same node): ``m`` returns ``g_i`` at an entry of ``n`` visits and mean ``v`` make
+  ``n + m`` visits and the mean ``v + Σ_i (g_i − v) / (n + m) = (v·n + Σ_i g_i) / (n + m)``,
+  the running mean after all ``m`` in any order (:func:`write_returns` writes ``m = 1`` from
+  the statistics a descent read). Sparse: a gather and a scatter-add per array, in place.
+
+  Args:
+    node, slot: ``(at, returns)``: the entries' flat indices into the ``[B·N]`` and
+      ``[B·N·K]`` views of the node and slot arrays (out of range: dropped) and the return
+      each gets, any matching shapes; ``None``: none.
+    outcome: flat indices into the ``[B·C·O]`` outcome visits, a visit each (or ``None``).
+  """
+
+  def mean_of(visits, values, entries):
+    if entries is None:
+      return visits, values
+    at, returns = entries
+    flat_visits, flat_values = visits.reshape(-1), values.reshape(-1)
+    at, returns = at.reshape(-1), returns.reshape(-1)
+    before = flat_values.at[at].get(mode="clip")
+    flat_visits = flat_visits.at[at].add(1, mode="drop")
+    after = jnp.maximum(flat_visits.at[at].get(mode="clip"), 1).astype(jnp.float32)  # n + m
+    flat_values = flat_values.at[at].add((returns - before) / after, mode="drop")
+    return flat_visits.reshape(visits.shape), flat_values.reshape(values.shape)
+
+  node_visits, node_values = mean_of(stats.node_visits, stats.node_values, node)
+  slot_visits, slot_values = mean_of(stats.slot_visits, stats.slot_values, slot)
+  outcome_visits = stats.outcome_visits
+  if outcome is not None:
+    outcome_visits = outcome_visits.reshape(-1).at[outcome.reshape(-1)].add(
+        1, mode="drop").reshape(outcome_visits.shape)
   return MeanStats(node_visits, node_values, slot_visits, slot_values, outcome_visits)
 
 
@@ -277,6 +318,141 @@ def mean_simulation(model: Model, plan: SearchPlan, params, keys: SimulationKeys
   return tree
 
 
+class WalkEnds(NamedTuple):
+  """Where the ``W = L·B`` paths of one step end (``[W]`` each, walk-major: entry ``k·B + b``
+  is walk ``k`` of tree ``b``), as their backup reads it."""
+
+  trees: jax.Array  # i32 the path's tree
+  length: jax.Array  # i32 edges backed up (0 for a path that sits out)
+  reaches: jax.Array  # bool the last edge leads to a leaf created this step
+  record: jax.Array  # i32 ... and that edge's chance record
+  outcome: jax.Array  # i32 ... and outcome
+  at_leaf: jax.Array  # i32 flat index of the leaf in [B·N] (past the end: sits out)
+  leaf_g: jax.Array  # f32 G_L, the leaf's value
+
+
+def _walk_entries(tree: Tree, ends: WalkEnds, depth, step, node):
+  """``(on_path, reward, discount, at_node, at_slot, at_outcome)`` of the paths' edges at
+  ``depth`` (``[W]``, or ``[W, D]`` with ``ends`` fields ``[W, 1]``): the step rows ``step``
+  and nodes ``node`` there, the rewards and discounts of the edges, and the flat indices
+  :func:`add_returns` writes (past the end where off the path)."""
+  num_nodes, num_slots, num_outcomes = tree.max_nodes, tree.num_slots, tree.num_outcomes
+  batch_size = tree.batch_size
+  on_path = depth < ends.length
+  new_edge = (depth == ends.length - 1) & ends.reaches
+  record = jnp.where(new_edge, ends.record, jnp.maximum(step.chance, 0))
+  outcome = jnp.where(new_edge, ends.outcome, jnp.maximum(step.outcome, 0))
+  reward = tree.chance.reward[ends.trees, record, outcome]
+  discount = tree.chance.discount[ends.trees, record, outcome]
+  at_node = ends.trees * num_nodes + node
+  return (on_path, reward, discount,
+          jnp.where(on_path, at_node, batch_size * num_nodes),
+          jnp.where(on_path, at_node * num_slots + jnp.maximum(step.slot, 0),
+                    batch_size * num_nodes * num_slots),
+          jnp.where(on_path, (ends.trees * tree.max_chance + record) * num_outcomes + outcome,
+                    batch_size * tree.max_chance * num_outcomes))
+
+
+def _walks_whole_path(tree: Tree, steps: jax.Array, ends: WalkEnds) -> MeanStats:
+  """:func:`back_up_walks` as one ``[W, D]`` write per array (an accelerator's layout)."""
+  column = jax.tree.map(lambda x: x[:, None], ends)
+  step = unpack_steps(steps)  # [W, D]
+  node = jnp.concatenate([jnp.zeros_like(step.child[:, :1]), step.child[:, :-1]], axis=1)
+  on_path, reward, discount, at_node, at_slot, at_outcome = _walk_entries(
+      tree, column, jnp.arange(steps.shape[1]), step, node)
+  returns = path_returns(reward, discount, on_path, ends.leaf_g)
+  return add_returns(mean_stats(tree),
+                     node=(jnp.concatenate([at_node.reshape(-1), ends.at_leaf]),
+                           jnp.concatenate([returns.reshape(-1), ends.leaf_g])),
+                     slot=(at_slot, returns), outcome=at_outcome)
+
+
+def _walks_per_level(tree: Tree, steps: jax.Array, ends: WalkEnds) -> MeanStats:
+  """:func:`back_up_walks` level by level, leaf to root, as many levels as the longest path
+  (the CPU's layout, as :func:`back_up_per_level`): the leaves first, then one ``[W]`` row of
+  each array per level. A node has one depth, so each level writes nodes no other level
+  does, but where a path ended on it."""
+  stats = add_returns(mean_stats(tree), node=(ends.at_leaf, ends.leaf_g))
+
+  def level(carry):
+    depth, g, stats = carry
+    active = depth > 0
+    depth = jnp.where(active, depth - 1, depth)
+    step = unpack_steps(rows_lib.take(steps, depth))  # [W]: one gather for the whole edge
+    above = rows_lib.take(steps[..., CHILD], jnp.maximum(depth - 1, 0))
+    node = jnp.where(depth == 0, 0, above)
+    on_path, reward, discount, at_node, at_slot, at_outcome = _walk_entries(
+        tree, ends, depth, step, node)
+    on_path = on_path & active
+    g = path_returns(reward[:, None], discount[:, None], on_path[:, None], g)[:, 0]
+    past_end = lambda at: jnp.where(active, at, jnp.iinfo(jnp.int32).max)  # noqa: E731
+    stats = add_returns(stats, node=(past_end(at_node), g), slot=(past_end(at_slot), g),
+                        outcome=past_end(at_outcome))
+    return depth, g, stats
+
+  _, _, stats = jax.lax.while_loop(lambda carry: jnp.any(carry[0] > 0), level,
+                                   (ends.length, ends.leaf_g, stats))
+  return stats
+
+
+def back_up_walks(tree: Tree, paths: Path, leaves: Leaves, leaf_g, last_outcome, taking, *,
+                  whole_path: bool) -> Tree:
+  """The running means of the returns of ``L`` paths per tree (``paths`` ``[L, B]``, after
+  :func:`~jaxsearch.search.walks.end_unreached`; ``G_L`` = ``leaf_g`` ``f32[L, B]``;
+  ``last_outcome`` the outcome each new leaf's edge took; ``taking`` ``bool[L, B]`` the paths
+  that take part): each path's return counts once at every node, slot and outcome it passes
+  and at its leaf (:func:`add_returns`), whichever other paths of the step pass there too.
+  ``whole_path``: all levels in one write (else level by level, ``LoopOptions.path_update``);
+  the same counts, the means equal up to float rounding."""
+  num_walks, batch_size = paths.length.shape
+  flat = lambda x: x.reshape((num_walks * batch_size,) + x.shape[2:])  # noqa: E731
+  trees = jnp.broadcast_to(jnp.arange(batch_size, dtype=jnp.int32), (num_walks, batch_size))
+  leaf = jnp.where(leaves.reaches, leaves.node, paths.node_at(paths.length))
+  at_leaf = jnp.where(taking, trees * tree.max_nodes + leaf, batch_size * tree.max_nodes)
+  ends = WalkEnds(*map(flat, (trees, jnp.where(taking, paths.length, 0), leaves.reaches,
+                              leaves.record, last_outcome, at_leaf, leaf_g)))
+  back_up = _walks_whole_path if whole_path else _walks_per_level
+  return with_mean_stats(tree, back_up(tree, flat(paths.steps), ends))
+
+
+def mean_walks_simulation(model: Model, plan: SearchPlan, params, keys: SimulationKeys,
+                          tree: Tree, paths: Path, walking) -> Tree:
+  """A step of ``L`` paths per tree (``paths`` ``[L, B]``; ``walking`` ``bool[L, B]`` or
+  ``None``): the new leaves expanded once each, evaluated in one model call over ``L·B``
+  states, and every path backed up (:meth:`MeanBackup.expand_and_back_up_walks`). Where a
+  slot is new, each walk draws its outcome with a key of its own; the walks that open the
+  same slot in one step take the first one's."""
+  num_walks, batch_size = paths.length.shape
+  per_walk = lambda x: x.reshape((num_walks, batch_size) + x.shape[1:])  # noqa: E731
+  with jax.named_scope("expansion"):
+    parent_states, actions, probs = walk_edges(model, plan, params, tree, paths)
+    outcomes = last_edges(paths)[2]
+    if plan.num_outcomes > 1:
+      outcome_keys = walk_keys(keys.outcome, num_walks, batch_size)
+      fresh = jax.vmap(choose_outcome, in_axes=(0, None, 0, None))(
+          probs, jnp.zeros((plan.num_outcomes,)),
+          outcome_keys.reshape((-1,) + outcome_keys.shape[2:]), plan.outcome_rule)
+      outcomes = jnp.where(paths.new_chance, per_walk(fresh), outcomes)
+    leaves = share_leaves(tree, paths, outcomes, 1)
+    outcomes = jnp.take_along_axis(outcomes, leaves.first, axis=0)  # a repeat takes its first's
+    paths = end_unreached(paths, leaves)
+  with jax.named_scope("estimator"):
+    expansion = model.step(params, keys.estimator, parent_states, actions, outcomes.reshape(-1))
+    expansion = jax.lax.optimization_barrier(expansion)  # see mean_simulation
+  with jax.named_scope("expansion"):
+    expansion, rows = jax.tree.map(per_walk, (expansion, node_rows(expansion, plan)))
+    parent, slot, _ = last_edges(paths)
+    tree = jax.vmap(expand_leaves, in_axes=(0,) + (1,) * 8)(
+        tree, expansion, rows, per_walk(probs), parent, slot, outcomes, paths.length, leaves)
+  with jax.named_scope("backup"):
+    value = jnp.take_along_axis(rows.nodes.value, leaves.first, axis=0)
+    leaf_g = jnp.where(leaves.reaches, value,
+                       jnp.where(paths.leaf_terminal, 0.0, paths.leaf_value))
+    taking = jnp.ones(paths.length.shape, bool) if walking is None else walking
+    return back_up_walks(tree, paths, leaves, leaf_g, outcomes, taking,
+                         whole_path=plan.loops.path_update is PathUpdate.WHOLE_PATH)
+
+
 def expand_root_children(model: Model, plan: SearchPlan, params, estimator_keys, tree: Tree,
                          slots, count) -> Tree:
   """The first ``count[b]`` simulations of tree ``b``, each expanding root slot ``slots[b, j]``
@@ -382,8 +558,13 @@ class MeanBackup(BackupRule):
       raise ValueError("max_chance needs backup='bellman' (with the running-mean backup "
                        "every new node comes with a chance record)")
 
+  several_leaves: ClassVar[bool] = True
+
   def expand_and_backup(self, model, plan, params, keys, tree, path):
     return mean_simulation(model, plan, params, keys, tree, path)
+
+  def expand_and_back_up_walks(self, model, plan, params, keys, tree, paths, walking):
+    return mean_walks_simulation(model, plan, params, keys, tree, paths, walking)
 
   def expand_root_children(self, model, plan, params, estimator_keys, tree, slots, count):
     return expand_root_children(model, plan, params, estimator_keys, tree, slots, count)

@@ -189,6 +189,14 @@ class SearchConfig:
       ``None`` (default) allocates and computes nothing.
     loops: :class:`LoopOptions`, how the descent and the backup walk a path on the device
       (the same tree whatever they are; the defaults follow the backend).
+    leaves_per_step: ``L``, the paths every tree descends in one step of the search
+      (``docs/algorithms.md``, "Several leaves per step"): a rule that draws (Thompson) takes
+      ``L`` independent draws at each node, a deterministic rule sees a virtual visit for each
+      path the step has already sent through a node, so that the paths spread; the ``L``
+      leaves are expanded and evaluated in one model call (a leaf two paths reach, once) and
+      every path is backed up. ``num_simulations`` counts paths: a search runs
+      ``ceil(num_simulations / L)`` steps, and the last one's surplus paths sit out. 1 (the
+      default) is the one-path search, bit for bit. Not with subtree entropy.
   """
 
   num_simulations: int
@@ -203,9 +211,14 @@ class SearchConfig:
   avts: Optional[AvtsOptions] = None
   entropy: Optional[EntropyOptions] = None
   loops: LoopOptions = LoopOptions()
+  leaves_per_step: int = 1
 
   def __post_init__(self):
     _positive_int(self.num_simulations, "num_simulations")
+    _positive_int(self.leaves_per_step, "leaves_per_step")
+    if self.leaves_per_step > self.num_simulations:
+      raise ValueError(f"leaves_per_step={self.leaves_per_step} is larger than "
+                       f"num_simulations={self.num_simulations}, the paths of the whole search")
     check_selection(self.selection)
     for name in ("max_nodes", "max_depth"):
       if getattr(self, name) is not None:
@@ -230,6 +243,12 @@ class SearchConfig:
       _set(self, "avts", self.backup)
     if self.avts is not None:
       self._check_avts(self.avts)
+    if self.leaves_per_step > 1 and self.entropy is not None:
+      raise ValueError("leaves_per_step > 1 needs subtree_entropy=None (the entropy update "
+                       "walks one path per step)")
+    if self.leaves_per_step > 1 and not self.backup.several_leaves:
+      raise ValueError(f"leaves_per_step > 1 is not supported with "
+                       f"backup={self.backup.kind.value!r}")
     self.backup.check(self)
 
   def _check_avts(self, avts: AvtsOptions):

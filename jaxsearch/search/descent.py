@@ -156,7 +156,7 @@ def choose_outcome(probs, visits, key, rule, gaps=None):
   return masked_argmax(balanced, possible)
 
 
-class _Cursor(NamedTuple):
+class Cursor(NamedTuple):
   """The descent's loop carry: where each tree's walk stands (all ``[B]`` but the buffers).
 
   ``node`` and ``at_terminal`` (read when the walk moved onto it; the node's visits and value
@@ -217,67 +217,161 @@ def _node_view(tree: Tree, node, visits, value, depth, root: RootPrior, *,
       prior_probs=probs)
 
 
-def _outcomes(tree: Tree, chance, outcome_keys, *, plan: SearchPlan) -> jax.Array:
+class Virtual(NamedTuple):
+  """The other walks of a step of several paths per tree, as one walk sees them at one level
+  (``[L, B]`` each: ``L`` walks of ``B`` trees). A walk counts a virtual visit for each earlier
+  walk of its step that took an edge from the same node at this level: every path through a
+  node passes it at the same level, so these are all the step's earlier paths through it.
+  The virtual visits exist only in what the walk's rule sees; the tree never holds them, and
+  the backup writes the real visits of all the step's paths (:mod:`jaxsearch.search.walks`).
+
+  Attributes:
+    node: the decision node each walk stands on at this level.
+    slot, chance, outcome: the edge each earlier walk took there (the slot, its chance record,
+      the outcome).
+    counted: the walks that count: earlier in the step, and walking at this level.
+    slots: the rule sees them (a deterministic rule); a rule that draws makes independent
+      draws instead, and sees none.
+    outcomes: the outcome rule sees them at a chance record (a rule that does not sample).
+  """
+
+  node: jax.Array
+  slot: jax.Array
+  chance: jax.Array
+  outcome: jax.Array
+  counted: jax.Array
+  slots: bool
+  outcomes: bool
+
+  def view(self, view: NodeView, node: jax.Array) -> NodeView:
+    """``view`` (``[B]``, of ``node[B]``) with a virtual visit per counted walk that left the
+    node: one more visit of the node and of the slot the walk took. The slot's value stays;
+    an unvisited slot shows the node's value then (its own would be meaningless)."""
+    here = self.counted & (self.node == node[None])
+    extra = _count(here, self.slot, view.child_visits.shape[-1])  # [B, K]
+    values = jnp.where((view.child_visits == 0) & (extra > 0), view.value[:, None],
+                       view.child_values)
+    return view.replace(visits=view.visits + jnp.sum(here, axis=0, dtype=view.visits.dtype),
+                        child_visits=view.child_visits + extra, child_values=values)
+
+  def outcome_visits(self, chance: jax.Array, num_outcomes: int) -> jax.Array:
+    """``i32[B, O]`` the counted walks that took each outcome of chance record
+    ``chance[B]`` (none where ``chance < 0``)."""
+    here = self.counted & (self.chance == chance[None]) & (chance >= 0)[None]
+    return _count(here, self.outcome, num_outcomes)
+
+
+def _count(counted, index, size: int) -> jax.Array:
+  """``i32[B, size]`` how many of the ``[L, B]`` walks with ``counted`` hold each ``index``."""
+  batch_ids = jnp.broadcast_to(jnp.arange(index.shape[1]), index.shape)
+  return jnp.zeros((index.shape[1], size), jnp.int32).at[batch_ids, jnp.maximum(index, 0)].add(
+      counted.astype(jnp.int32), mode="drop")
+
+
+def _outcomes(tree: Tree, chance, outcome_keys, *, plan: SearchPlan,
+              virtual: Optional[Virtual] = None) -> jax.Array:
   """``i32[B]`` the outcome taken at each tree's chance record ``chance[B]`` (``-1``: none
   yet), by the outcome rule over the weights the backup gives it (a backup that keeps bounds
-  never descends into a solved child)."""
+  never descends into a solved child), counting ``virtual``'s visits where it has any."""
   batch_ids = jnp.arange(tree.batch_size)
   safe_chance = jnp.maximum(chance, 0)
   probs, gaps = plan.backup.outcome_weights(
       tree, batch_ids, safe_chance, tree.chance.prob[batch_ids, safe_chance], plan=plan)
+  visits = tree.chance.visits[batch_ids, safe_chance]
+  if virtual is not None and virtual.outcomes:
+    visits = visits + virtual.outcome_visits(chance, tree.num_outcomes)
   return jax.vmap(choose_outcome, in_axes=(0, 0, 0 if outcome_keys is not None else None,
                                             None, 0 if gaps is not None else None))(
-      probs, tree.chance.visits[batch_ids, safe_chance], outcome_keys, plan.outcome_rule,
-      gaps)
+      probs, visits, outcome_keys, plan.outcome_rule, gaps)
 
 
-def _descend_one_level(cursor: _Cursor, tree: Tree, root: RootPrior, keys, *,
-                       plan: SearchPlan, at_root: bool,
-                       root_context: Optional[RootContext] = None) -> _Cursor:
-  """Every walking tree takes one edge: scores its node's slots, picks the slot and the
-  outcome, records the edge in the path buffers and moves onto the child if it exists.
+def _best_slot(view: NodeView, rule_keys, *, plan: SearchPlan, at_root: bool,
+               root_context: Optional[RootContext]) -> jax.Array:
+  """``i32[B]`` the slot each walk takes: the first legal maximum of the rule's scores (the
+  root rule's at the root, where there is one)."""
+  if at_root and plan.root_selection is not None:
+    scores = jax.vmap(plan.root_selection.score)(view, root_context)
+  else:
+    scores = jax.vmap(plan.selection.score, in_axes=(0, 0 if rule_keys is not None else None))(
+        view, rule_keys)
+  return jax.vmap(masked_argmax)(scores, view.legal)
 
-  ``at_root`` (static) is the first level, where every walk stands at its root: the root is
-  read by static slices, and ``plan.root_selection`` (given ``root_context``), where set,
-  scores it instead of the interior rule. The other levels never stand on a root, so they
-  neither mix root noise in nor score a root rule."""
-  depth_limit = plan.max_depth
-  node, at_terminal, depth, steps, go = cursor
-  walk_ids = jnp.arange(node.shape[0])
+
+class NodeRead(NamedTuple):
+  """What one level of a descent reads at the walks' nodes (``[B]``): the rule's
+  :class:`NodeView`, the node's own visits and value (recorded in the step row), and the
+  level's keys for the rule and the outcome rule (``None`` where nothing draws)."""
+
+  view: NodeView
+  visits: jax.Array
+  value: jax.Array
+  rule_keys: Optional[jax.Array]
+  outcome_keys: Optional[jax.Array]
+
+
+def read_level(cursor: Cursor, tree: Tree, root: RootPrior, keys, *, plan: SearchPlan,
+               at_root: bool) -> NodeRead:
+  """The :class:`NodeRead` of every walk's node (the roots by static slices ``at_root``)."""
+  node, depth = cursor.node, cursor.depth
   if at_root:
     visits, value = tree.nodes.visits[:, 0], tree.nodes.value[:, 0]
   else:
     visits = rows.take(tree.nodes.visits, node)
     value = rows.take(tree.nodes.value, node)
   view = _node_view(tree, None if at_root else node, visits, value, depth, root, plan=plan)
-  child_visits, child_values = view.child_visits, view.child_values
   if keys is not None:
     step_keys = jax.vmap(jax.random.fold_in)(keys, depth)
     rule_keys, outcome_keys = jnp.moveaxis(jax.vmap(jax.random.split)(step_keys), 1, 0)
   else:
     rule_keys = outcome_keys = None
-  if at_root and plan.root_selection is not None:
-    scores = jax.vmap(plan.root_selection.score)(view, root_context)
-  else:
-    scores = jax.vmap(plan.selection.score, in_axes=(0, 0 if keys is not None else None))(
-        view, rule_keys)
-  slot = jax.vmap(masked_argmax)(scores, view.legal)
+  return NodeRead(view, visits, value, rule_keys, outcome_keys)
+
+
+def choose_slot(read: NodeRead, node, *, plan: SearchPlan, at_root: bool,
+                root_context: Optional[RootContext] = None,
+                virtual: Optional[Virtual] = None) -> jax.Array:
+  """``i32[B]`` the slot each walk takes at ``node[B]``, seeing ``virtual``'s visits where
+  given (:class:`Virtual`)."""
+  seen = read.view
+  if virtual is not None and virtual.slots:
+    seen = virtual.view(read.view, node)
+  return _best_slot(seen, read.rule_keys, plan=plan, at_root=at_root, root_context=root_context)
+
+
+def slot_chance(tree: Tree, node, slot, *, at_root: bool) -> jax.Array:
+  """``i32[B]`` the chance record of slot ``slot[B]`` of ``node[B]`` (``-1``: none yet)."""
   slot_chances = (tree.slots.chance[:, 0] if at_root
                   else rows.take(tree.slots.chance, node))
-  chance = rows.take(slot_chances, slot)
-  safe_chance = jnp.maximum(chance, 0)
+  return rows.take(slot_chances, slot)
+
+
+def choose_outcome_at(tree: Tree, chance, outcome_keys, *, plan: SearchPlan,
+                      virtual: Optional[Virtual] = None) -> jax.Array:
+  """``i32[B]`` the outcome each walk takes at chance record ``chance[B]`` (0 with one
+  outcome), counting ``virtual``'s visits where given."""
   if tree.num_outcomes == 1:
-    outcome = jnp.zeros_like(slot)
-  else:
-    outcome = _outcomes(tree, chance, outcome_keys, plan=plan)
+    return jnp.zeros_like(chance)
+  return _outcomes(tree, chance, outcome_keys, plan=plan, virtual=virtual)
+
+
+def take_edge(cursor: Cursor, tree: Tree, read: NodeRead, slot, chance, outcome, *,
+              plan: SearchPlan) -> Cursor:
+  """Every walking tree records the edge ``(slot, chance, outcome)`` (``[B]``) in its step
+  buffer and moves onto the child if it exists."""
+  depth_limit = plan.max_depth
+  node, at_terminal, depth, steps, go = cursor
+  walk_ids = jnp.arange(node.shape[0])
+  safe_chance = jnp.maximum(chance, 0)
   child = jnp.where(chance >= 0,
                     rows.take(tree.chance.child, safe_chance, outcome), UNEXPANDED)
   # One packed row per edge (columns SLOT .. SLOT_VALUE, in that order); finished trees write
   # out of range.
   row = jnp.where(go, depth, depth_limit)
-  slot_visits, slot_value = rows.take(child_visits, slot), rows.take(child_values, slot)
+  view = read.view
+  slot_visits = rows.take(view.child_visits, slot)
+  slot_value = rows.take(view.child_values, slot)
   steps = steps.at[walk_ids, row].set(
-      pack_step(slot, outcome, child, chance, visits, slot_visits, value, slot_value),
+      pack_step(slot, outcome, child, chance, read.visits, slot_visits, read.value, slot_value),
       mode="drop")
   depth = depth + go.astype(jnp.int32)
   safe_child = jnp.maximum(child, 0)
@@ -286,13 +380,31 @@ def _descend_one_level(cursor: _Cursor, tree: Tree, root: RootPrior, keys, *,
   at_terminal = jnp.where(moving, rows.take(tree.nodes.terminal, safe_child),
                           at_terminal)
   go = moving & ~at_terminal & (depth < depth_limit)
-  return _Cursor(node, at_terminal, depth, steps, go)
+  return Cursor(node, at_terminal, depth, steps, go)
+
+
+def descend_one_level(cursor: Cursor, tree: Tree, root: RootPrior, keys, *,
+                      plan: SearchPlan, at_root: bool,
+                      root_context: Optional[RootContext] = None) -> Cursor:
+  """Every walking tree takes one edge: scores its node's slots, picks the slot and the
+  outcome, records the edge in the path buffers and moves onto the child if it exists.
+
+  ``at_root`` (static) is the first level, where every walk stands at its root: the root is
+  read by static slices, and ``plan.root_selection`` (given ``root_context``), where set,
+  scores it instead of the interior rule. The other levels never stand on a root, so they
+  neither mix root noise in nor score a root rule. (A step of several walks per tree runs
+  the same phases: :mod:`jaxsearch.search.walks`.)"""
+  read = read_level(cursor, tree, root, keys, plan=plan, at_root=at_root)
+  slot = choose_slot(read, cursor.node, plan=plan, at_root=at_root, root_context=root_context)
+  chance = slot_chance(tree, cursor.node, slot, at_root=at_root)
+  outcome = choose_outcome_at(tree, chance, read.outcome_keys, plan=plan)
+  return take_edge(cursor, tree, read, slot, chance, outcome, plan=plan)
 
 
 def empty_steps(batch_size: int, depth_limit: int) -> jax.Array:
   """``i32[B, D, 8]`` a step buffer no descent has written. The simulation loop allocates it
   once and passes it from simulation to simulation: a descent overwrites the rows it walks and
-  readers mask the rest (:func:`_path_of`), so no simulation pays to clear ``B·D`` rows."""
+  readers mask the rest (:func:`path_of`), so no simulation pays to clear ``B·D`` rows."""
   return jnp.broadcast_to(jnp.array(_EMPTY_ROW, jnp.int32),
                           (batch_size, depth_limit, STEP_COLUMNS))
 
@@ -303,17 +415,17 @@ def open_roots(tree: Tree) -> jax.Array:
   return (tree.num_nodes > 0) & ~tree.nodes.terminal[:, 0] & ~tree.bounds.solved[:, 0]
 
 
-def _root_cursor(tree: Tree, steps: jax.Array, walking: Optional[jax.Array]) -> _Cursor:
+def root_cursor(tree: Tree, steps: jax.Array, walking: Optional[jax.Array]) -> Cursor:
   """Every walk at its root; a tree whose root is not open (:func:`open_roots`), or that
   ``walking`` (``bool[B]``) leaves out, does not walk."""
   batch_size = tree.batch_size
   root_open = open_roots(tree)
   go = root_open if walking is None else root_open & walking
-  return _Cursor(jnp.zeros((batch_size,), jnp.int32), ~root_open,
+  return Cursor(jnp.zeros((batch_size,), jnp.int32), ~root_open,
                  jnp.zeros((batch_size,), jnp.int32), steps, go)
 
 
-def _path_of(cursor: _Cursor, tree: Tree) -> Path:
+def path_of(cursor: Cursor, tree: Tree) -> Path:
   """Unpacks the finished walks into a :class:`Path`; a walk that must expand into a full tree
   ends at its parent instead."""
   node, leaf_terminal, length, raw_steps, _ = cursor
@@ -378,18 +490,18 @@ def select(tree: Tree, root: RootPrior, keys, steps: jax.Array, *, plan: SearchP
   """
   # The first level is peeled off the loop: every walk stands at its root there.
   with jax.named_scope("root_level"):
-    cursor = _descend_one_level(_root_cursor(tree, steps, walking), tree, root, keys, plan=plan,
-                                at_root=True, root_context=root_context)
+    cursor = descend_one_level(root_cursor(tree, steps, walking), tree, root, keys, plan=plan,
+                               at_root=True, root_context=root_context)
 
   def body(carry):
     cursor, tree = carry
     # Several levels a trip where each trip is dear (an accelerator's loop condition goes
     # through the host); a walk that ended stays put, so the result is the same.
     for _ in range(plan.loops.levels_per_trip):
-      cursor = _descend_one_level(cursor, tree, root, keys, plan=plan, at_root=False)
+      cursor = descend_one_level(cursor, tree, root, keys, plan=plan, at_root=False)
     return cursor, tree
 
   with jax.named_scope("interior_levels"):
     cursor, tree = jax.lax.while_loop(lambda carry: jnp.any(carry[0].go), body,
                                       (cursor, tree))
-  return _path_of(cursor, tree), tree
+  return path_of(cursor, tree), tree

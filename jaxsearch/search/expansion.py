@@ -11,6 +11,7 @@ from jaxsearch import tree as tree_lib
 from jaxsearch.model import Expansion, Model
 from jaxsearch.search.descent import Path
 from jaxsearch.search.nodes import NodeRows, node_rows, set_node
+from jaxsearch.search.walks import Leaves
 from jaxsearch.tree import UNEXPANDED, ChanceRecords, Tree
 
 if TYPE_CHECKING:  # the plan holds the config, which holds the backup rules that import this
@@ -49,6 +50,37 @@ def expand_one(tree: Tree, path: Path, expansion: Expansion, rows: NodeRows, pro
   )
 
 
+def expand_leaves(tree: Tree, expansion: Expansion, rows: NodeRows, probs, parent, slot,
+                  outcome, length, leaves: Leaves) -> Tree:
+  """Writes the leaves one tree's walks create in a step of several paths
+  (:func:`~jaxsearch.search.walks.share_leaves`): :func:`expand_one` for ``L`` walks at once
+  (unbatched tree; ``expansion``, ``rows``, ``probs`` and the last edges' ``parent``,
+  ``slot``, ``outcome`` and ``length`` are ``[L]`` rows). Only the walks that create a leaf
+  write, each to nodes and records of its own; visits and values are the backup's."""
+  capacity, chance_capacity = tree.nodes.visits.shape[0], tree.chance.node.shape[0]
+  order = jnp.arange(parent.shape[0])
+  # Each entry not written at an index of its own past the end (dropped).
+  at_node = jnp.where(leaves.creates, leaves.node, capacity + order)
+  at_record = jnp.where(leaves.new_record, leaves.record, chance_capacity + order)
+  at_edge = jnp.where(leaves.creates, leaves.record, chance_capacity + order)
+  tree = set_node(tree, at_node, expansion, rows, parent, length, stats=False)
+  chance = tree_lib.write(tree.chance, tree_lib.rows(ChanceRecords, node=parent, prob=probs),
+                          at_record)
+  chance = tree_lib.write(chance, tree_lib.rows(
+      ChanceRecords, child=leaves.node, reward=expansion.reward, discount=expansion.discount),
+                          (at_edge, outcome))
+  return tree.replace(
+      slots=tree.slots.replace(chance=tree.slots.chance.at[
+          jnp.where(leaves.new_record, parent, capacity + order), slot].set(leaves.record,
+                                                                             mode="drop")),
+      chance=chance,
+      num_nodes=tree.num_nodes + jnp.sum(leaves.creates, dtype=jnp.int32),
+      num_chance=tree.num_chance + jnp.sum(leaves.new_record, dtype=jnp.int32),
+      nonfinite_estimates=tree.nonfinite_estimates + jnp.sum(rows.bad & leaves.creates,
+                                                             dtype=jnp.int32),
+  )
+
+
 def expand_all_outcomes(tree: Tree, path: Path, expansion: Expansion, rows: NodeRows,
                     probs) -> tuple[Tree, jax.Array]:
   """Bellman mode: creates the expanded slot's chance record with **every** possible outcome's
@@ -81,6 +113,43 @@ def expand_all_outcomes(tree: Tree, path: Path, expansion: Expansion, rows: Node
       nonfinite_estimates=tree.nonfinite_estimates + jnp.where(
           expand, jnp.sum(rows.bad & possible), 0).astype(jnp.int32),
   ), edge_chances
+
+
+def expand_all_leaves(tree: Tree, expansion: Expansion, rows: NodeRows, probs, parent, slot,
+                      length, leaves: Leaves) -> Tree:
+  """:func:`expand_all_outcomes` for the ``L`` walks of one tree in a step of several paths
+  (unbatched tree; ``expansion`` and ``rows`` ``[L, O, ...]``, ``probs`` ``[L, O]``, the last
+  edges' ``parent``, ``slot`` and ``length`` ``[L]``): each walk that creates its leaf
+  (:func:`~jaxsearch.search.walks.share_leaves`) writes its slot's chance record and every
+  possible outcome's node, from ``leaves.node`` on."""
+  capacity, chance_capacity = tree.nodes.visits.shape[0], tree.chance.node.shape[0]
+  num_walks, num_outcomes = probs.shape
+  order = jnp.arange(num_walks)
+  possible = probs > 0
+  child_ids = leaves.node[:, None] + jnp.cumsum(possible, axis=1).astype(jnp.int32) - 1
+  children = jnp.where(possible, child_ids, UNEXPANDED)
+  # Each entry not written at an index of its own past the end (dropped).
+  at_nodes = jnp.where(leaves.creates[:, None] & possible, child_ids,
+                       capacity + jnp.arange(num_walks * num_outcomes).reshape(probs.shape))
+  flat = lambda x: x.reshape((num_walks * num_outcomes,) + x.shape[2:])  # noqa: E731
+  each = lambda x: jnp.repeat(x, num_outcomes)  # noqa: E731
+  tree = set_node(tree, flat(at_nodes), jax.tree.map(flat, expansion), jax.tree.map(flat, rows),
+                  each(parent), each(length))
+  record = tree_lib.rows(ChanceRecords, node=parent, prob=probs, child=children,
+                         reward=jnp.where(possible, expansion.reward, 0.0),
+                         discount=jnp.where(possible, expansion.discount, 0.0))
+  written = leaves.creates[:, None] & possible
+  return tree.replace(
+      slots=tree.slots.replace(chance=tree.slots.chance.at[
+          jnp.where(leaves.creates, parent, capacity + order), slot].set(leaves.record,
+                                                                          mode="drop")),
+      chance=tree_lib.write(tree.chance, record, jnp.where(leaves.creates, leaves.record,
+                                                           chance_capacity + order)),
+      num_nodes=tree.num_nodes + jnp.sum(written, dtype=jnp.int32),
+      num_chance=tree.num_chance + jnp.sum(leaves.creates, dtype=jnp.int32),
+      nonfinite_estimates=tree.nonfinite_estimates + jnp.sum(rows.bad & written,
+                                                             dtype=jnp.int32),
+  )
 
 
 def step_outcomes(model: Model, plan: SearchPlan, params, key, parent_states, actions,
@@ -147,6 +216,20 @@ def last_edge(tree: Tree, path: Path, plan: SearchPlan):
   if plan.slots_are_actions:
     return parent_states, slots  # slot k holds action k: no gather
   return parent_states, tree.slots.actions()[batch_ids, parents, slots]
+
+
+def walk_edges(model: Model, plan: SearchPlan, params, tree: Tree, paths: Path):
+  """``(parent states [L·B, ...], actions i32[L·B], probs f32[L·B, O])``: the last edge of each
+  of a step's walks (``paths`` ``[L, B]``, flattened walk-major: entry ``k·B + b`` is walk
+  ``k`` of tree ``b``) and its outcome probabilities (ones where ``O = 1``)."""
+  num_walks, batch_size = paths.length.shape
+  flat = lambda x: x.reshape((num_walks * batch_size,) + x.shape[2:])  # noqa: E731
+  parent_states, actions = jax.vmap(lambda path: last_edge(tree, path, plan))(paths)
+  parent_states, actions = jax.tree.map(flat, parent_states), flat(actions)
+  if plan.num_outcomes == 1:
+    return parent_states, actions, jnp.ones((num_walks * batch_size, 1), jnp.float32)
+  return parent_states, actions, outcome_probs(model, params, parent_states, actions,
+                                               num_walks * batch_size)
 
 
 def outcome_probs(model: Model, params, states, actions, batch_size: int) -> jax.Array:

@@ -36,6 +36,8 @@ class SearchPlan:
       bounds are reported).
     value_bounds: the game's ``(lo, hi)`` values or ``None``: reported values are clipped to
       them (:func:`jaxsearch.summary.root_summary`).
+    leaves_per_step: ``L``, the paths each tree descends in one step
+      (:attr:`SearchConfig.leaves_per_step`); :attr:`num_steps` steps run them all.
   """
 
   config: SearchConfig
@@ -51,6 +53,12 @@ class SearchPlan:
   has_bound: bool
   has_upper: bool
   value_bounds: Optional[tuple[float, float]] = None
+  leaves_per_step: int = 1
+
+  @property
+  def num_steps(self) -> int:
+    """Steps of the search's loop from a fresh root: ``ceil(num_simulations / L)``."""
+    return -(-self.num_simulations // self.leaves_per_step)
 
   # The config's settings that phases read, under the names they have there.
   @property
@@ -97,4 +105,5 @@ def plan_for(config: SearchConfig | SearchPlan, model) -> SearchPlan:
                     max_depth=config.max_depth, backup=config.backup,
                     slots_are_actions=config.slots_are_actions(num_actions),
                     keeps_prior_probs=config.keeps_prior_probs, has_bound=model.has_bound,
-                    has_upper=model.has_upper, value_bounds=model.value_bounds)
+                    has_upper=model.has_upper, value_bounds=model.value_bounds,
+                    leaves_per_step=config.leaves_per_step)

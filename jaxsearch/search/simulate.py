@@ -15,9 +15,10 @@ from jaxsearch.enums import OutcomeRule
 from jaxsearch.search import opening
 from jaxsearch.search.backup import SimulationKeys, simulation_keys
 from jaxsearch.search.config import SearchConfig
-from jaxsearch.search.descent import RootPrior, empty_steps, root_prior, select
+from jaxsearch.search.descent import STEP_COLUMNS, RootPrior, empty_steps, root_prior, select
 from jaxsearch.search.nodes import fixed_node_fields, node_rows, root_noise_logits, write_root
 from jaxsearch.search.plan import SearchPlan, plan_for
+from jaxsearch.search.walks import select_walks, walk_keys
 from jaxsearch.selection.base import RootContext
 from jaxsearch.tree import Tree
 
@@ -165,6 +166,13 @@ def run(model: Model, config: SearchConfig | SearchPlan, params, key, root_input
                                   opening_width)
   loop = _Loop(model, plan, params, loop_key, root, root_noise, root_raw_value, reused,
                needs_key, opening_width, done)
+  walks = plan.leaves_per_step
+  if walks > 1:  # steps of several paths per tree: ceil(simulations left / L) of them
+    trips = (plan.num_steps if done is None
+             else (plan.num_simulations - jnp.min(done) + walks - 1) // walks)
+    steps = jnp.broadcast_to(empty_steps(batch_size, plan.max_depth),
+                             (walks, batch_size, plan.max_depth, STEP_COLUMNS))
+    return jax.lax.fori_loop(0, trips, loop.simulate_walks, (tree, steps))[0]
   trips = (plan.num_simulations if done is None
            else plan.num_simulations - jnp.min(done))
   return jax.lax.fori_loop(0, trips, loop.simulate,
@@ -217,3 +225,34 @@ class _Loop(NamedTuple):
     if active is not None:
       tree = opening.restore_idle_roots(tree, path, active)
     return tree, path.steps
+
+  def simulate_walks(self, trip, carry):
+    """One step of ``L`` paths per tree (``SearchConfig.leaves_per_step``): the walks'
+    descent, then the backup rule's expansion, evaluation and backup of all of them. Path
+    ``k`` of step ``trip`` is simulation ``L·trip + k`` of its tree (after the opening's);
+    those past ``num_simulations`` sit out. ``carry``: the trees and the ``[L, B]`` step
+    buffers."""
+    tree, steps = carry
+    plan, batch_size, walks = self.plan, tree.batch_size, self.plan.leaves_per_step
+    select_key, outcome_key, estimator_key = simulation_keys(self.loop_key,
+                                                             self.opening_width + trip)
+    tree_keys = walk_keys(select_key, walks, batch_size) if self.needs_key else None
+    simulation = (trip * walks + jnp.arange(walks, dtype=jnp.int32)[:, None] +
+                  (0 if self.done is None else self.done[None, :]))
+    simulation = jnp.broadcast_to(simulation, (walks, batch_size))
+    walking = None
+    if self.done is not None or plan.num_simulations % walks:
+      walking = simulation < plan.num_simulations
+    contexts = None
+    if plan.root_selection is not None:
+      per_walk = lambda x: jnp.broadcast_to(x, (walks,) + x.shape)  # noqa: E731
+      contexts = RootContext(noise=per_walk(self.root_noise), simulation=simulation,
+                             raw_value=per_walk(self.root_raw_value), reused=self.reused)
+    with jax.named_scope("descent"):
+      paths, tree = select_walks(tree, self.root, tree_keys, steps, plan=plan,
+                                 root_contexts=contexts, walking=walking)
+    paths, tree = jax.lax.optimization_barrier((paths, tree))
+    tree = plan.backup.expand_and_back_up_walks(
+        self.model, plan, self.params, SimulationKeys(outcome_key, estimator_key), tree, paths,
+        walking)
+    return tree, paths.steps
