@@ -262,6 +262,36 @@ def test_the_host_waits_for_the_device_once_per_metrics_interval(trainer, monkey
   assert summary["positions_per_s"] > 0 and summary["first_interval_s"] > 0
 
 
+def test_an_interruption_inside_an_interval_keeps_the_steps_it_dispatched(
+    trainer, trained, tmp_path, monkeypatch):
+  """Ctrl-C between two reads (here after step 6, inside the interval 4 -> 8): the rows of
+  steps 5 and 6 are written and step 6 is checkpointed, equal to the uninterrupted state."""
+  calls, iterate = [], trainer.iterate
+
+  def interrupted(ts):
+    calls.append(1)
+    if len(calls) == 7:
+      raise KeyboardInterrupt
+    return iterate(ts)
+
+  monkeypatch.setattr(trainer, "iterate", interrupted)
+  trainer.out_dir = tmp_path
+  try:
+    with pytest.raises(KeyboardInterrupt):
+      trainer.run(steps=12, progress=False)
+  finally:
+    trainer.out_dir = None
+  rows = trainer_lib.read_metrics(tmp_path / "metrics.jsonl")
+  assert [r["step"] for r in rows] == [1, 2, 3, 4, 5, 6]
+  assert rows[-1]["updates"] == int(trained[5][1]["updates"])
+  ckpt = checkpoint_lib.Checkpointer(tmp_path, trainer.config.to_dict(), trainer_lib.MAY_CHANGE)
+  state, step = ckpt.restore(jax.eval_shape(trainer.init_state))
+  ckpt.close()
+  assert step == 6
+  for a, b in zip(jax.tree.leaves(state), jax.tree.leaves(trained[5][0])):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
 # The data-parallel step alone is checked in the default suite
 # (tests/test_sharding.py::test_data_parallel_step_reduces_gradients_like_one_device).
 @pytest.mark.slow

@@ -4,8 +4,9 @@ The library's trainer (:class:`jaxsearch.train.trainer.Trainer`) names no game: 
 game's module and its evaluation. This module looks both up in the registry
 (:mod:`jaxsearch.app.registry`) from the configuration's ``game``::
 
-    config = preset("tictactoe", simulations=64)
+    config = preset("tictactoe", simulations=64)      # the preset for this backend
     summary = trainer(config, out_dir="runs/ttt").run(minutes=5)
+    big = preset("connect_four", "accelerator")        # or the one named
     trained, params = load_trained("runs/ttt")
 """
 
@@ -15,8 +16,9 @@ from pathlib import Path
 from typing import Any, Optional
 
 from jaxsearch.app import registry
+from jaxsearch.enums import coerce
 from jaxsearch.train import trainer as trainer_lib
-from jaxsearch.train.config import TrainConfig
+from jaxsearch.train.config import TrainConfig, TrainPreset
 
 
 def games() -> tuple[str, ...]:
@@ -24,14 +26,23 @@ def games() -> tuple[str, ...]:
   return registry.names("training")
 
 
-def preset(game: str, **overrides) -> TrainConfig:
+def preset(game: str, preset: Optional[TrainPreset | str] = None, **overrides) -> TrainConfig:
   """The default configuration for ``game`` (:mod:`jaxsearch.app.presets`), with
   ``overrides``.
 
+  Args:
+    game: the game's name in the registry.
+    preset: which of the game's presets: a :class:`~jaxsearch.train.config.TrainPreset`
+      (``"cpu"`` or ``"accelerator"``); ``None``: the one for the backend JAX runs on
+      (:meth:`TrainPreset.for_backend <jaxsearch.train.config.TrainPreset.for_backend>`).
+    overrides: :class:`~jaxsearch.train.config.TrainConfig` fields.
+
   Raises:
-    ValueError: a game the registry cannot train, or a bad override.
+    ValueError: a game the registry cannot train, an unknown preset, or a bad override.
   """
-  fields = registry.entry(game, "training").training.preset(game)
+  chosen = (TrainPreset.for_backend() if preset is None
+            else coerce(TrainPreset, preset, "preset"))
+  fields = registry.entry(game, "training").training.preset(game, chosen)
   fields.update(overrides)
   return TrainConfig(**fields)
 

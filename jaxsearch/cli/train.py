@@ -12,6 +12,7 @@ from typing import Sequence
 
 from jaxsearch.app import registry
 from jaxsearch.enums import SearchPolicy
+from jaxsearch.train.config import TrainPreset
 from jaxsearch.cli.common import (CommandError, check_plot_file, check_writable, game_name,
                                   positive_float, positive_int, prng_seed)
 
@@ -37,6 +38,11 @@ def add_parser(commands) -> None:
   train.add_argument("--policy", choices=[p.value for p in SearchPolicy], default=None,
                      help="self-play search (default: the game's preset, alphazero = PUCT + "
                           "root noise for tictactoe, gumbel for connect_four)")
+  train.add_argument("--preset", choices=[p.value for p in TrainPreset], default=None,
+                     help="the game's preset: cpu (a few cores) or accelerator (a GPU or TPU: "
+                          "thousands of games a step, a bigger network, one device loop); "
+                          "default: the one for the backend JAX runs on, or with --resume "
+                          "the one the run used")
   train.add_argument("--out", default=None,
                      help="output directory: metrics.jsonl, checkpoints/, config.json, "
                           "training.png (default ./train_GAME)")
@@ -88,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
   from jaxsearch.app import training
   from jaxsearch.train import checkpoint as checkpoint_lib
 
-  config = _config(args, training)
+  config = run_config(args, training, out)
   minutes = args.minutes
   if minutes is None and args.steps is None:
     minutes = training.default_minutes(args.game)
@@ -113,12 +119,17 @@ def run(args: argparse.Namespace) -> int:
   resumed = (f" (resumed from step {summary['resumed_from']}: corrupt checkpoints skipped: "
              f"{', '.join(map(str, summary['skipped_checkpoints']))})"
              if summary.get("skipped_checkpoints") else "")
-  print(f"{config.game}: {summary['steps']} steps{resumed}, {summary['positions']} self-play "
-        f"positions, {summary['updates']} updates in {summary['minutes']:.2f} min; final "
-        "evaluation: "
+  preset = f" ({summary['preset']} preset)" if summary.get("preset") else ""
+  rate = (f" ({summary['positions_per_s']:.0f} positions/s after the first "
+          f"{summary['first_interval_s']:.1f} s)" if summary.get("positions_per_s") else "")
+  print(f"{config.game}{preset}: {summary['steps']} steps{resumed}, {summary['positions']} "
+        f"self-play positions{rate}, {summary['updates']} updates in "
+        f"{summary['minutes']:.2f} min; final evaluation: "
         + ", ".join(f"{k}={v}" for k, v in shown.items()
                     if k not in ("steps", "positions", "updates", "minutes", "games", "plot",
-                                 "skipped_checkpoints", "resumed_from"))
+                                 "skipped_checkpoints", "resumed_from", "preset",
+                                 "positions_per_s", "updates_per_s", "first_interval_s",
+                                 "device_peak_bytes"))
         + f". Metrics: {out / 'metrics.jsonl'}"
         + (f", plot: {summary['plot']}" if summary.get("plot") else ""))
   if args.json:
@@ -126,13 +137,17 @@ def run(args: argparse.Namespace) -> int:
   return 0
 
 
-def _config(args: argparse.Namespace, training):
-  """The run's ``TrainConfig``: the game's preset (:mod:`jaxsearch.app.training`) with the
-  command line's overrides."""
+def run_config(args: argparse.Namespace, training, out: Path):
+  """The run's ``TrainConfig``: the game's preset (:mod:`jaxsearch.app.training`; ``--preset``,
+  else with ``--resume`` the one ``out`` recorded, else the backend's) with the command line's
+  overrides."""
   from jaxsearch import sharding
   from jaxsearch.train.config import ConfigError, TrainConfig
   try:
     overrides = parse_overrides(args.set or [], TrainConfig)
+    preset = args.preset or (recorded_preset(out) if args.resume else None)
+    if preset and "preset" not in overrides:
+      overrides["preset"] = preset
     if args.seed is not None:  # else the preset's, or --set seed=S
       overrides["seed"] = args.seed
     if args.policy:
@@ -149,6 +164,19 @@ def _config(args: argparse.Namespace, training):
   return config
 
 
+def recorded_preset(out: Path):
+  """The preset a run in ``out`` recorded in its ``config.json`` (``"cpu"`` for a run from
+  before presets were recorded: every such run had the CPU sizes); ``None`` without a
+  readable one."""
+  try:
+    fields = json.loads((out / "config.json").read_text())
+  except (OSError, ValueError):
+    return None
+  if not isinstance(fields, dict):
+    return None
+  return fields.get("preset") or TrainPreset.CPU.value
+
+
 def setting_flags(args: argparse.Namespace) -> dict:
   """Each configuration field the command line set -> the flag as typed (``--set
   learning_rate=nan``, ``--devices 3``); the last ``--set`` of a field wins, as in
@@ -158,6 +186,8 @@ def setting_flags(args: argparse.Namespace) -> dict:
     flags[pair.partition("=")[0].strip().replace("-", "_")] = f"--set {pair}"
   if args.seed is not None:
     flags["seed"] = f"--seed {args.seed}"
+  if args.preset:
+    flags["preset"] = f"--preset {args.preset}"
   if args.policy:
     flags["policy"] = f"--policy {args.policy}"
   if args.devices is not None:

@@ -8,8 +8,9 @@ Modules (small and flat):
   losses      ``(v − z)² − πᵀ log p + λ‖θ‖²`` (+ action-value regression), optax AdamW.
   value_scale the game's values <-> the value head's [-1, 1] (identity, linear, MuZero's h).
   checkpoint  orbax checkpoints of the whole training state, with mismatch checks.
-  config      TrainConfig.
-  loop        the training loop (deterministic in seed and step), given the game's module.
+  config      TrainConfig, the presets' kinds (TrainPreset) and the network's arithmetic.
+  trainer     the training loop (deterministic in seed and step), given the game's module.
+  run_state   where a run stands: its stop conditions, its unread metrics, its intervals.
   evaluators  the loop's default evaluation: matches against a random player and UCT.
   metrics     metrics.jsonl rows, plots, the progress bar.
   agents      players and adapters (random, UCT with rollouts, a search, a network's argmax,
@@ -25,8 +26,8 @@ Submodules load on first use (``jaxsearch.train.trainer``), so importing the pac
 
 import importlib
 
-_SUBMODULES = ("networks", "replay", "selfplay", "losses", "checkpoint", "config", "loop",
-               "evaluators", "metrics", "agents", "matches", "value_scale")
+_SUBMODULES = ("networks", "replay", "selfplay", "losses", "checkpoint", "config", "trainer",
+               "run_state", "evaluators", "metrics", "agents", "matches", "value_scale")
 
 __all__ = list(_SUBMODULES)
 

@@ -8,6 +8,7 @@ defaults (``preset``) are the application layer's: :func:`jaxsearch.app.training
 from __future__ import annotations
 
 import dataclasses
+import enum
 import math
 import numbers
 from typing import Optional
@@ -16,15 +17,17 @@ from jaxsearch.enums import SearchPolicy, ValueScaleKind, ValueTarget, coerce
 from jaxsearch.seeds import seed_problem
 
 # Configuration fields a resumed run may change (they do not change what a step computes;
-# ``devices`` changes the updates only by float summation order).
+# ``devices`` changes the updates only by float summation order; ``metrics_every`` only when
+# the host reads, and with ``device_loop`` the length of the loop's metrics rows).
 MAY_CHANGE = ("steps", "minutes", "checkpoint_every", "eval_every", "eval_games",
-              "eval_uct_simulations", "log_every", "devices")
+              "eval_uct_simulations", "log_every", "devices", "preset", "metrics_every")
 # Settings added after checkpoints were first written: a checkpoint without one is taken to
 # have used its default (``CONFIG_DEFAULTS``, read from ``TrainConfig`` below; see
 # ``checkpoint.Checkpointer``), so a new setting's default must be the old behaviour.
 # (``value_scale="auto"`` is the old behaviour for every game whose values lie in [-1, 1]; an
 # older 2048 or backgammon checkpoint resumes with scaled value targets.)
-ADDED_SETTINGS = ("pibar_target", "gumbel_c_scale", "ones_plane", "value_scale", "td_steps")
+ADDED_SETTINGS = ("pibar_target", "gumbel_c_scale", "ones_plane", "value_scale", "td_steps",
+                  "preset", "compute_dtype", "metrics_every", "device_loop")
 
 # What each numeric field accepts, checked once when a config is built (as the solver's
 # ``SolveOptions`` are): a NaN learning rate trained a NaN network, and a negative one trained
@@ -34,7 +37,7 @@ INT_FIELDS = dict(
     train_batch=1, eval_simulations=1, td_steps=1, channels=1, head_hidden=1, blocks=0,
     max_nodes=0, temperature_moves=0, random_opening=0, min_replay=0, warmup_steps=0,
     decay_steps=0, steps=0, checkpoint_every=0, log_every=0, eval_uct_simulations=0,
-    devices=0, eval_games=None, eval_every=None)  # eval_games: even, >= 2 (below)
+    devices=0, metrics_every=1, eval_games=None, eval_every=None)  # eval_games: even, >= 2 (below)
 # Floats: ``(least, most, least allowed)``; every one must be finite.
 FLOAT_FIELDS = dict(
     learning_rate=(0.0, math.inf, False), dirichlet_fraction=(0.0, 1.0, True),
@@ -42,8 +45,37 @@ FLOAT_FIELDS = dict(
     weight_decay=(0.0, math.inf, True), l2=(0.0, math.inf, True),
     action_value_weight=(0.0, math.inf, True), minutes=(0.0, math.inf, True),
     c=(0.0, math.inf, True))
-BOOL_FIELDS = ("ones_plane", "reuse", "pibar_target")
+BOOL_FIELDS = ("ones_plane", "reuse", "pibar_target", "device_loop")
 NETWORKS = ("mlp", "resnet")
+
+
+class TrainPreset(enum.StrEnum):
+  """Which of a game's two presets a configuration was built from
+  (:func:`jaxsearch.app.training.preset`): ``CPU`` (sized for a few CPU cores) or
+  ``ACCELERATOR`` (a GPU or TPU: thousands of self-play games a step, a bigger network,
+  bfloat16 convolutions, the steps between metric reads in one device loop)."""
+
+  CPU = "cpu"
+  ACCELERATOR = "accelerator"
+
+  @classmethod
+  def for_backend(cls, backend: Optional[str] = None) -> "TrainPreset":
+    """The preset for a JAX backend's name (``"cpu"``, ``"gpu"``, ``"tpu"``, ...; default:
+    ``jax.default_backend()``): ``CPU`` for ``"cpu"``, ``ACCELERATOR`` for any other."""
+    if backend is None:
+      import jax  # only here: importing this module stays cheap
+      backend = jax.default_backend()
+    return cls.CPU if backend == "cpu" else cls.ACCELERATOR
+
+
+class ComputeDtype(enum.StrEnum):
+  """The network's arithmetic (``TrainConfig.compute_dtype``): ``FLOAT32`` everywhere, or
+  ``BFLOAT16`` in the trunk's matrix products and convolutions (the parameters, the optimiser
+  state, the normalisations, the residual stream and the output heads stay ``float32``;
+  :mod:`jaxsearch.train.networks`)."""
+
+  FLOAT32 = "float32"
+  BFLOAT16 = "bfloat16"
 
 
 class ConfigError(ValueError):
@@ -152,6 +184,24 @@ class TrainConfig:
     eval_games: games against the perfect player (tic-tac-toe) or a random player (Connect
       Four) per evaluation; eval_uct_simulations: UCT-with-rollouts opponent's budget in the
       final Connect Four evaluation (0 = skip).
+    preset: the :class:`TrainPreset` the configuration was built from (``None``: built by
+      hand); a label, recorded in ``config.json``, the summary and the progress bar (a resumed
+      run may change it: the settings it chose are compared one by one).
+    compute_dtype: the network's arithmetic, a :class:`ComputeDtype` (``"float32"`` or
+      ``"bfloat16"``).
+    metrics_every: steps between the host's reads of the metrics (and between its checks of
+      the stop conditions, which it makes only then): the steps in between are dispatched
+      without waiting for the device (the per-step rows of ``metrics.jsonl`` are written
+      when they are read). Checkpoints, evaluations and the ``steps`` bound end a read
+      interval early, so they fall on the same steps as with ``metrics_every = 1``.
+    device_loop: run the steps between two reads as one jitted ``lax.fori_loop`` over the
+      step (one call: self-play, replay and updates never leave the device); else one call
+      per step. On an accelerator the loop saves a dispatch per step; on a CPU XLA's
+      convolutions run several times slower inside a loop, so the CPU presets keep it off.
+      The loop's steps equal the separate calls' up to XLA's fusion choices (bit for bit
+      for tic-tac-toe's preset on a CPU, not for Connect Four's), so it may not change on
+      resume; the loop's trip count is an argument, so any split of the steps into
+      intervals gives the same run.
     devices: split the self-play games and every update batch over the first ``devices``
       devices (:mod:`jaxsearch.sharding`; 0 = one device, no sharding). Self-play is
       bit-identical on any number of devices (per-game keys); the updates' gradients are
@@ -160,6 +210,7 @@ class TrainConfig:
   """
 
   game: str = "tictactoe"
+  preset: Optional[TrainPreset] = None
   policy: SearchPolicy = SearchPolicy.ALPHAZERO
   seed: int = 0
   network: str = "mlp"
@@ -168,6 +219,7 @@ class TrainConfig:
   blocks: int = 2
   head_hidden: int = 64
   ones_plane: bool = False
+  compute_dtype: ComputeDtype = ComputeDtype.FLOAT32
   batch_size: int = 128
   simulations: int = 32
   max_nodes: int = 0
@@ -201,14 +253,19 @@ class TrainConfig:
   eval_simulations: int = 32
   eval_games: int = 100
   eval_uct_simulations: int = 0
+  metrics_every: int = 1
+  device_loop: bool = False
   devices: int = 0
 
   def __post_init__(self):
     if not isinstance(self.game, str) or not self.game:
       raise ConfigError("game", f"game must be a game's name, got {self.game!r}")
     # Given as strings (presets, --set, a checkpoint's JSON) or members: members from here on.
-    for name, kind in (("policy", SearchPolicy), ("value_target", ValueTarget),
-                       ("value_scale", ValueScaleKind)):
+    kinds = [("policy", SearchPolicy), ("value_target", ValueTarget),
+             ("value_scale", ValueScaleKind), ("compute_dtype", ComputeDtype)]
+    if self.preset is not None:
+      kinds.append(("preset", TrainPreset))
+    for name, kind in kinds:
       try:
         object.__setattr__(self, name, coerce(kind, getattr(self, name), name))
       except ValueError as error:

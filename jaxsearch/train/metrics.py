@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 
@@ -36,6 +37,19 @@ def truncate_metrics(path: Path, step: int) -> None:
     except json.JSONDecodeError:
       break  # a line cut by a kill: everything after it is gone too
   path.write_text("".join(line + "\n" for line in kept))
+
+
+def append_rows(path: Optional[Path], rows: list[dict], log_every: int, final: bool) -> None:
+  """Appends to ``metrics.jsonl`` the rows due: every ``log_every``-th step's, an evaluated
+  step's, and the last row when ``final``."""
+  if path is None:
+    return
+  due = [row for i, row in enumerate(rows)
+         if row["step"] % max(log_every, 1) == 0 or "eval_step" in row
+         or (final and i == len(rows) - 1)]
+  if due:
+    with path.open("a") as f:
+      f.write("".join(json.dumps(row) + "\n" for row in due))
 
 
 def read_metrics(path: str | Path) -> list[dict]:
@@ -87,24 +101,27 @@ def plot_metrics(metrics_path: str | Path, png_path: str | Path, title: str = ""
 
 
 class ProgressBar:
-  """A rich progress bar (step, positions/s, loss, latest evaluation) or nothing."""
+  """A rich progress bar (``label``, e.g. ``training (cpu preset)``; step, positions/s, loss,
+  latest evaluation) or nothing."""
 
-  def __init__(self, enabled: bool, steps: int, minutes: float, console=None):
+  def __init__(self, enabled: bool, steps: int, minutes: float, console=None,
+               label: str = "training"):
     self.enabled = enabled
     self.steps, self.minutes = steps, minutes
     self.console = console
+    self.label = label
     self.progress = None
 
   def __enter__(self):
     if self.enabled:
       from rich.console import Console
       from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-      self.progress = Progress(TextColumn("[bold]training"), BarColumn(),
+      self.progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
                                TextColumn("{task.fields[status]}"), TimeElapsedColumn(),
                                console=self.console or Console(stderr=True))
       self.progress.__enter__()
       total = self.steps if self.steps else self.minutes * 60
-      self.task = self.progress.add_task("training", total=total, status="compiling…")
+      self.task = self.progress.add_task(self.label, total=total, status="compiling…")
     return self
 
   def update(self, step, row, last_eval, elapsed):

@@ -29,6 +29,16 @@ from jaxsearch.game import Estimate, Estimator, State
 from jaxsearch.train.value_scale import ValueScale
 
 
+def _layer_dtype(compute_dtype: str):
+  """The ``dtype`` handed to the trunk's layers: ``None`` (flax infers ``float32`` from the
+  parameters) for ``"float32"``, ``jnp.bfloat16`` for ``"bfloat16"``."""
+  if compute_dtype == "float32":
+    return None
+  if compute_dtype == "bfloat16":
+    return jnp.bfloat16
+  raise ValueError(f"compute_dtype must be 'float32' or 'bfloat16', got {compute_dtype!r}")
+
+
 @struct.dataclass
 class NetworkOutput:
   """What a network says about a batch of observations.
@@ -52,16 +62,19 @@ class MLP(nnx.Module):
     num_actions: ``A``.
     hidden: widths of the trunk's layers.
     action_values: add the action-value head (AVTS).
+    compute_dtype: ``"float32"`` or ``"bfloat16"``: the trunk's arithmetic (the parameters
+      and the heads stay ``float32``).
     rngs: ``nnx.Rngs`` for the initialisation.
   """
 
   def __init__(self, obs_shape: Sequence[int], num_actions: int, *,
                hidden: Sequence[int] = (128, 128), action_values: bool = False,
-               rngs: nnx.Rngs):
+               compute_dtype: str = "float32", rngs: nnx.Rngs):
     width = math.prod(obs_shape)
+    dtype = _layer_dtype(compute_dtype)
     layers = []
     for size in hidden:
-      layers.append(nnx.Linear(width, size, rngs=rngs))
+      layers.append(nnx.Linear(width, size, dtype=dtype, rngs=rngs))
       width = size
     self.trunk = nnx.List(layers)
     self.policy = nnx.Linear(width, num_actions, rngs=rngs)
@@ -73,24 +86,27 @@ class MLP(nnx.Module):
     x = obs.reshape(obs.shape[0], -1)
     for layer in self.trunk:
       x = jax.nn.relu(layer(x))
+    x = x.astype(jnp.float32)  # the heads in float32
     return NetworkOutput(
         logits=self.policy(x), value=jnp.tanh(self.value(x)[:, 0]),
         action_values=None if self.action_value is None else jnp.tanh(self.action_value(x)))
 
 
 class _Block(nnx.Module):
-  """``x + conv(relu(ln(conv(relu(ln(x))))))`` — a pre-activation residual block."""
+  """``x + conv(relu(ln(conv(relu(ln(x))))))`` — a pre-activation residual block; the
+  convolutions in ``dtype`` (``None``: ``float32``), the norms and the sum in ``float32``."""
 
-  def __init__(self, channels: int, rngs: nnx.Rngs):
+  def __init__(self, channels: int, rngs: nnx.Rngs, dtype=None):
     self.norm1 = nnx.LayerNorm(channels, rngs=rngs)
-    self.conv1 = nnx.Conv(channels, channels, kernel_size=(3, 3), rngs=rngs)
+    self.conv1 = nnx.Conv(channels, channels, kernel_size=(3, 3), dtype=dtype, rngs=rngs)
     self.norm2 = nnx.LayerNorm(channels, rngs=rngs)
-    self.conv2 = nnx.Conv(channels, channels, kernel_size=(3, 3), rngs=rngs)
+    self.conv2 = nnx.Conv(channels, channels, kernel_size=(3, 3), dtype=dtype, rngs=rngs)
 
   def __call__(self, x):
+    """``x``: ``f32[B, H, W, channels]``."""
     y = self.conv1(jax.nn.relu(self.norm1(x)))
-    y = self.conv2(jax.nn.relu(self.norm2(y)))
-    return x + y
+    y = self.conv2(jax.nn.relu(self.norm2(y.astype(jnp.float32))))
+    return x + y.astype(jnp.float32)
 
 
 class ResNet(nnx.Module):
@@ -105,20 +121,23 @@ class ResNet(nnx.Module):
     action_values: add the action-value head (AVTS).
     ones_plane: append a constant plane of ones to the input, so that the convolutions' zero
       padding differs from an empty cell (where a Connect Four disc can land, e.g.).
+    compute_dtype: ``"float32"`` or ``"bfloat16"``: the trunk's convolutions (the
+      parameters, the layer norms, the residual stream and the heads stay ``float32``).
     rngs: ``nnx.Rngs``.
   """
 
   def __init__(self, obs_shape: Sequence[int], num_actions: int, *, channels: int = 32,
                blocks: int = 2, head_hidden: int = 64, action_values: bool = False,
-               ones_plane: bool = False, rngs: nnx.Rngs):
+               ones_plane: bool = False, compute_dtype: str = "float32", rngs: nnx.Rngs):
     if len(obs_shape) != 3:
       raise ValueError(f"ResNet needs [H, W, C] observations, got shape {tuple(obs_shape)}")
     height, width, planes = obs_shape
     self.ones_plane = bool(ones_plane)
     planes += int(self.ones_plane)
     cells = height * width
-    self.stem = nnx.Conv(planes, channels, kernel_size=(3, 3), rngs=rngs)
-    self.blocks = nnx.List([_Block(channels, rngs) for _ in range(blocks)])
+    dtype = _layer_dtype(compute_dtype)
+    self.stem = nnx.Conv(planes, channels, kernel_size=(3, 3), dtype=dtype, rngs=rngs)
+    self.blocks = nnx.List([_Block(channels, rngs, dtype) for _ in range(blocks)])
     self.norm = nnx.LayerNorm(channels, rngs=rngs)
     self.policy_conv = nnx.Conv(channels, 2, kernel_size=(1, 1), rngs=rngs)
     self.policy = nnx.Linear(2 * cells, num_actions, rngs=rngs)
@@ -132,7 +151,7 @@ class ResNet(nnx.Module):
     """``obs``: ``f32[B, H, W, C]``."""
     if self.ones_plane:
       obs = jnp.concatenate([obs, jnp.ones(obs.shape[:-1] + (1,), obs.dtype)], axis=-1)
-    x = self.stem(obs)
+    x = self.stem(obs).astype(jnp.float32)
     for block in self.blocks:
       x = block(x)
     x = jax.nn.relu(self.norm(x))
@@ -158,8 +177,8 @@ def _build(kind: str, obs_shape: tuple, num_actions: int, key: jax.Array,
 def build(kind: str, obs_shape: Sequence[int], num_actions: int, *, seed: int = 0,
           action_values: bool = False, **sizes) -> nnx.Module:
   """A network by name: ``"mlp"`` (sizes: ``hidden``) or ``"resnet"`` (``channels``,
-  ``blocks``, ``head_hidden``), initialised from ``seed`` (eagerly; :func:`init` is the
-  compiled equivalent, with the same parameters)."""
+  ``blocks``, ``head_hidden``, ``ones_plane``; both: ``compute_dtype``), initialised from
+  ``seed`` (eagerly; :func:`init` is the compiled equivalent, with the same parameters)."""
   return _build(kind, tuple(obs_shape), num_actions, jax.random.PRNGKey(seed), action_values,
                 sizes)
 

@@ -1,12 +1,17 @@
 """The training loop: self-play with the batched search, replay, updates, evaluation.
 
-One **step** is one jitted call: ``moves_per_step`` self-play moves in all ``batch_size``
-games (each one batched search), then ``updates_per_step`` gradient updates on batches
-sampled from the replay buffer (none until it holds ``min_replay`` positions). The step's
-keys are ``fold_in(seed key, step)``, so a run is a deterministic function of its
+One **step** is ``moves_per_step`` self-play moves in all ``batch_size`` games (each one
+batched search), then ``updates_per_step`` gradient updates on batches sampled from the
+replay buffer (none until it holds ``min_replay`` positions): one jitted function. The
+step's keys are ``fold_in(seed key, step)``, so a run is a deterministic function of its
 configuration, seed and step count — which is what makes resuming exact: the whole
 :class:`TrainState` (parameters, optimiser state, replay buffer, games in progress and their
 trees, key, step) is checkpointed, and a resumed run continues bit for bit.
+
+The state never leaves the device during a run. The host reads the steps' metrics once every
+``metrics_every`` steps (:meth:`Trainer.advance`, :meth:`Trainer.fetch_metrics`); with
+``device_loop`` the steps in between are one jitted ``lax.fori_loop`` (the state donated),
+else one call each, dispatched without waiting.
 
     trainer = Trainer(config, module, out_dir="runs/ttt")
     summary = trainer.run(minutes=5)          # or steps=...; resume=True continues
@@ -24,7 +29,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import sys
 import time
 import warnings
 from pathlib import Path
@@ -32,6 +36,7 @@ from typing import Any, Callable, Optional
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from jaxsearch import policies, sharding
@@ -41,8 +46,9 @@ from jaxsearch.train import losses, networks, replay, selfplay
 from jaxsearch.train import value_scale as value_scale_lib
 from jaxsearch.train.config import CONFIG_DEFAULTS, MAY_CHANGE, TrainConfig
 from jaxsearch.train.evaluators import MakeEvaluator, default_evaluator
-from jaxsearch.train.metrics import (ProgressBar, flatten_metrics, json_number, plot_metrics,
+from jaxsearch.train.metrics import (ProgressBar, append_rows, flatten_metrics, plot_metrics,
                                      truncate_metrics)
+from jaxsearch.train.run_state import Budget, RunProgress, next_interval, report_skipped
 from jaxsearch.train.metrics import read_metrics
 
 # The training API (``TrainConfig``, ``read_metrics`` and the settings' tables re-exported).
@@ -104,6 +110,7 @@ class Trainer:
     sizes = (dict(hidden=tuple(config.hidden)) if config.network == "mlp" else
              dict(channels=config.channels, blocks=config.blocks,
                   head_hidden=config.head_hidden, ones_plane=config.ones_plane))
+    sizes["compute_dtype"] = str(config.compute_dtype)
     self.graphdef, self.initial_params = networks.init(
         config.network, obs_shape, self.game.num_actions, seed=config.seed,
         action_values=self.action_values, **sizes)
@@ -133,6 +140,7 @@ class Trainer:
                                              value_scale=self.value_scale)
     self.play_move = selfplay.make_step(self.selfplay)
     self.iterate = jax.jit(self._iterate, donate_argnums=0)
+    self.iterate_many = jax.jit(self._iterate_many, donate_argnums=0)
     if evaluator is None:
       evaluator = default_evaluator
     # The evaluation is built last: it reads the searches and the network built above.
@@ -159,6 +167,11 @@ class Trainer:
                          c=config.c, max_nodes=max_nodes, dirichlet_fraction=noise,
                          dirichlet_alpha=config.dirichlet_alpha, temperature=0.0,
                          devices=devices, pibar_target=config.pibar_target)
+
+  @property
+  def positions_per_step(self) -> int:
+    """Self-play positions a step plays: ``batch_size × moves_per_step``."""
+    return self.config.batch_size * self.config.moves_per_step
 
   def logits(self, params, states) -> jax.Array:
     """``f32[B, A]`` the raw network's policy logits at ``states``."""
@@ -223,6 +236,49 @@ class Trainer:
                      key=ts.key, step=ts.step + 1, updates=updates)
     return new, metrics
 
+  def _iterate_many(self, ts: TrainState, count: jax.Array):
+    """``count`` steps (``i32[]``, at most ``metrics_every``) in one ``lax.fori_loop``:
+    ``(state, metrics)``, each metric ``[metrics_every]`` with step ``i``'s at row ``i``
+    (rows past ``count`` are zeros). The trip count is an argument, so every interval
+    between two reads, shortened or not, runs the same compiled loop."""
+    rows = self.config.metrics_every
+    shapes = jax.eval_shape(self._iterate, ts)[1]
+    history = jax.tree.map(lambda m: jnp.zeros((rows,) + m.shape, m.dtype), shapes)
+
+    def body(i, carry):
+      ts, history = carry
+      ts, metrics = self._iterate(ts)
+      return ts, jax.tree.map(lambda h, m: h.at[i].set(m), history, metrics)
+
+    return jax.lax.fori_loop(0, count, body, (ts, history))
+
+  def advance(self, ts: TrainState, count: int) -> tuple[TrainState, list]:
+    """``count`` steps from ``ts``, nothing read back: ``(state, pending)``, ``pending`` the
+    steps' metrics still on the device (:meth:`fetch_metrics` fetches them in one read).
+    With ``device_loop`` one call of :attr:`iterate_many`, else ``count`` calls of
+    :attr:`iterate`, dispatched without waiting."""
+    if self.config.device_loop:
+      ts, history = self.iterate_many(ts, np.int32(count))
+      return ts, [(history, count)]
+    pending = []
+    for _ in range(count):
+      ts, metrics = self.iterate(ts)
+      pending.append((metrics, None))
+    return ts, pending
+
+  @staticmethod
+  def fetch_metrics(pending: list) -> list[dict]:
+    """The steps' metrics from :meth:`advance`'s ``pending``, one dict of host scalars per
+    step, fetched in one ``jax.device_get`` (the loop's only read of the device between
+    checkpoints and evaluations)."""
+    rows = []
+    for metrics, count in jax.device_get(pending):
+      if count is None:
+        rows.append(metrics)
+      else:
+        rows.extend({k: v[i] for k, v in metrics.items()} for i in range(count))
+    return rows
+
   # ---- the run ----
 
   def checkpointer(self, lock: bool = False) -> checkpoint_lib.Checkpointer:
@@ -240,23 +296,33 @@ class Trainer:
     """Trains until ``steps`` (total, counting resumed ones) or ``minutes`` (this call's wall
     clock, compilation included) is reached, at a step boundary; checkpoints, evaluates.
 
+    The host reads the metrics after the call's first step (timed alone: it holds the
+    compilation), then once every ``metrics_every`` steps (sooner when a checkpoint, an
+    evaluation or the ``steps`` bound falls earlier: those steps are the same for every
+    ``metrics_every``), and checks ``minutes`` then; the steps in between are dispatched
+    without waiting for the device (:meth:`advance`).
+
     ``started``: the ``time.perf_counter()`` the clock counts from (default: now; the CLI
     passes its own start, so imports and building the trainer count too).
 
-    A resume whose newest checkpoint is corrupt continues from the newest intact one
-    (:meth:`~jaxsearch.train.checkpoint.Checkpointer.restore`), saying so on ``console``
-    (default: stderr).
+    A resume past a corrupt newest checkpoint continues from the newest intact one
+    (:meth:`~jaxsearch.train.checkpoint.Checkpointer.restore`), saying so on ``console``.
 
     Returns:
       the summary: the final evaluation's fields plus ``steps``, ``positions`` (self-play
       positions played, all runs), ``games``, ``updates``, ``minutes`` (this call),
-      ``out_dir``; after such a fallback also ``skipped_checkpoints`` (the corrupt steps)
-      and ``resumed_from`` (the step restored).
+      ``out_dir``, ``preset`` (the configuration's :class:`~jaxsearch.train.config.TrainPreset`
+      or ``None``), ``positions_per_s`` and ``updates_per_s`` (this call's steady state: its
+      read intervals after the first, which holds the compilation; evaluations and
+      checkpoints excluded; ``None`` after a single interval), ``first_interval_s`` (the
+      first step's seconds, compilation included), ``device_peak_bytes``
+      (:meth:`peak_device_bytes`); after a fallback past corrupt checkpoints
+      ``skipped_checkpoints`` (their steps) and ``resumed_from`` (the step restored).
     """
     config = self.config
-    budget = _Budget(steps=config.steps if steps is None else steps,
-                     minutes=config.minutes if minutes is None else minutes,
-                     started=time.perf_counter() if started is None else started)
+    budget = Budget(steps=config.steps if steps is None else steps,
+                    minutes=config.minutes if minutes is None else minutes,
+                    started=time.perf_counter() if started is None else started)
     ckpt = self.checkpointer(lock=True) if self.out_dir is not None else None
     try:
       ts = self._start_state(ckpt, resume)
@@ -264,30 +330,38 @@ class Trainer:
       if ckpt is not None:  # its lock too
         ckpt.close()
       raise
-    skipped = tuple(ckpt.skipped) if ckpt is not None else ()
-    _report_skipped(skipped, int(ts.step), console)
+    run = self._progress(ts, tuple(ckpt.skipped) if ckpt is not None else (), console)
     metrics_path = self.out_dir / "metrics.jsonl" if self.out_dir is not None else None
     if metrics_path is not None:
-      truncate_metrics(metrics_path, int(ts.step))
+      truncate_metrics(metrics_path, run.step)
     sleep = float(os.environ.get(SLEEP_ENV, "0") or 0)
-    run = _RunProgress(ts=ts, step=int(ts.step), last_saved=int(ts.step),
-                       skipped=[s.step for s in skipped], resumed_from=int(ts.step))
-    bar = ProgressBar(progress, budget.steps, budget.minutes, console)
+    label = f"training ({config.preset} preset)" if config.preset else "training"
+    bar = ProgressBar(progress, budget.steps, budget.minutes, console, label=label)
     try:
       with bar:
         while not budget.reached(run.step):
           if not budget.steps and not budget.minutes:
             raise ValueError("give a stop condition: steps or minutes")
-          self._run_step(run, budget, ckpt, metrics_path, bar)
+          self._run_interval(run, budget, ckpt, metrics_path, bar)
           if sleep:
             time.sleep(sleep)
     finally:
+      self._log_cut_short(run, budget, metrics_path)
       if ckpt is not None:
         if run.step != run.last_saved:
           ckpt.save(run.step, run.ts)
         ckpt.close()
     self.state = run.ts
     return self._summary(run, budget, metrics_path if plot else None)
+
+  @staticmethod
+  def _progress(ts: TrainState, skipped: tuple, console) -> RunProgress:
+    """A run's progress from its start state (one read: its step and updates); says which
+    corrupt checkpoints a resume passed over (``skipped``)."""
+    step, updates = (int(x) for x in jax.device_get((ts.step, ts.updates)))
+    report_skipped(skipped, step, console)
+    return RunProgress(ts=ts, step=step, last_saved=step, last_updates=updates,
+                       skipped=[s.step for s in skipped], resumed_from=step)
 
   def _start_state(self, ckpt: Optional[checkpoint_lib.Checkpointer],
                    resume: bool) -> TrainState:
@@ -311,39 +385,53 @@ class Trainer:
       (out / "config.json").write_text(json.dumps(self.config.to_dict(), indent=1) + "\n")
     return ts
 
-  def _run_step(self, run: "_RunProgress", budget: "_Budget",
-                ckpt: Optional[checkpoint_lib.Checkpointer], metrics_path: Optional[Path],
-                bar: ProgressBar) -> None:
-    """One step of :meth:`run`: iterate, then evaluate, log and checkpoint when due."""
+  def _advance_run(self, run: "RunProgress", count: int) -> None:
+    """:meth:`advance` by ``count`` steps, ``run`` updated as each call is dispatched (an
+    interruption leaves ``run.ts`` a live state, its step and its unread metrics)."""
+    calls = 1 if self.config.device_loop else count
+    for _ in range(calls):
+      run.ts, pending = self.advance(run.ts, count // calls)
+      run.pending.extend(pending)
+      run.step += count // calls
+
+  def _run_interval(self, run: "RunProgress", budget: "Budget",
+                    ckpt: Optional[checkpoint_lib.Checkpointer], metrics_path: Optional[Path],
+                    bar: ProgressBar) -> None:
+    """One interval of :meth:`run`: the steps up to the next read
+    (:func:`~jaxsearch.train.run_state.next_interval`), one read of their metrics, then
+    evaluate, log and checkpoint when due."""
     config = self.config
-    positions_per_step = config.batch_size * config.moves_per_step
-    t0 = time.perf_counter()
-    run.ts, metrics = self.iterate(run.ts)
-    metrics = jax.device_get(metrics)
-    run.step += 1
+    count = next_interval(self.config, run.step, budget.steps, first=not run.intervals)
+    run.interval_started = time.perf_counter()
+    self._advance_run(run, count)
+    rows = run.read_rows(self.fetch_metrics, budget, self.positions_per_step)
     step = run.step
-    dt = time.perf_counter() - t0
-    row = {"step": step, "positions": step * positions_per_step,
-           "time": round(budget.elapsed(), 3),
-           "positions_per_s": round(positions_per_step / max(dt, 1e-9), 1)}
-    row.update({k: json_number(v) for k, v in metrics.items()})
     final = budget.reached(step)
     if self.evaluator is not None and ((config.eval_every > 0 and
                                         step % config.eval_every == 0) or final):
       run.last_eval = self.evaluate(run.ts.params, step, final=final)
       run.last_final = final
-      row.update(flatten_metrics(run.last_eval))
-    if metrics_path is not None and (final or step % max(config.log_every, 1) == 0
-                                     or run.last_eval and "eval_step" in row):
-      with metrics_path.open("a") as f:
-        f.write(json.dumps(row) + "\n")
+      rows[-1].update(flatten_metrics(run.last_eval))
+    append_rows(metrics_path, rows, config.log_every, final)
     if ckpt is not None and ((config.checkpoint_every and
                               step % config.checkpoint_every == 0) or final):
       ckpt.save(step, run.ts)
       run.last_saved = step
-    bar.update(step, row, run.last_eval, budget.elapsed())
+    bar.update(step, rows[-1], run.last_eval, budget.elapsed())
 
-  def _summary(self, run: "_RunProgress", budget: "_Budget",
+  def _log_cut_short(self, run: "RunProgress", budget: "Budget",
+                     metrics_path: Optional[Path]) -> None:
+    """After an interruption inside an interval: the rows of the steps it dispatched (the
+    checkpoint :meth:`run` then writes is of the last of them)."""
+    if not run.pending:
+      return
+    try:
+      rows = run.read_rows(self.fetch_metrics, budget, self.positions_per_step)
+    except Exception:  # the device failed: the error already being raised says more
+      return
+    append_rows(metrics_path, rows, self.config.log_every, final=True)
+
+  def _summary(self, run: "RunProgress", budget: "Budget",
                plot_from: Optional[Path]) -> dict:
     """:meth:`run`'s summary, after a final evaluation unless the last step had one; with
     ``plot_from`` (the metrics file) the plot is written too."""
@@ -353,10 +441,15 @@ class Trainer:
                                            and run.last_final):
       last_eval = self.evaluate(ts.params, run.step, final=True)
     summary = dict(last_eval)
+    moves, games, updates = (int(x) for x in jax.device_get(
+        (ts.selfplay.moves, ts.selfplay.games, ts.updates)))
     summary.update(
-        steps=run.step, positions=int(ts.selfplay.moves), games=int(ts.selfplay.games),
-        updates=int(ts.updates), minutes=round(budget.elapsed() / 60, 3),
-        out_dir=str(out) if out is not None else None)
+        steps=run.step, positions=moves, games=games, updates=updates,
+        minutes=round(budget.elapsed() / 60, 3),
+        out_dir=str(out) if out is not None else None,
+        preset=str(config.preset) if config.preset else None,
+        device_peak_bytes=self.peak_device_bytes(),
+        **run.throughput(self.positions_per_step))
     if run.skipped:
       summary.update(skipped_checkpoints=run.skipped, resumed_from=run.resumed_from)
     if plot_from is not None:
@@ -364,6 +457,14 @@ class Trainer:
       summary["plot"] = str(plot_metrics(plot_from, out / "training.png",
                                          title=f"{config.game} ({config.policy}{scale})"))
     return summary
+
+  def peak_device_bytes(self) -> Optional[int]:
+    """The most bytes in use at once on any of the run's devices since the process started
+    (``None`` where the backend does not say: a CPU)."""
+    peaks = [(device.memory_stats() or {}).get("peak_bytes_in_use")
+             for device in (self.devices or jax.devices()[:1])]
+    peaks = [int(peak) for peak in peaks if peak is not None]
+    return max(peaks) if peaks else None
 
   def evaluate(self, params, step: int, final: bool = False) -> dict:
     """Runs the evaluator with the key ``fold_in(PRNGKey(seed + 1), step)``."""
@@ -373,50 +474,6 @@ class Trainer:
     result["eval_step"] = step
     result["eval_seconds"] = round(time.perf_counter() - t0, 2)
     return result
-
-
-@dataclasses.dataclass(frozen=True)
-class _Budget:
-  """When :meth:`Trainer.run` stops: ``steps`` in total or ``minutes`` since ``started``
-  (a ``time.perf_counter()``), whichever comes first; 0 turns a condition off."""
-
-  steps: int
-  minutes: float
-  started: float
-
-  def elapsed(self) -> float:
-    return time.perf_counter() - self.started
-
-  def reached(self, step: int) -> bool:
-    return bool((self.steps and step >= self.steps) or
-                (self.minutes and self.elapsed() >= self.minutes * 60))
-
-
-@dataclasses.dataclass
-class _RunProgress:
-  """Where :meth:`Trainer.run` stands: the state, its step, the last checkpointed step and the
-  latest evaluation (``last_final``: whether it was a final one, with the UCT match etc.)."""
-
-  ts: TrainState
-  step: int
-  last_saved: int
-  last_eval: dict = dataclasses.field(default_factory=dict)
-  last_final: bool = False
-  # A resume that passed over corrupt checkpoints: their steps, and the step it restored.
-  skipped: list = dataclasses.field(default_factory=list)
-  resumed_from: Optional[int] = None
-
-
-def _report_skipped(skipped, step: int, console=None) -> None:
-  """Says (on ``console``, else stderr) which corrupt checkpoints a resume passed over
-  (:class:`~jaxsearch.train.checkpoint.SkippedStep`) and the ``step`` it resumed from."""
-  for note in skipped:
-    message = (f"warning: checkpoint step {note.step} is corrupt and was skipped; resuming "
-               f"from step {step}. ({note.brief()})")
-    if console is not None:
-      console.print(message, markup=False, highlight=False, style="yellow")
-    else:
-      print(message, file=sys.stderr)
 
 
 def load_trained(out_dir: str | Path, game_module: Callable[[str], Any],
