@@ -4,10 +4,11 @@ every node (*Wordle Perfect Play with Generic Methods*, T. Tyl 2024; docs/algori
 Nothing of the solver is used. The tree is a dict-of-nodes in numpy, as the article's
 reference code builds it:
 
-* **A node** is a set of remaining secrets (``n >= 2``; a single secret is a leaf worth one
-  more guess, the all-correct feedback a leaf worth none). It keeps *choices* (guesses), each
-  with q̂1 (the entropic estimator, :func:`entropic_values`), q̂2 (its Bellman value), its
-  visits and its bound.
+* **A node** (:class:`~jaxsearch.games.avts_article_node.Node`, with its debiasing and
+  variance statistics) is a set of remaining secrets (``n >= 2``; a single secret is a leaf
+  worth one more guess, the all-correct feedback a leaf worth none). It keeps *choices*
+  (guesses), each with q̂1 (the entropic estimator), q̂2 (its Bellman value), its visits and
+  its bound.
 * **Widening, no cut**: a new node holds one choice, the best guess by q̂1; whenever the
   newest choice is selected, the next best guess by q̂1 among *all* guesses is added. The
   order is cached ``cache`` guesses at a time and recomputed when used up (an estimator
@@ -18,22 +19,12 @@ reference code builds it:
   it exists, visited the same way. The visit runs level by level, so one level's new nodes
   are evaluated in one batched call; then the chosen choices are backed up from the deepest
   level up: ``q̂2 = Σ_o p(o)·(−1 + V(s_o))`` with ``V`` the child's best debiased value.
-* **Debiasing** as the article: bucket ``v`` (a choice's ``v``-th visit) keeps the streamed
-  mean of the changes of q̂2; ``q̂3 = q̂2 + Σ_{j > n} mean[j]``. Histories are never cut: the
-  buckets grow with the most visited choice.
 * **The bound** (the article's plot): each choice's bound is the value of a concrete policy,
   ``max(old, Σ_o p(o)·(−1 + B(s_o)))``, a fresh choice charged ``−n`` (each of the ``n``
   secrets found by its ``n``-th guess at worst); ``B(s_o)`` is the bound of the child's best
   choice by value (``ChildBound.BEST_VALUE``, the reference code) or the child's best bound
   (``ChildBound.BEST_BOUND``). The root's best bound times the number of secrets is an upper
   bound on the optimal total of guesses, and it never gets worse.
-* **Variances** (:class:`Variance`), per bucket ``v`` with ``c`` records:
-  ``AVTS`` the change minus the bucket's mean from before the record, squared, over
-  ``max(c − 1, 1)`` (the library's default, :mod:`jaxsearch.debias`); ``CENTRED`` the
-  article's text, Welford's centred sum over ``c − 1`` (one record: its mean squared);
-  ``REFERENCE`` the article's code, the raw change of q̂2 squared, over (choices with at
-  least ``v − 1`` visits) ``− 1``. ``σ²(n) = Σ_{j > n} var[j]``, a zero replaced by the
-  nearest non-zero value toward fewer visits.
 
 Rules (:class:`Rule`, the article's constants): Thompson sampling (one draw per choice from
 ``N(q̂3, σ²)``, the argmax; the reference code estimates each choice's probability of being
@@ -47,12 +38,14 @@ from __future__ import annotations
 import dataclasses
 import enum
 import math
-from typing import Callable, Optional, Sequence
+from typing import Optional
 
 import numpy as np
 
 from jaxsearch.enums import Variance
-from jaxsearch.guessing.estimator import entropic_costs, greedy_guess
+from jaxsearch.games.avts_article_node import (VARIANCES, Estimator, Node, Problem,
+                                               numpy_estimator)
+from jaxsearch.guessing.estimator import greedy_guess
 
 
 class Rule(enum.StrEnum):
@@ -71,171 +64,17 @@ class ChildBound(enum.StrEnum):
   BEST_BOUND = "best_bound"  # the child's best bound (tighter, also a concrete policy)
 
 
+class RootRule(enum.StrEnum):
+  """Which rule chooses at the root."""
+
+  ARTICLE = "article"  # the rule under test, as at every other node (the article's)
+  THOMPSON = "thompson"  # Thompson-AVTS whatever the rule under test (the solver's root)
+
+
 LAPLACE_DELTA = 0.1
 PUCT_C = 1.0
 HOEFFDING_P = 0.999
 HOEFFDING_RANGE = (-6.0, 0.0)
-VARIANCES = (Variance.AVTS, Variance.CENTRED, Variance.REFERENCE)
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class Problem:
-  """A guessing game on the host: ``table u8[S, G]`` (feedback of guess ``g`` for secret
-  ``s``), ``guess_of_secret int[S]``, the all-correct ``solved_code``, ``num_codes``."""
-
-  table: np.ndarray
-  guess_of_secret: np.ndarray
-  solved_code: int
-  num_codes: int
-  name: str
-  guess_names: Optional[Sequence[str]] = None
-
-  @property
-  def num_secrets(self) -> int:
-    return self.table.shape[0]
-
-  @classmethod
-  def wordle(cls, answers: Sequence[str], guesses: Sequence[str]) -> "Problem":
-    """Wordle over the given lists (the guesses must include the answers)."""
-    from jaxsearch.games import wordle
-    index = {w: i for i, w in enumerate(guesses)}
-    missing = [w for w in answers if w not in index]
-    if missing:
-      raise ValueError(f"{len(missing)} answers are not allowed guesses, e.g. {missing[:3]}")
-    table = np.asarray(wordle.feedback_table(guesses, answers, secret_major=True), np.uint8)
-    return cls(table, np.asarray([index[w] for w in answers]), wordle.SOLVED,
-               wordle.NUM_PATTERNS, f"wordle {len(answers)}/{len(guesses)}", tuple(guesses))
-
-  @classmethod
-  def mastermind(cls, pegs: int, colours: int) -> "Problem":
-    """Mastermind ``pegs`` × ``colours`` (every code a secret and a guess)."""
-    from jaxsearch.games import mastermind
-    table = np.asarray(mastermind.feedback_table(pegs, colours), np.uint8)
-    num_codes = len(mastermind.feedback_keys(pegs))
-    return cls(table, np.arange(table.shape[0]), num_codes - 1, num_codes,
-               f"mastermind {pegs}x{colours}")
-
-
-def entropic_values(problem: Problem, secrets: np.ndarray) -> np.ndarray:
-  """``f64[G]``: q̂1 of every guess for the set ``secrets`` (``n >= 2`` indices), the
-  entropic estimator of docs/algorithms.md §2 in float64; ``-inf`` for a guess that tells
-  nothing and is not a candidate."""
-  return -entropic_costs(problem.table, problem.guess_of_secret, secrets, problem.num_codes)
-
-
-Estimator = Callable[[Problem, Sequence[np.ndarray]], list]
-
-
-def numpy_estimator(problem: Problem, sets: Sequence[np.ndarray]) -> list:
-  """The batched estimator's host form: :func:`entropic_values` of each set."""
-  return [entropic_values(problem, s) for s in sets]
-
-
-def jax_estimator(problem: Problem, batched: Optional[bool] = None,
-                  bucket: int = 64) -> Estimator:
-  """The library's estimator (:func:`jaxsearch.guessing.estimator.entropic_estimator`)
-  as a batched backend: each call is one jitted program over the sets (padded to a multiple
-  of ``bucket`` so that few shapes compile). ``batched=True`` computes every histogram of the
-  batch as one matrix product, the form an accelerator wants; ``None`` decides by backend.
-  float32 estimates, so ties may order differently from :func:`numpy_estimator`."""
-  import jax
-  import jax.numpy as jnp
-  from jaxsearch.guessing.game import State, mask_to_bits
-  from jaxsearch.guessing.estimator import entropic_estimator
-
-  table = jnp.asarray(problem.table)
-  secret_of_guess = np.full(problem.table.shape[1], -1, np.int64)
-  secret_of_guess[problem.guess_of_secret] = np.arange(problem.num_secrets)
-
-  @jax.jit
-  def run(tbl, masks):
-    est = entropic_estimator(tbl, secret_of_guess, problem.num_codes, batched=batched)
-    states = State(remaining=mask_to_bits(masks), solved=jnp.zeros(masks.shape[0], bool))
-    return est(None, None, states).action_values
-
-  def estimate(_, sets: Sequence[np.ndarray]) -> list:
-    size = -(-len(sets) // bucket) * bucket
-    masks = np.zeros((size, problem.num_secrets), bool)
-    for k, secrets in enumerate(sets):
-      masks[k, secrets] = True
-    values = np.asarray(run(table, jnp.asarray(masks)), np.float64)
-    return [values[k] for k in range(len(sets))]
-
-  return estimate
-
-
-class Node:
-  """One state of the tree: its secrets, its choices and their statistics."""
-
-  __slots__ = ("secrets", "guesses", "q1", "q2", "visits", "bound", "parts", "children",
-               "order", "order_q1", "cursor", "active", "count", "mean", "sq", "reached",
-               "total", "best_bound")
-
-  def __init__(self, secrets: np.ndarray):
-    self.secrets = secrets
-    self.guesses, self.q1, self.q2, self.visits, self.bound = [], [], [], [], []
-    self.parts, self.children = [], []
-    self.order, self.order_q1, self.cursor, self.active = None, None, 0, set()
-    self.count, self.mean, self.sq = [], [], []  # bucket j (index j - 1): the j-th visits
-    self.reached = [0]  # reached[k]: choices with at least k visits
-    self.total = 0
-    self.best_bound = -float(len(secrets))
-
-  @property
-  def n(self) -> int:
-    return len(self.secrets)
-
-  def q3(self) -> np.ndarray:
-    """``f64[A]`` debiased values of the choices."""
-    suffix = np.concatenate([np.cumsum(self.mean[::-1])[::-1], [0.0]])
-    visits = np.asarray(self.visits)
-    return np.asarray(self.q2) + suffix[np.minimum(visits, len(self.mean))]
-
-  def bucket_variance(self, variance: Variance) -> np.ndarray:
-    """``f64[V]`` per-bucket variance of the chosen model (module docstring)."""
-    count = np.asarray(self.count, np.float64)
-    sq = np.asarray(self.sq)
-    if variance == Variance.REFERENCE:
-      before = np.asarray(self.reached[:len(count)], np.float64)
-      return sq / np.where(before > 1, before - 1, 1.0)
-    var = sq / np.maximum(count - 1, 1)
-    if variance == Variance.CENTRED:
-      var = np.where(count == 1, np.square(self.mean), var)
-    return var
-
-  def sigma2(self, variance: Variance) -> np.ndarray:
-    """``f64[A]`` σ² of each choice (zero-filled toward fewer visits)."""
-    per = self.bucket_variance(variance)
-    if len(per) == 0:
-      best = float(np.max(self.q3())) if variance == Variance.REFERENCE else 0.0
-      return np.full(len(self.guesses), best * best)
-    sums = np.concatenate([np.cumsum(per[::-1])[::-1], [0.0]])  # σ² for n = 0..V
-    last = np.maximum.accumulate(np.where(sums > 0, np.arange(len(sums)), -1))
-    filled = np.where(last >= 0, sums[np.maximum(last, 0)], 0.0)
-    return filled[np.minimum(np.asarray(self.visits), len(per))]
-
-  def record(self, visits_after: int, change: float, variance: Variance) -> None:
-    """Bucket ``visits_after`` records one change of q̂2 (histories grow, never cut)."""
-    j = visits_after - 1
-    if j == len(self.count):
-      self.count.append(0)
-      self.mean.append(0.0)
-      self.sq.append(0.0)
-    self.count[j] += 1
-    c = self.count[j]
-    old = self.mean[j]
-    new = old + (change - old) / c
-    self.mean[j] = new
-    if variance == Variance.AVTS:
-      self.sq[j] += (change - old) ** 2
-    elif variance == Variance.CENTRED:
-      recentred = (change - old) - (new - old)
-      self.sq[j] += recentred ** 2 * (c / (c - 1) if c > 1 else 1.0)
-    else:
-      self.sq[j] += change ** 2
-    if visits_after == len(self.reached):
-      self.reached.append(0)
-    self.reached[visits_after] += 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -244,10 +83,19 @@ class Config:
   its children (``child_bound``), ``cache`` guesses of each node's q̂1 order kept between
   widenings (an order used up is recomputed: no cut), and the random ``seed``.
 
-  Two departures from the article, to isolate what a search engine changes: ``cut > 0`` keeps
-  at most ``cut`` guesses per node (the article's earlier version kept 100); ``one_path``
-  makes an iteration one path, as an engine's simulation: below a chosen guess already
-  expanded, one child drawn in proportion to its answers instead of every child."""
+  Departures from the article, to isolate what the project's solver changes: ``cut > 0``
+  keeps at most ``cut`` guesses per node (the article's earlier version kept 100);
+  ``one_path`` makes an iteration one path, as an engine's simulation: below a chosen guess
+  already expanded, one child drawn in proportion to its answers instead of every child;
+  ``root=RootRule.THOMPSON`` is the solver's root: it chooses by Thompson-AVTS whatever
+  ``rule`` (which then acts below the root only), its first guesses are not cut (``cut``
+  acts below), and under ``one_path`` a visit of a first guess goes down every feedback's
+  subtree, one path each (the solver's batch of sub-problem trees, one per feedback);
+  ``root_live >= 2`` lets at most that many first guesses be
+  *live* (visited and not retired), as the solver's root: when the root picks a first guess
+  never visited and ``root_live`` are live, the live one with the worst q̂3 other than the
+  one holding the best bound is retired — it keeps its figures, is never chosen again, and
+  the exported policy's first guess is the live one with the best bound."""
 
   rule: Rule = Rule.THOMPSON
   variance: Variance = Variance.AVTS
@@ -256,9 +104,12 @@ class Config:
   seed: int = 0
   cut: int = 0
   one_path: bool = False
+  root: RootRule = RootRule.ARTICLE
+  root_live: int = 0
 
   def __post_init__(self):
     object.__setattr__(self, "rule", Rule(self.rule))
+    object.__setattr__(self, "root", RootRule(self.root))
     object.__setattr__(self, "variance", Variance(self.variance))
     object.__setattr__(self, "child_bound", ChildBound(self.child_bound))
     if self.variance not in VARIANCES:
@@ -268,6 +119,9 @@ class Config:
       raise ValueError(f"cache must be a positive int, got {self.cache!r}")
     if not isinstance(self.cut, int) or self.cut < 0:
       raise ValueError(f"cut must be a non-negative int (0: no cut), got {self.cut!r}")
+    if not isinstance(self.root_live, int) or self.root_live == 1 or self.root_live < 0:
+      raise ValueError(f"root_live must be 0 (every first guess live) or an int >= 2, "
+                       f"got {self.root_live!r}")
 
 
 class ArticleTree:
@@ -282,7 +136,8 @@ class ArticleTree:
   Attributes:
     iterations: iterations run. evaluations: sets of secrets the estimator evaluated (new
     nodes and re-sorted orders). nodes: nodes in the tree. visited: states the last
-    iteration visited (the root included; new leaves not counted).
+    iteration visited (the root included; new leaves not counted). retired: the root's
+    retired choices (indices; only with ``Config.root_live``).
   """
 
   def __init__(self, problem: Problem, config: Config = Config(),
@@ -291,6 +146,7 @@ class ArticleTree:
     self.estimator = estimator or numpy_estimator
     self.rng = np.random.default_rng(config.seed)
     self.iterations = self.evaluations = self.nodes = self.visited = 0
+    self.retired: set[int] = set()
     self.root = Node(np.arange(problem.num_secrets))
     self._evaluate([self.root])
 
@@ -319,7 +175,7 @@ class ArticleTree:
         if node.parts[i] is None:
           fresh.extend(self._split(node, i))
         else:
-          deeper.extend(self._below(node.children[i]))
+          deeper.extend(self._below(node.children[i], self._solver_root(node)))
         chosen.append(i)
       visited += len(level)
       self._evaluate(fresh)
@@ -331,10 +187,15 @@ class ArticleTree:
     self.iterations += 1
     self.visited = visited
 
-  def _below(self, children: list) -> list:
-    """The existing children an iteration visits: all of them, or one (``one_path``)."""
+  def _solver_root(self, node: Node) -> bool:
+    """Whether ``node`` is the root and the root is the solver's (``RootRule.THOMPSON``)."""
+    return node is self.root and self.config.root == RootRule.THOMPSON
+
+  def _below(self, children: list, every: bool = False) -> list:
+    """The existing children an iteration visits: all of them, or one (``one_path``, unless
+    ``every``: the solver's root searches every feedback of a first guess)."""
     nodes = [c for c in children if isinstance(c, Node)]
-    if not self.config.one_path or len(nodes) <= 1:
+    if every or not self.config.one_path or len(nodes) <= 1:
       return nodes
     sizes = np.asarray([c.n for c in nodes], np.float64)
     return [nodes[int(self.rng.choice(len(nodes), p=sizes / sizes.sum()))]]
@@ -365,7 +226,8 @@ class ArticleTree:
   def _widen(self, node: Node) -> None:
     """Adds the best guess by q̂1 not yet a choice (re-sorting the node when its cache is
     used up; nothing when every informative guess is a choice)."""
-    if self.config.cut and len(node.guesses) >= self.config.cut:
+    if (self.config.cut and len(node.guesses) >= self.config.cut
+        and not self._solver_root(node)):
       return
     if node.cursor >= len(node.order):
       if len(node.order) < self.config.cache:
@@ -409,9 +271,32 @@ class ArticleTree:
   # --- selection and backup -------------------------------------------------------------------
 
   def _select(self, node: Node) -> int:
+    """The choice picked at ``node``: by the rule under test, or at the root by
+    ``Config.root``'s rule among the choices not retired (retiring one if need be)."""
+    if node is not self.root:
+      return self._score_argmax(node, self.config.rule, ())
+    rule = Rule.THOMPSON if self.config.root == RootRule.THOMPSON else self.config.rule
+    i = self._score_argmax(node, rule, self.retired)
+    if self.config.root_live and node.visits[i] == 0:
+      self._retire_for_new(i)
+    return i
+
+  def _retire_for_new(self, new: int) -> None:
+    """The solver's root: before the first visit of root choice ``new``, if ``root_live``
+    choices are live, the live one with the worst q̂3 (never the best bound's) retires."""
+    root = self.root
+    live = [j for j, v in enumerate(root.visits) if v > 0 and j not in self.retired]
+    if len(live) < self.config.root_live:
+      return
+    best = max(live, key=lambda j: root.bound[j])
+    q3 = root.q3()
+    self.retired.add(min((j for j in live if j != best), key=lambda j: q3[j]))
+
+  def _score_argmax(self, node: Node, rule: Rule, excluded) -> int:
+    """The best choice of ``node`` by ``rule``'s score, the ``excluded`` indices left out."""
     if len(node.guesses) == 1:
       return 0
-    rule, q3 = self.config.rule, node.q3()
+    q3 = node.q3()
     visits = np.asarray(node.visits, np.float64)
     if rule == Rule.THOMPSON:
       sigma = np.sqrt(node.sigma2(self.config.variance))
@@ -426,6 +311,8 @@ class ArticleTree:
       prior = np.exp(q1 - q1.max())
       prior /= prior.sum()
       score = q3 + PUCT_C * prior * math.sqrt(node.total) / (1.0 + visits)
+    if excluded:
+      score[list(excluded)] = -np.inf
     return int(np.argmax(score))
 
   def _child_value(self, child) -> tuple[float, float]:
@@ -471,7 +358,16 @@ class ArticleTree:
       if key not in memo:
         memo[key] = self._guess_total(None, None, secrets, memo)
       return memo[key]
-    return self._guess_total(node, int(np.argmax(node.q3())), secrets, memo)
+    return self._guess_total(node, self._exported_choice(node), secrets, memo)
+
+  def _exported_choice(self, node: Node) -> int:
+    """The exported policy's choice at ``node``: the best by q̂3; at a root with
+    ``root_live``, the live choice holding the best bound (the solver's), if any is live."""
+    if node is self.root and self.config.root_live:
+      live = [j for j, v in enumerate(node.visits) if v > 0 and j not in self.retired]
+      if live:
+        return max(live, key=lambda j: node.bound[j])
+    return int(np.argmax(node.q3()))
 
   def _guess_total(self, node, i, secrets, memo) -> int:
     problem = self.problem

@@ -19,9 +19,18 @@ medians and ``ratio_puct_over_thompson`` (median iterations; ``..._at_least`` wh
 not reach the target). ``--plot F`` draws the bound per game against iterations, one line per
 rule (every seed), as the article's graph.
 
+The project's solver departs from this protocol in four ways, each a switch here so that
+its effect on the rules' ordering can be measured alone or combined: ``--cut 64`` (guesses
+per node), ``--one-path`` (an iteration is one path), ``--root thompson --root-live 2`` (the
+solver's root: Thompson-AVTS over first guesses whatever the rule, two live first guesses)
+and ``--figure exported`` (the exported policy's exact total must reach the target, not the
+tree's bound).
+
     jaxsearch bench article --game mastermind --pegs 4 --colours 6 --seeds 0,1,2
     jaxsearch bench article --game wordle --subset 200 --seeds 0,1
     jaxsearch bench article --game wordle --cap-iterations 3   # full lists: timing
+    jaxsearch bench article --game wordle --subset 300 --cut 64 --one-path \
+        --root thompson --root-live 2 --figure exported   # the solver's four departures
     jaxsearch bench article --quick      # Mastermind 3×3, 300 iterations at most: a smoke run
 """
 
@@ -35,16 +44,17 @@ import numpy as np
 
 from jaxsearch.app import timing
 from jaxsearch.games import avts_article as aa
+from jaxsearch.games import avts_article_node as an
 
 EXACT_UP_TO = 300  # secrets: Wordle 300/14855 takes ~11 s exactly, 600 over 5 min
 KNOWN_OPTIMA = {("mastermind", 4, 6): 5625, ("mastermind", 4, 3): 246,
                 ("mastermind", 3, 4): 206, ("wordle", 3158, 14855): 11219}
 
 
-def problem_from(args) -> tuple[aa.Problem, int | None]:
+def problem_from(args) -> tuple[an.Problem, int | None]:
   """The instance and its known optimal total (or ``None``)."""
   if args.game == "mastermind":
-    problem = aa.Problem.mastermind(args.pegs, args.colours)
+    problem = an.Problem.mastermind(args.pegs, args.colours)
     return problem, KNOWN_OPTIMA.get(("mastermind", args.pegs, args.colours))
   from jaxsearch.games import wordle
   answers_path, guesses_path = wordle.default_paths()
@@ -58,11 +68,11 @@ def problem_from(args) -> tuple[aa.Problem, int | None]:
     answers = [answers[i] for i in sorted(pick)]
   if args.guesses_from_answers:
     guesses = list(answers)
-  problem = aa.Problem.wordle(answers, guesses)
+  problem = an.Problem.wordle(answers, guesses)
   return problem, KNOWN_OPTIMA.get(("wordle", len(answers), len(guesses)))
 
 
-def exact_optimum(problem: aa.Problem) -> int:
+def exact_optimum(problem: an.Problem) -> int:
   """The exact optimal total by the project's exhaustive solver (small instances)."""
   from jaxsearch.guessing.exact import ExactBounds, ExactSolver
   bounds = ExactBounds.build(problem.table, problem.num_codes, problem.solved_code,
@@ -73,7 +83,9 @@ def exact_optimum(problem: aa.Problem) -> int:
 def run_one(problem, rule, seed, target, args) -> dict:
   """One rule and seed until the bound reaches ``target`` or a cap; its curve."""
   config = aa.Config(rule=rule, variance=args.variance, child_bound=args.child_bound,
-                     seed=seed, cut=args.cut, one_path=args.one_path)
+                     seed=seed, cut=args.cut, one_path=args.one_path, root=args.root,
+                     root_live=args.root_live)
+  every = args.policy_every or (1 if args.figure == "exported" else 0)
   curve, memo, reached = [], {}, False
   with timing.Stopwatch() as watch:
     tree = aa.ArticleTree(problem, config)
@@ -82,10 +94,10 @@ def run_one(problem, rule, seed, target, args) -> dict:
       point = {"iteration": tree.iterations, "bound": round(tree.bound_total(), 4),
                "evaluations": tree.evaluations, "visited": tree.visited,
                "seconds": round(watch.elapsed, 2)}
-      if args.policy_every and tree.iterations % args.policy_every == 0:
+      if every and tree.iterations % every == 0:
         point["policy"] = tree.policy_total(memo)
       curve.append(point)
-      reached = target is not None and tree.bound_total() <= target + 1e-6
+      reached = reached_target(point, target, args.figure)
       if args.verbose:
         print(json.dumps({"rule": rule, "seed": seed, **point}), file=sys.stderr, flush=True)
       if reached:
@@ -96,6 +108,13 @@ def run_one(problem, rule, seed, target, args) -> dict:
           "evaluations": last["evaluations"], "seconds": last["seconds"],
           "bound": last["bound"], "policy": tree.policy_total(memo), "nodes": tree.nodes,
           "curve": curve}
+
+
+def reached_target(point: dict, target, figure: str) -> bool:
+  """Whether a curve's point has its figure (the tree's ``bound``, or the ``exported``
+  policy's exact total where it was evaluated) at the target."""
+  value = point.get("policy") if figure == "exported" else point["bound"]
+  return target is not None and value is not None and value <= target + 1e-6
 
 
 def summarise(runs: dict, rules) -> dict:
@@ -148,30 +167,36 @@ def ratio(summary: dict) -> dict:
       statistics.median_low(slow["iterations"]) / fast["median_iterations"], 2)}
 
 
-def plot(runs: dict, target, num_secrets: int, path: str, title: str) -> None:
+def plot(runs: dict, target, num_secrets: int, path: str, title: str,
+         measured: str = "bound") -> None:
+  """The figure (the tree's bound, or the exported policy's total) per game against
+  iterations, one line per rule and seed, to ``path``."""
   import matplotlib
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt
   figure, axis = plt.subplots(figsize=(8, 4.5))
   colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+  key = "policy" if measured == "exported" else "bound"
+  ends = []
   for k, (rule, found) in enumerate(runs.items()):
     for s, run in enumerate(found):
-      xs = [p["iteration"] for p in run["curve"]]
-      ys = [p["bound"] / num_secrets for p in run["curve"]]
+      points = [p for p in run["curve"] if key in p]
+      xs = [p["iteration"] for p in points]
+      ys = [p[key] / num_secrets for p in points]
+      ends += [p[key] for p in points[-1:]]
       axis.plot(xs, ys, color=colours[k % len(colours)], linewidth=1.2,
                 label=rule if s == 0 else None)
   if target is not None:
     axis.axhline(target / num_secrets, color="grey", linestyle="--", linewidth=1)
     # The first iterations' bounds (every part charged its size) dwarf the end game: show
     # from the optimum to a little above the worst bound any run ended with.
-    ends = [run["curve"][-1]["bound"] for found in runs.values() for run in found
-            if run["curve"]]
     axis.set_ylim(target / num_secrets * 0.995,
                   max(ends + [target * 1.02]) / num_secrets * 1.15)
   axis.set_xscale("log")
   axis.set_yscale("log")
   axis.set_xlabel("iterations")
-  axis.set_ylabel("upper bound on guesses per game")
+  axis.set_ylabel("upper bound on guesses per game" if key == "bound" else
+                  "exported policy's guesses per game")
   axis.legend(frameon=False)
   axis.set_title(title)
   figure.tight_layout()
@@ -194,7 +219,7 @@ def build_parser(prog: str = "jaxsearch bench article"):
   parser.add_argument("--rules", default=",".join(r.value for r in aa.Rule))
   parser.add_argument("--seeds", default="0,1,2")
   parser.add_argument("--variance", default="avts",
-                      choices=[v.value for v in aa.VARIANCES])
+                      choices=[v.value for v in an.VARIANCES])
   parser.add_argument("--child-bound", default="best_value",
                       choices=[c.value for c in aa.ChildBound])
   parser.add_argument("--cut", type=int, default=0,
@@ -202,6 +227,18 @@ def build_parser(prog: str = "jaxsearch bench article"):
   parser.add_argument("--one-path", action="store_true",
                       help="an iteration is one path (an engine's simulation), not the "
                            "article's visit of every existing subtree")
+  parser.add_argument("--root", default="article", choices=[r.value for r in aa.RootRule],
+                      help="the root's rule: the rule under test (article) or Thompson-AVTS "
+                           "whatever the rule, which then acts below the root only (the "
+                           "solver's root)")
+  parser.add_argument("--root-live", type=int, default=0,
+                      help="at most this many first guesses live, the others retired (0: "
+                           "all live, the article's; the solver's: 2)")
+  parser.add_argument("--figure", default="bound", choices=("bound", "exported"),
+                      help="what must reach the target: the tree's own bound (the "
+                           "article's) or the exported policy's exact total, the greedy guess "
+                           "below the tree (the solver's; evaluated every --policy-every "
+                           "iterations, every one if 0)")
   parser.add_argument("--target", type=int, default=None,
                       help="optimal total (default: the known optimum; else, up to "
                            f"{EXACT_UP_TO} secrets, the exhaustive solver's)")
@@ -231,6 +268,9 @@ def main(argv=None, prog: str = "jaxsearch bench article") -> int:
                  f"{', '.join(r.value for r in aa.Rule)}")
   if args.cut < 0:
     parser.error(f"--cut must be 0 (no cut) or a positive number of guesses, got {args.cut}")
+  if args.root_live < 0 or args.root_live == 1:
+    parser.error(f"--root-live must be 0 (every first guess live) or at least 2, "
+                 f"got {args.root_live}")
   try:
     seeds = [int(s) for s in args.seeds.split(",") if s]
   except ValueError:
@@ -252,10 +292,11 @@ def main(argv=None, prog: str = "jaxsearch bench article") -> int:
   summary = summarise(runs, rules)
   if args.plot:
     plot(runs, target, problem.num_secrets, args.plot,
-         f"{problem.name} from the empty board ({args.variance} variance)")
+         f"{problem.name} from the empty board ({args.variance} variance)", args.figure)
   timing.emit({"benchmark": "article", "instance": problem.name, "target": target,
                "variance": args.variance, "child_bound": args.child_bound, "cut": args.cut,
-               "one_path": args.one_path, "seeds": seeds,
+               "one_path": args.one_path, "root": args.root, "root_live": args.root_live,
+               "figure": args.figure, "seeds": seeds,
                "setup_seconds": round(setup.seconds, 1),
                "cap_iterations": args.cap_iterations, "cap_seconds": args.cap_seconds,
                "rules": summary, **ratio(summary), **thompson_first(runs, rules)})
