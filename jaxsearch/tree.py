@@ -263,8 +263,8 @@ class Tree:
 NODE_PARTS = ("nodes", "slots", "bounds", "slot_bounds", "entropy", "debias")
 
 
-def rows(cls, **values):
-  """A partial row of part ``cls``: the fields given, ``None`` for the others (which
+def update(cls, **values):
+  """A partial update of part ``cls``: the fields given, ``None`` for the others (which
   :func:`write` leaves as they are)."""
   unknown = set(values) - {field.name for field in dataclasses.fields(cls)}
   if unknown:

@@ -60,7 +60,7 @@ def _q1_table(f, estimator):
 def _searched_actions(q1, num_slots=None):
   """``bool[M, H, S, A]`` the actions AVTS may search at each state: the legal actions with a
   finite q̂1 (all of them when none is finite), cut to the top ``num_slots`` by q̂1 (ties by
-  index), as documented in ``search.node_rows``."""
+  index), as documented in ``search.node_update``."""
   usable = np.isfinite(q1)
   usable = np.where(usable.any(-1, keepdims=True), usable, True)
   if num_slots is None or num_slots >= q1.shape[-1]:
@@ -823,11 +823,11 @@ def _level(slot_solved_after, config):
                              bias_mean=jnp.array([0.0, -0.2, 0.0, 0.0], jnp.float32),
                              sq_sum=jnp.zeros((4,), jnp.float32))
   f32 = lambda x: jnp.asarray(x, jnp.float32)
-  node = backup_bellman.NodeRow(
+  node = backup_bellman.BellmanNode(
       f32([0.5, 0.3]), jnp.array([0, 2], jnp.int32), jnp.array([True, True]),
       jnp.array([False, False]), jnp.int32(2), stats, f32([NO_BOUND, 0.1]), f32(0.1),
       f32([1.0, 0.6]), f32(1.0), jnp.array(False))
-  edge = backup_bellman.EdgeRow(
+  edge = backup_bellman.BellmanEdge(
       jnp.int32(0), f32([1.0]), f32([0.2]), f32([0.0]), f32([0.0]), f32([0.0]), f32([0.1]),
       jnp.array([slot_solved_after]))
   return jax.jit(functools.partial(backup_bellman.bellman_update, plan=config))(node, edge)

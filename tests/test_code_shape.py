@@ -271,7 +271,7 @@ def test_the_checks_see_private_imports_cycles_and_long_functions(tmp_path):
 
 
 @pytest.mark.parametrize("source,expected", [
-    ("from jaxsearch.search.nodes import node_rows\n", set()),
+    ("from jaxsearch.search.nodes import node_update\n", set()),
     ("from jaxsearch.search.nodes import _sanitise\n",
      {"jaxsearch.search.x: jaxsearch.search.nodes._sanitise"}),
     ("from jaxsearch.search import nodes\nnodes._sanitise(1)\n",

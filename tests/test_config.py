@@ -181,7 +181,7 @@ def test_parts_a_search_does_not_keep_are_none():
 def test_write_sets_the_given_fields_of_a_part_and_drops_out_of_range_rows():
   part = tree_lib.allocate(1, 3, 2, 1, jnp.zeros(())).slots
   part = jax.tree.map(lambda x: x[0], part)
-  new = tree_lib.rows(tree_lib.SlotStats, visits=jnp.array([[4, 5], [6, 7]]),
+  new = tree_lib.update(tree_lib.SlotStats, visits=jnp.array([[4, 5], [6, 7]]),
                       legal=jnp.array([[True, False], [True, True]]))
   written = tree_lib.write(part, new, jnp.array([1, 3]))  # row 3 is out of range: dropped
   np.testing.assert_array_equal(written.visits, [[0, 0], [4, 5], [0, 0]])
@@ -192,7 +192,7 @@ def test_write_sets_the_given_fields_of_a_part_and_drops_out_of_range_rows():
   with pytest.raises(ValueError, match="does not keep"):
     tree_lib.write(None, new, 0)
   with pytest.raises(TypeError, match="no fields"):
-    tree_lib.rows(tree_lib.SlotStats, visit=1)
+    tree_lib.update(tree_lib.SlotStats, visit=1)
   assert {f.name for f in dataclasses.fields(tree_lib.Tree)} >= set(tree_lib.NODE_PARTS)
 
 
@@ -239,7 +239,7 @@ def test_rows_for_a_field_the_part_does_not_keep_are_refused():
   part = jax.tree.map(lambda x: x[0], tree_lib.allocate(1, 3, 2, 1, jnp.zeros(())).slots)
   assert part.prior_probs is None
   with pytest.raises(ValueError, match="SlotStats.prior_probs, which the tree does not keep"):
-    tree_lib.write(part, tree_lib.rows(tree_lib.SlotStats, prior_probs=jnp.ones((2,))), 0)
+    tree_lib.write(part, tree_lib.update(tree_lib.SlotStats, prior_probs=jnp.ones((2,))), 0)
 
 
 def test_training_modes_are_the_librarys_enums():

@@ -277,7 +277,7 @@ def test_nonfinite_action_bounds_count_and_fall_back_to_the_node_bound():
 def test_bound_slots_hold_the_best_bounds_q1_left_out():
   """``bound_slots=2`` of ``K = 4``: slots 0-1 are the best q̂1, slots 2-3 the best action
   bounds among the other guesses; bad settings are refused. (Under jit only, to save a
-  compile: the layout is computed row by row in ``node_rows``, and searches run under vmap
+  compile: the layout is computed row by row in ``node_update``, and searches run under vmap
   in the widening test above and in ``test_search.py``.)"""
   import jaxsearch as js
   puzzle = mastermind.puzzle(3, 3, symmetry=False, exact_search=False)  # 27 distinct guesses

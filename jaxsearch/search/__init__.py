@@ -7,7 +7,7 @@ between whole trees. Within a simulation:
   function of one node, vmapped, while the descent loop is batched by hand (a vmapped
   ``while_loop`` re-selects its carry every level). It records what it reads on the way down.
 * **expand + evaluate** (:mod:`.expansion`): one batched ``Model.step`` (game step and one
-  estimator call); :func:`.nodes.node_rows` turns the estimates into slot rows.
+  estimator call); :func:`.nodes.node_update` turns the estimates into slot entries.
 * **backup**: the config's backup rule (``config.backup``, a :class:`~.backup.BackupRule`
   carried by the search's :class:`~.plan.SearchPlan`) runs expansion, evaluation and backup
   (``expand_and_backup``), and answers every other phase's backup-specific questions. With
@@ -40,11 +40,11 @@ from jaxsearch.search.backup_mean import MeanBackup
 from jaxsearch.search.descent import Path
 from jaxsearch.search.estimates import node_stats, slot_estimates
 from jaxsearch.search.simulate import draw_root_noise, init_tree, run
-from jaxsearch.search.nodes import NodeRows
+from jaxsearch.search.nodes import NodeUpdate
 from jaxsearch.search.plan import SearchPlan, plan_for
 
 __all__ = ["SearchConfig", "RootNoise", "AvtsOptions", "EntropyOptions", "LoopOptions",
            "config_from_keywords", "BACKUPS", "SearchPlan", "plan_for", "BackupRule",
-           "MeanBackup", "BellmanBackup", "Path", "NodeRows", "init_tree", "run",
+           "MeanBackup", "BellmanBackup", "Path", "NodeUpdate", "init_tree", "run",
            "draw_root_noise", "node_stats", "slot_estimates", "OutcomeRule", "Backup",
            "SubtreeEntropy", "EntropyPolicy", "Variance", "RootPolicy"]

@@ -2,7 +2,7 @@
 random keys.
 
 A backup decides more than how values go up the path: what a tree keeps (slot bounds, debias
-buckets), how a new node's estimates become slot rows, what a selection rule sees at a node,
+buckets), how a new node's estimates become slot entries, what a selection rule sees at a node,
 the whole simulation step after the descent (expansion, evaluation, backup), and what the
 root summary reports. Each backup is one hashable frozen dataclass deriving from
 :class:`BackupRule`, which joins three parts, each with defaults that describe a backup that
@@ -10,7 +10,7 @@ keeps nothing beyond visit counts and running values (the running mean's):
 
 * :class:`TreeSetup`: what the config and the tree's allocation ask (options it cannot honour,
   nodes per expansion, the tree parts it keeps);
-* :class:`NodeReading`: how a new node's estimates become slot rows, what the descent reads
+* :class:`NodeReading`: how a new node's estimates become slot entries, what the descent reads
   from a node, what the root summary reports;
 * :class:`SimulationStep`: the simulation after the descent (its one required method) and,
   where there is one, the batched step of a root rule's opening.
@@ -85,7 +85,7 @@ class TreeSetup:
 
 
 class NodeReading:
-  """How a backup reads a node: a new node's slot rows (``nodes.node_rows``), what the descent
+  """How a backup reads a node: a new node's slot entries (``nodes.node_update``), what the descent
   sees (``descent``) and what the root summary reports (``jaxsearch.summary``).
 
   Attributes:

@@ -47,8 +47,8 @@ class _Level:
   upper: jax.Array  # f32[]
 
 
-class NodeRow(NamedTuple):
-  """One node's ``[K]`` slot rows and scalars, as the Bellman update reads them."""
+class BellmanNode(NamedTuple):
+  """One node's ``[K]`` slot entries and scalars, as the Bellman update reads them."""
 
   tree_values: jax.Array  # f32[K] q̂2
   visits: jax.Array  # i32[K]
@@ -63,8 +63,8 @@ class NodeRow(NamedTuple):
   node_cut_upper: jax.Array  # f32[]
 
 
-class EdgeRow(NamedTuple):
-  """The simulated slot and its chance record's ``[O]`` outcome rows, with the children's
+class BellmanEdge(NamedTuple):
+  """The simulated slot and its chance record's ``[O]`` outcome entries, with the children's
   current values, bounds and solved flags."""
 
   slot: jax.Array  # i32[]
@@ -77,14 +77,14 @@ class EdgeRow(NamedTuple):
   child_solved: jax.Array  # bool[O]
 
 
-def _expected(edge: EdgeRow, child_values) -> jax.Array:
+def _expected(edge: BellmanEdge, child_values) -> jax.Array:
   """``Σ_o p(o) (r + γ·x_o)`` over the possible outcomes."""
   possible = edge.probs > 0
   return jnp.sum(jnp.where(possible, edge.probs * (edge.rewards + edge.discounts * child_values),
                            0.0))
 
 
-def _record_change(node: NodeRow, slot, q2_new, slot_solved, *,
+def _record_change(node: BellmanNode, slot, q2_new, slot_solved, *,
                    plan: SearchPlan) -> debias_lib.DebiasStats:
   """The debias statistics after the slot's q̂2 moved to ``q2_new`` (its visit bucket)."""
   stats = node.stats
@@ -116,7 +116,7 @@ def _widen(num_active, slot, num_candidates):
   return jnp.maximum(num_active, jnp.minimum(slot + 1, num_candidates))
 
 
-def bellman_update(node: NodeRow, edge: EdgeRow, *, plan: SearchPlan) -> _Level:
+def bellman_update(node: BellmanNode, edge: BellmanEdge, *, plan: SearchPlan) -> _Level:
   """One node's Bellman update after its slot ``edge.slot`` was simulated (one tree)."""
   slot = edge.slot
   possible = edge.probs > 0
@@ -155,10 +155,10 @@ def bellman_update(node: NodeRow, edge: EdgeRow, *, plan: SearchPlan) -> _Level:
                 upper=upper)
 
 
-def _node_row(tree: Tree, rows, node) -> NodeRow:
-  """``[B]`` batched :class:`NodeRow` of ``node[B]``."""
+def _bellman_node(tree: Tree, rows, node) -> BellmanNode:
+  """``[B]`` batched :class:`BellmanNode` of ``node[B]``."""
   slots, slot_bounds, bounds = tree.slots, tree.slot_bounds, tree.bounds
-  return NodeRow(
+  return BellmanNode(
       slots.value[rows, node], slots.visits[rows, node], slots.legal[rows, node],
       slot_bounds.solved[rows, node], tree.nodes.num_active[rows, node],
       node_stats(tree, rows, node), slot_bounds.bound[rows, node], bounds.bound[rows, node],
@@ -174,22 +174,23 @@ class _Carried(NamedTuple):
   solved: jax.Array
 
 
-def _edge_row(tree: Tree, path: Path, edge_chances, depth, row, child: _Carried) -> EdgeRow:
-  """``[B]`` batched :class:`EdgeRow` of the path edge at ``row[B]``: below the deepest edge
+def _bellman_edge(tree: Tree, path: Path, edge_chances, depth, level_index,
+                  child: _Carried) -> BellmanEdge:
+  """``[B]`` batched :class:`BellmanEdge` of the path edge at ``level[B]``: below the deepest edge
   the tree holds the children's statistics; above it, the path child's are ``child``'s."""
   rows = jnp.arange(tree.batch_size)
-  chance = edge_chances[rows, row]
+  chance = edge_chances[rows, level_index]
   records, nodes, bounds = tree.chance, tree.nodes, tree.bounds
   kids = records.child[rows, chance]
   safe_kids = jnp.maximum(kids, 0)
-  carried = ((jnp.arange(tree.num_outcomes) == path.outcomes[rows, row][:, None]) &
+  carried = ((jnp.arange(tree.num_outcomes) == path.outcomes[rows, level_index][:, None]) &
              (depth < path.length - 1)[:, None])
 
   def kid(carried_value, field):
     return jnp.where(carried, carried_value[:, None], field[rows[:, None], safe_kids])
 
-  return EdgeRow(
-      path.slots[rows, row], records.prob[rows, chance], records.reward[rows, chance],
+  return BellmanEdge(
+      path.slots[rows, level_index], records.prob[rows, chance], records.reward[rows, chance],
       records.discount[rows, chance], kid(child.value, nodes.value),
       kid(child.bound, bounds.bound), kid(child.upper, bounds.upper),
       kid(child.solved, bounds.solved) & (kids >= 0))
@@ -208,20 +209,20 @@ def _bellman_levels(tree: Tree, path: Path, edge_chances, plan: SearchPlan) -> _
   zeros = jnp.zeros((batch_size,), jnp.int32)
   empty = jax.tree.map(
       lambda x: jnp.zeros((batch_size, depth_limit) + x.shape[1:], x.dtype),
-      jax.eval_shape(level_fn, _node_row(tree, rows, zeros),
-                     EdgeRow(path.slots[:, 0], *[tree.chance.prob[:, 0]] * 6,
+      jax.eval_shape(level_fn, _bellman_node(tree, rows, zeros),
+                     BellmanEdge(path.slots[:, 0], *[tree.chance.prob[:, 0]] * 6,
                               tree.chance.child[:, 0] >= 0)))
 
   def body(carry):
     depth, child, levels = carry
     depth = depth - 1
     live = depth >= 0
-    row = jnp.maximum(depth, 0)
-    node = jnp.maximum(path.nodes[rows, row], 0)
-    level = level_fn(_node_row(tree, rows, node),
-                     _edge_row(tree, path, edge_chances, depth, row, child))
-    out_row = jnp.where(live, depth, depth_limit)
-    levels = jax.tree.map(lambda buf, x: buf.at[rows, out_row].set(x, mode="drop"), levels,
+    level_index = jnp.maximum(depth, 0)
+    node = jnp.maximum(path.nodes[rows, level_index], 0)
+    level = level_fn(_bellman_node(tree, rows, node),
+                     _bellman_edge(tree, path, edge_chances, depth, level_index, child))
+    out_level = jnp.where(live, depth, depth_limit)
+    levels = jax.tree.map(lambda buf, x: buf.at[rows, out_level].set(x, mode="drop"), levels,
                           level)
     new = _Carried(level.value, level.bound, level.upper, level.solved)
     return (jnp.maximum(depth, 0), jax.tree.map(functools.partial(jnp.where, live), new, child),
@@ -241,15 +242,15 @@ def _bellman_write_one(tree: Tree, path: Path, edge_chances, levels: _Level) -> 
   node_ids = jnp.where(on_path, jnp.maximum(path.nodes[:-1], 0), capacity)
   existing_leaf = jnp.where(path.expand, capacity, path.nodes[path.length])
   at_slots = (node_ids, path.slots)
-  nodes = tree_lib.write(tree.nodes, tree_lib.rows(
+  nodes = tree_lib.write(tree.nodes, tree_lib.update(
       NodeStats, value=levels.value, num_active=levels.num_active), node_ids)
-  slots = tree_lib.write(tree.slots, tree_lib.rows(SlotStats, value=levels.slot_value), at_slots)
+  slots = tree_lib.write(tree.slots, tree_lib.update(SlotStats, value=levels.slot_value), at_slots)
   # A fresh expansion's outcomes were not chosen by the outcome rule: no visit to count.
   counted = on_path & ~((jnp.arange(depth_limit) == path.length - 1) & path.expand)
   return tree.replace(
       nodes=nodes.replace(visits=nodes.visits.at[
           jnp.concatenate([node_ids, existing_leaf[None]])].add(1, mode="drop")),
-      bounds=tree_lib.write(tree.bounds, tree_lib.rows(
+      bounds=tree_lib.write(tree.bounds, tree_lib.update(
           BoundStats, solved=levels.solved, bound=levels.bound, upper=levels.upper), node_ids),
       debias=tree_lib.write(tree.debias, levels.stats, node_ids),
       slots=slots.replace(visits=slots.visits.at[at_slots].add(1, mode="drop")),
@@ -286,7 +287,7 @@ def bellman_simulation(model: Model, plan: SearchPlan, params, estimator_key, tr
     path = path.replace(length=jnp.where(full, last, path.length), expand=path.expand & fits,
                         new_chance=path.new_chance & fits,
                         outcomes=path.outcomes.at[batch_ids, last].set(outcomes))
-    expansion, rows = step_outcomes(model, plan, params, estimator_key, parent_states,
+    expansion, update = step_outcomes(model, plan, params, estimator_key, parent_states,
                                        actions, possible & path.expand[:, None],
                                        plan.backup.expand_chunk)
 
@@ -294,7 +295,7 @@ def bellman_simulation(model: Model, plan: SearchPlan, params, estimator_key, tr
       return x.reshape((batch_size, num_outcomes) + x.shape[1:])
 
     tree, edge_chances = jax.vmap(expand_all_outcomes)(
-        tree, path, jax.tree.map(per_tree, expansion), jax.tree.map(per_tree, rows), probs)
+        tree, path, jax.tree.map(per_tree, expansion), jax.tree.map(per_tree, update), probs)
   with jax.named_scope("backup"):
     levels = _bellman_levels(tree, path, edge_chances, plan)
     return jax.vmap(_bellman_write_one)(tree, path, edge_chances, levels)
@@ -317,7 +318,7 @@ def _expand_walks(model: Model, plan: SearchPlan, params, estimator_key, tree: T
   outcomes = jnp.where(leaves.reaches, first_outcome, last_edges(paths)[2])
   paths = paths.replace(outcomes=jnp.where(jnp.arange(plan.max_depth) == last[..., None],
                                            outcomes[..., None], paths.outcomes))
-  expansion, rows = step_outcomes(model, plan, params, estimator_key, parent_states, actions,
+  expansion, update = step_outcomes(model, plan, params, estimator_key, parent_states, actions,
                                   flat(possible & leaves.creates[..., None]),
                                   plan.backup.expand_chunk)
   # [L·B·O, ...] walk-major to [B, L, O, ...], and [L, B, ...] to [B, L, ...].
@@ -326,7 +327,8 @@ def _expand_walks(model: Model, plan: SearchPlan, params, estimator_key, tree: T
   by_tree = lambda x: jnp.swapaxes(x, 0, 1)  # noqa: E731
   parent, slot, _ = last_edges(paths)
   tree = jax.vmap(expand_all_leaves)(
-      tree, *jax.tree.map(per_tree, (expansion, rows)), by_tree(probs.reshape(num_walks, batch_size, -1)),
+      tree, *jax.tree.map(per_tree, (expansion, update)),
+      by_tree(probs.reshape(num_walks, batch_size, -1)),
       by_tree(parent), by_tree(slot), by_tree(paths.length), jax.tree.map(by_tree, leaves))
   new_edge = (jnp.arange(plan.max_depth) == last[..., None]) & leaves.reaches[..., None]
   edge_chances = jnp.maximum(jnp.where(new_edge, leaves.record[..., None], paths.chances), 0)

@@ -33,7 +33,7 @@ from jaxsearch.search.backup import BackupRule, SimulationKeys
 from jaxsearch.search.descent import CHILD, Path, choose_outcome, unpack_steps
 from jaxsearch.search.expansion import (expand_leaves, expand_one, last_edge, outcome_probs,
                                         walk_edges)
-from jaxsearch.search.nodes import node_rows, set_node
+from jaxsearch.search.nodes import node_update, set_node
 from jaxsearch.search.subtree_entropy import entropy_update
 from jaxsearch.search.walks import Leaves, end_unreached, last_edges, share_leaves, walk_keys
 from jaxsearch.tree import ChanceRecords, Tree
@@ -307,12 +307,12 @@ def mean_simulation(model: Model, plan: SearchPlan, params, keys: SimulationKeys
     # through a loop of one trip measured 0.95-1.02x the time on a CPU (noise): not done.
     expansion = jax.lax.optimization_barrier(expansion)
   with jax.named_scope("expansion"):
-    rows = node_rows(expansion, plan)
-    tree = jax.vmap(expand_one)(tree, path, expansion, rows, probs)
+    update = node_update(expansion, plan)
+    tree = jax.vmap(expand_one)(tree, path, expansion, update, probs)
   with jax.named_scope("backup"):
     whole = plan.loops.path_update is PathUpdate.WHOLE_PATH
     back_up = back_up_whole_path if whole else back_up_per_level
-    tree = back_up(tree, path, leaf_value(path, rows.nodes.value), outcomes)
+    tree = back_up(tree, path, leaf_value(path, update.nodes.value), outcomes)
   if plan.entropy is not None:
     tree = entropy_update(tree, path, plan)
   return tree
@@ -440,12 +440,12 @@ def mean_walks_simulation(model: Model, plan: SearchPlan, params, keys: Simulati
     expansion = model.step(params, keys.estimator, parent_states, actions, outcomes.reshape(-1))
     expansion = jax.lax.optimization_barrier(expansion)  # see mean_simulation
   with jax.named_scope("expansion"):
-    expansion, rows = jax.tree.map(per_walk, (expansion, node_rows(expansion, plan)))
+    expansion, update = jax.tree.map(per_walk, (expansion, node_update(expansion, plan)))
     parent, slot, _ = last_edges(paths)
     tree = jax.vmap(expand_leaves, in_axes=(0,) + (1,) * 8)(
-        tree, expansion, rows, per_walk(probs), parent, slot, outcomes, paths.length, leaves)
+        tree, expansion, update, per_walk(probs), parent, slot, outcomes, paths.length, leaves)
   with jax.named_scope("backup"):
-    value = jnp.take_along_axis(rows.nodes.value, leaves.first, axis=0)
+    value = jnp.take_along_axis(update.nodes.value, leaves.first, axis=0)
     leaf_g = jnp.where(leaves.reaches, value,
                        jnp.where(paths.leaf_terminal, 0.0, paths.leaf_value))
     taking = jnp.ones(paths.length.shape, bool) if walking is None else walking
@@ -476,16 +476,16 @@ def expand_root_children(model: Model, plan: SearchPlan, params, estimator_keys,
                          in_axes=(0, 1), out_axes=1)(estimator_keys, actions)
     expansion = jax.lax.optimization_barrier(expansion)  # see mean_simulation
   with jax.named_scope("expansion"):
-    # The node rows of one [B·W] batch, as a simulation builds those of its [B] (XLA may round
+    # The node entries of one [B·W] batch, as a simulation builds those of its [B] (XLA may round
     # a reduction over B·W rows differently in the last bit: tests/test_opening.py).
     flat = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), expansion)
-    rows = jax.tree.map(lambda x: x.reshape(slots.shape + x.shape[1:]), node_rows(flat, plan))
+    update = jax.tree.map(lambda x: x.reshape(slots.shape + x.shape[1:]), node_update(flat, plan))
     tree = jax.vmap(_write_root_children, in_axes=(0, 0, 0, 0, 0, None))(
-        tree, expansion, rows, slots, order[None, :] < count[:, None], order)
+        tree, expansion, update, slots, order[None, :] < count[:, None], order)
   return tree
 
 
-def _write_root_children(tree: Tree, expansion, rows, slots, valid, order) -> Tree:
+def _write_root_children(tree: Tree, expansion, update, slots, valid, order) -> Tree:
   """One tree's part of :func:`expand_root_children`: children ``j`` with ``valid[j]`` become
   nodes ``num_nodes + j`` under chance records ``num_chance + j`` of root slots ``slots[j]``,
   and each one's return is backed up into its slot and, in order, the root's running mean
@@ -496,15 +496,15 @@ def _write_root_children(tree: Tree, expansion, rows, slots, valid, order) -> Tr
   at_nodes = jnp.where(valid, nodes, capacity + order)
   at_records = jnp.where(valid, records, chance_capacity + order)
   at_root = jnp.where(valid, 0, capacity + order)
-  tree = set_node(tree, at_nodes, expansion, rows, 0, 1, stats=False)
-  chance = tree_lib.write(tree.chance, tree_lib.rows(
+  tree = set_node(tree, at_nodes, expansion, update, 0, 1, stats=False)
+  chance = tree_lib.write(tree.chance, tree_lib.update(
       ChanceRecords, node=jnp.zeros_like(order), prob=jnp.ones((order.shape[0], 1))), at_records)
-  chance = tree_lib.write(chance, tree_lib.rows(
+  chance = tree_lib.write(chance, tree_lib.update(
       ChanceRecords, child=nodes, reward=expansion.reward, discount=expansion.discount),
       (at_records, 0))
   tree = tree.replace(chance=chance)
   # The backup of each one-edge path: leaf, root slot, chance outcome, then the root in order.
-  leaf_g = rows.nodes.value
+  leaf_g = update.nodes.value
   returns = path_returns(expansion.reward[:, None], expansion.discount[:, None],
                          jnp.ones((order.shape[0], 1), bool), leaf_g)[:, 0]
   before = _RootSlots(tree.slots.visits[0, slots], tree.slots.value[0, slots])
@@ -525,7 +525,7 @@ def _write_root_children(tree: Tree, expansion, rows, slots, valid, order) -> Tr
           records, mode="drop")),
       num_nodes=tree.num_nodes + added,
       num_chance=tree.num_chance + added,
-      nonfinite_estimates=tree.nonfinite_estimates + jnp.sum(rows.bad & valid,
+      nonfinite_estimates=tree.nonfinite_estimates + jnp.sum(update.bad & valid,
                                                              dtype=jnp.int32))
 
 

@@ -41,11 +41,11 @@ def root_prior(tree: Tree, logits: jax.Array, *, plan: SearchPlan) -> RootPrior:
   return RootPrior(logits, probs, legal)
 
 
-# One packed row of the descent's step buffer per edge: these columns hold int32 values, the
-# last two a value's float32 bits (one scatter per level writes the whole row).
+# One packed step of the descent's step buffer per edge: these columns hold int32 values, the
+# last two a value's float32 bits (one scatter per level writes the whole step).
 SLOT, OUTCOME, CHILD, CHANCE, NODE_VISITS, SLOT_VISITS, NODE_VALUE, SLOT_VALUE = range(8)
 STEP_COLUMNS = 8
-# A row no descent wrote: -1 links and counts, 0.0 values (bits 0).
+# A step no descent wrote: -1 links and counts, 0.0 values (bits 0).
 _EMPTY_ROW = (UNEXPANDED,) * 6 + (0, 0)
 
 
@@ -70,9 +70,9 @@ class Path:
     leaf_visits, leaf_value, leaf_terminal: the existing node a simulation ends on when it
       does not expand (a terminal node, the depth limit, or a full tree).
     steps: ``i32[D, 8]`` the descent's packed step buffer as it wrote it (columns
-      :data:`SLOT` .. :data:`SLOT_VALUE`): the rows below the descent's depth are this
+      :data:`SLOT` .. :data:`SLOT_VALUE`): the steps below the descent's depth are this
       simulation's, the others stale. The fields above are unpacked from it with the stale
-      rows masked; a loop over the path reads one packed row per level from it instead.
+      steps masked; a loop over the path reads one packed step per level from it instead.
   """
 
   nodes: jax.Array
@@ -101,7 +101,7 @@ class Path:
 
   def step_at(self, depth: jax.Array) -> Step:
     """The edge below the node at ``depth[B]`` of a batched path, as the descent packed it:
-    one gather of its whole row (the row is stale where ``depth >= length``)."""
+    one gather of its whole step (the step is stale where ``depth >= length``)."""
     return unpack_steps(rows.take(self.steps, depth))
 
 
@@ -121,7 +121,7 @@ class Step(NamedTuple):
 
 def pack_step(slot, outcome, child, chance, node_visits, slot_visits, node_value,
               slot_value) -> jax.Array:
-  """``i32[..., 8]`` packed rows of the step buffer (columns :data:`SLOT` ..
+  """``i32[..., 8]`` packed steps of the step buffer (columns :data:`SLOT` ..
   :data:`SLOT_VALUE`; the values as their float32 bits): :func:`unpack_steps`' inverse."""
   bits = jax.lax.bitcast_convert_type(jnp.stack([node_value, slot_value], axis=-1), jnp.int32)
   return jnp.concatenate([jnp.stack([slot, outcome, child, chance, node_visits, slot_visits],
@@ -129,7 +129,7 @@ def pack_step(slot, outcome, child, chance, node_visits, slot_visits, node_value
 
 
 def unpack_steps(steps: jax.Array) -> Step:
-  """:class:`Step` of packed rows ``i32[..., 8]`` (the values travel as their float32 bits)."""
+  """:class:`Step` of packed steps ``i32[..., 8]`` (the values travel as their float32 bits)."""
   column = lambda index: steps[..., index]  # noqa: E731
   as_float = lambda index: jax.lax.bitcast_convert_type(column(index), jnp.float32)  # noqa: E731
   return Step(slot=column(SLOT), outcome=column(OUTCOME), child=column(CHILD),
@@ -162,9 +162,9 @@ class Cursor(NamedTuple):
   ``node`` and ``at_terminal`` (read when the walk moved onto it; the node's visits and value
   are read at the start of its level: carrying them too costs a select and a copy each per
   level); ``depth`` edges taken so far; ``steps``
-  ``i32[B, D, 8]`` one packed row per edge (slot, outcome, child, chance record, node visits,
+  ``i32[B, D, 8]`` one packed step per edge (slot, outcome, child, chance record, node visits,
   slot visits, and the node's and the slot's values as their f32 bits: one scatter per level
-  for the whole row); ``go`` the walk continues.
+  for the whole step); ``go`` the walk continues.
   """
 
   node: jax.Array
@@ -299,7 +299,7 @@ def _best_slot(view: NodeView, rule_keys, *, plan: SearchPlan, at_root: bool,
 
 class NodeRead(NamedTuple):
   """What one level of a descent reads at the walks' nodes (``[B]``): the rule's
-  :class:`NodeView`, the node's own visits and value (recorded in the step row), and the
+  :class:`NodeView`, the node's own visits and value (recorded in its step), and the
   level's keys for the rule and the outcome rule (``None`` where nothing draws)."""
 
   view: NodeView
@@ -364,13 +364,13 @@ def take_edge(cursor: Cursor, tree: Tree, read: NodeRead, slot, chance, outcome,
   safe_chance = jnp.maximum(chance, 0)
   child = jnp.where(chance >= 0,
                     rows.take(tree.chance.child, safe_chance, outcome), UNEXPANDED)
-  # One packed row per edge (columns SLOT .. SLOT_VALUE, in that order); finished trees write
+  # One packed step per edge (columns SLOT .. SLOT_VALUE, in that order); finished trees write
   # out of range.
-  row = jnp.where(go, depth, depth_limit)
+  level_index = jnp.where(go, depth, depth_limit)
   view = read.view
   slot_visits = rows.take(view.child_visits, slot)
   slot_value = rows.take(view.child_values, slot)
-  steps = steps.at[walk_ids, row].set(
+  steps = steps.at[walk_ids, level_index].set(
       pack_step(slot, outcome, child, chance, read.visits, slot_visits, read.value, slot_value),
       mode="drop")
   depth = depth + go.astype(jnp.int32)
@@ -403,8 +403,8 @@ def descend_one_level(cursor: Cursor, tree: Tree, root: RootPrior, keys, *,
 
 def empty_steps(batch_size: int, depth_limit: int) -> jax.Array:
   """``i32[B, D, 8]`` a step buffer no descent has written. The simulation loop allocates it
-  once and passes it from simulation to simulation: a descent overwrites the rows it walks and
-  readers mask the rest (:func:`path_of`), so no simulation pays to clear ``B·D`` rows."""
+  once and passes it from simulation to simulation: a descent overwrites the steps it walks and
+  readers mask the rest (:func:`path_of`), so no simulation pays to clear ``B·D`` steps."""
   return jnp.broadcast_to(jnp.array(_EMPTY_ROW, jnp.int32),
                           (batch_size, depth_limit, STEP_COLUMNS))
 

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 from jaxsearch import tree as tree_lib
 from jaxsearch.model import Expansion, Model
 from jaxsearch.search.descent import Path
-from jaxsearch.search.nodes import NodeRows, node_rows, set_node
+from jaxsearch.search.nodes import NodeUpdate, node_update, set_node
 from jaxsearch.search.walks import Leaves
 from jaxsearch.tree import UNEXPANDED, ChanceRecords, Tree
 
@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # the plan holds the config, which holds the backup rules tha
   from jaxsearch.search.plan import SearchPlan
 
 
-def expand_one(tree: Tree, path: Path, expansion: Expansion, rows: NodeRows, probs) -> Tree:
+def expand_one(tree: Tree, path: Path, expansion: Expansion, update: NodeUpdate, probs) -> Tree:
   """Writes the expanded edge (chance record, reward, discount, child) and the new node of one
   tree, but for its visits and value (:func:`~jaxsearch.search.backup_mean.write_returns`
   writes those)."""
@@ -34,10 +34,10 @@ def expand_one(tree: Tree, path: Path, expansion: Expansion, rows: NodeRows, pro
   write_node = jnp.where(expand, new_node, capacity)
   write_edge = jnp.where(expand, chance_index, capacity)
 
-  tree = set_node(tree, write_node, expansion, rows, parent, length, stats=False)
-  chance = tree_lib.write(tree.chance, tree_lib.rows(ChanceRecords, node=parent, prob=probs),
+  tree = set_node(tree, write_node, expansion, update, parent, length, stats=False)
+  chance = tree_lib.write(tree.chance, tree_lib.update(ChanceRecords, node=parent, prob=probs),
                           drop_chance)
-  chance = tree_lib.write(chance, tree_lib.rows(
+  chance = tree_lib.write(chance, tree_lib.update(
       ChanceRecords, child=new_node, reward=expansion.reward, discount=expansion.discount),
                           (write_edge, outcome))
   return tree.replace(
@@ -46,16 +46,16 @@ def expand_one(tree: Tree, path: Path, expansion: Expansion, rows: NodeRows, pro
       chance=chance,
       num_nodes=tree.num_nodes + expand.astype(jnp.int32),
       num_chance=tree.num_chance + new_chance.astype(jnp.int32),
-      nonfinite_estimates=tree.nonfinite_estimates + (rows.bad & expand).astype(jnp.int32),
+      nonfinite_estimates=tree.nonfinite_estimates + (update.bad & expand).astype(jnp.int32),
   )
 
 
-def expand_leaves(tree: Tree, expansion: Expansion, rows: NodeRows, probs, parent, slot,
+def expand_leaves(tree: Tree, expansion: Expansion, update: NodeUpdate, probs, parent, slot,
                   outcome, length, leaves: Leaves) -> Tree:
   """Writes the leaves one tree's walks create in a step of several paths
   (:func:`~jaxsearch.search.walks.share_leaves`): :func:`expand_one` for ``L`` walks at once
-  (unbatched tree; ``expansion``, ``rows``, ``probs`` and the last edges' ``parent``,
-  ``slot``, ``outcome`` and ``length`` are ``[L]`` rows). Only the walks that create a leaf
+  (unbatched tree; ``expansion``, ``update``, ``probs`` and the last edges' ``parent``,
+  ``slot``, ``outcome`` and ``length`` are ``[L]``, one per walk). Only the walks that create a leaf
   write, each to nodes and records of its own; visits and values are the backup's."""
   capacity, chance_capacity = tree.nodes.visits.shape[0], tree.chance.node.shape[0]
   order = jnp.arange(parent.shape[0])
@@ -63,10 +63,10 @@ def expand_leaves(tree: Tree, expansion: Expansion, rows: NodeRows, probs, paren
   at_node = jnp.where(leaves.creates, leaves.node, capacity + order)
   at_record = jnp.where(leaves.new_record, leaves.record, chance_capacity + order)
   at_edge = jnp.where(leaves.creates, leaves.record, chance_capacity + order)
-  tree = set_node(tree, at_node, expansion, rows, parent, length, stats=False)
-  chance = tree_lib.write(tree.chance, tree_lib.rows(ChanceRecords, node=parent, prob=probs),
+  tree = set_node(tree, at_node, expansion, update, parent, length, stats=False)
+  chance = tree_lib.write(tree.chance, tree_lib.update(ChanceRecords, node=parent, prob=probs),
                           at_record)
-  chance = tree_lib.write(chance, tree_lib.rows(
+  chance = tree_lib.write(chance, tree_lib.update(
       ChanceRecords, child=leaves.node, reward=expansion.reward, discount=expansion.discount),
                           (at_edge, outcome))
   return tree.replace(
@@ -76,15 +76,15 @@ def expand_leaves(tree: Tree, expansion: Expansion, rows: NodeRows, probs, paren
       chance=chance,
       num_nodes=tree.num_nodes + jnp.sum(leaves.creates, dtype=jnp.int32),
       num_chance=tree.num_chance + jnp.sum(leaves.new_record, dtype=jnp.int32),
-      nonfinite_estimates=tree.nonfinite_estimates + jnp.sum(rows.bad & leaves.creates,
+      nonfinite_estimates=tree.nonfinite_estimates + jnp.sum(update.bad & leaves.creates,
                                                              dtype=jnp.int32),
   )
 
 
-def expand_all_outcomes(tree: Tree, path: Path, expansion: Expansion, rows: NodeRows,
+def expand_all_outcomes(tree: Tree, path: Path, expansion: Expansion, update: NodeUpdate,
                     probs) -> tuple[Tree, jax.Array]:
   """Bellman mode: creates the expanded slot's chance record with **every** possible outcome's
-  node at once (``expansion``/``rows`` are ``[O, ...]``, unbatched tree). Returns the tree and
+  node at once (``expansion``/``update`` are ``[O, ...]``, unbatched tree). Returns the tree and
   ``i32[D]``, each path edge's chance record."""
   capacity = tree.nodes.visits.shape[0]
   depth_limit = path.slots.shape[0]
@@ -94,14 +94,14 @@ def expand_all_outcomes(tree: Tree, path: Path, expansion: Expansion, rows: Node
   possible = probs > 0
   child_ids = tree.num_nodes + jnp.cumsum(possible).astype(jnp.int32) - 1
   children = jnp.where(possible, child_ids, UNEXPANDED)
-  tree = set_node(tree, jnp.where(expand & possible, child_ids, capacity), expansion, rows,
+  tree = set_node(tree, jnp.where(expand & possible, child_ids, capacity), expansion, update,
                    parent, path.length)
   chance = tree.num_chance
   write_chance = jnp.where(expand, chance, capacity)
   edge_chances = jnp.maximum(jnp.where(
       (jnp.arange(depth_limit) == last) & expand, chance, path.chances), 0)
   # Impossible outcomes hold zeros, however (or whether) they were evaluated.
-  record = tree_lib.rows(ChanceRecords, node=parent, prob=probs, child=children,
+  record = tree_lib.update(ChanceRecords, node=parent, prob=probs, child=children,
                          reward=jnp.where(possible, expansion.reward, 0.0),
                          discount=jnp.where(possible, expansion.discount, 0.0))
   return tree.replace(
@@ -111,14 +111,14 @@ def expand_all_outcomes(tree: Tree, path: Path, expansion: Expansion, rows: Node
       num_nodes=tree.num_nodes + jnp.where(expand, jnp.sum(possible), 0).astype(jnp.int32),
       num_chance=tree.num_chance + expand.astype(jnp.int32),
       nonfinite_estimates=tree.nonfinite_estimates + jnp.where(
-          expand, jnp.sum(rows.bad & possible), 0).astype(jnp.int32),
+          expand, jnp.sum(update.bad & possible), 0).astype(jnp.int32),
   ), edge_chances
 
 
-def expand_all_leaves(tree: Tree, expansion: Expansion, rows: NodeRows, probs, parent, slot,
+def expand_all_leaves(tree: Tree, expansion: Expansion, update: NodeUpdate, probs, parent, slot,
                       length, leaves: Leaves) -> Tree:
   """:func:`expand_all_outcomes` for the ``L`` walks of one tree in a step of several paths
-  (unbatched tree; ``expansion`` and ``rows`` ``[L, O, ...]``, ``probs`` ``[L, O]``, the last
+  (unbatched tree; ``expansion`` and ``update`` ``[L, O, ...]``, ``probs`` ``[L, O]``, the last
   edges' ``parent``, ``slot`` and ``length`` ``[L]``): each walk that creates its leaf
   (:func:`~jaxsearch.search.walks.share_leaves`) writes its slot's chance record and every
   possible outcome's node, from ``leaves.node`` on."""
@@ -133,9 +133,9 @@ def expand_all_leaves(tree: Tree, expansion: Expansion, rows: NodeRows, probs, p
                        capacity + jnp.arange(num_walks * num_outcomes).reshape(probs.shape))
   flat = lambda x: x.reshape((num_walks * num_outcomes,) + x.shape[2:])  # noqa: E731
   each = lambda x: jnp.repeat(x, num_outcomes)  # noqa: E731
-  tree = set_node(tree, flat(at_nodes), jax.tree.map(flat, expansion), jax.tree.map(flat, rows),
+  tree = set_node(tree, flat(at_nodes), jax.tree.map(flat, expansion), jax.tree.map(flat, update),
                   each(parent), each(length))
-  record = tree_lib.rows(ChanceRecords, node=parent, prob=probs, child=children,
+  record = tree_lib.update(ChanceRecords, node=parent, prob=probs, child=children,
                          reward=jnp.where(possible, expansion.reward, 0.0),
                          discount=jnp.where(possible, expansion.discount, 0.0))
   written = leaves.creates[:, None] & possible
@@ -147,23 +147,23 @@ def expand_all_leaves(tree: Tree, expansion: Expansion, rows: NodeRows, probs, p
                                                            chance_capacity + order)),
       num_nodes=tree.num_nodes + jnp.sum(written, dtype=jnp.int32),
       num_chance=tree.num_chance + jnp.sum(leaves.creates, dtype=jnp.int32),
-      nonfinite_estimates=tree.nonfinite_estimates + jnp.sum(rows.bad & written,
+      nonfinite_estimates=tree.nonfinite_estimates + jnp.sum(update.bad & written,
                                                              dtype=jnp.int32),
   )
 
 
 def step_outcomes(model: Model, plan: SearchPlan, params, key, parent_states, actions,
-                     wanted, chunk: int) -> tuple[Expansion, NodeRows]:
-  """Steps and evaluates every outcome of each tree's expanded action: ``(expansion, rows)``
+                     wanted, chunk: int) -> tuple[Expansion, NodeUpdate]:
+  """Steps and evaluates every outcome of each tree's expanded action: ``(expansion, update)``
   with leading ``[B·O]`` (tree-major), of which only ``wanted`` (``bool[B, O]``) matter.
 
   Where ``B·O <= chunk`` (``AvtsOptions.expand_chunk``): one model call for all ``B·O`` states.
   Otherwise the wanted ones are compacted to the front and done ``chunk`` at a time in a loop that
-  runs only as many chunks as there are wanted states; each chunk is reduced to its node rows
+  runs only as many chunks as there are wanted states; each chunk is reduced to its node entries
   (``K`` slots) before the next, so the estimator's ``[·, A]`` outputs exist for one chunk
-  only. The other entries keep zero rows and states (they are never written to the tree).
+  only. The other entries keep zero updates and states (they are never written to the tree).
   The returned ``expansion`` carries ``legal`` and ``estimate`` only on the one-call path
-  (``None`` otherwise): the tree reads its rows.
+  (``None`` otherwise): the tree reads its entries.
   """
   batch_size, num_outcomes = wanted.shape
   total = batch_size * num_outcomes
@@ -174,7 +174,7 @@ def step_outcomes(model: Model, plan: SearchPlan, params, key, parent_states, ac
 
     expansion = model.step(params, key, jax.tree.map(repeat, parent_states), repeat(actions),
                            all_outcomes)
-    return expansion, node_rows(expansion, plan)
+    return expansion, node_update(expansion, plan)
   num_chunks = -(-total // chunk)
   flat = wanted.reshape(-1)
   count = jnp.sum(flat, dtype=jnp.int32)
@@ -188,8 +188,8 @@ def step_outcomes(model: Model, plan: SearchPlan, params, key, parent_states, ac
     expansion = model.step(params, chunk_key,
                            jax.tree.map(lambda x: x[tree_ids], parent_states),
                            actions[tree_ids], entries % num_outcomes)
-    rows = node_rows(expansion, plan)
-    return expansion.replace(legal=None, estimate=None), rows
+    update = node_update(expansion, plan)
+    return expansion.replace(legal=None, estimate=None), update
 
   shapes = jax.eval_shape(light, order[:chunk], key)
   buffers = jax.tree.map(lambda x: jnp.zeros((total,) + x.shape[1:], x.dtype), shapes)

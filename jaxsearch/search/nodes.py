@@ -1,4 +1,4 @@
-"""New decision nodes: sanitising estimator output, slot rows, writing nodes and the root."""
+"""New decision nodes: sanitising estimator output, slot entries, writing nodes and the root."""
 
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ if TYPE_CHECKING:  # the plan holds the config, which holds the backup rules tha
 
 
 @struct.dataclass
-class NodeRows:
-  """Everything a new decision node stores (leading ``[B]``; ``K`` slots), as partial rows of
-  the tree's parts (:func:`jaxsearch.tree.rows`): :func:`set_node` adds what comes from the
+class NodeUpdate:
+  """Everything a new decision node stores (leading ``[B]``; ``K`` slots), as partial updates
+  of the tree's parts (:func:`jaxsearch.tree.update`): :func:`set_node` adds what comes from the
   expansion and the path (visits, parent, depth, terminal, state, solved) and leaves the
   ``None`` fields as allocated (slot visits and chance links).
 
@@ -57,7 +57,7 @@ class _Sanitised(NamedTuple):
 
 
 def _sanitise(expansion: Expansion, plan: SearchPlan) -> _Sanitised:
-  """Replaces non-finite values, prior logits and action values (see :func:`node_rows`)."""
+  """Replaces non-finite values, prior logits and action values (see :func:`node_update`)."""
   estimate = expansion.estimate
   legal = expansion.legal
   declared_useless = jnp.zeros_like(legal)
@@ -89,7 +89,7 @@ def _sanitise(expansion: Expansion, plan: SearchPlan) -> _Sanitised:
 def _slot_layout(clean: _Sanitised, action_bounds,
                  plan: SearchPlan) -> tuple[jax.Array, Optional[jax.Array]]:
   """``(slot_action i32[B, K], slot_valid bool[B, K] or None)``: which action each slot holds
-  (see :func:`node_rows`); ``slot_valid`` marks the bound slots that found an action."""
+  (see :func:`node_update`); ``slot_valid`` marks the bound slots that found an action."""
   legal = clean.legal
   batch_size = legal.shape[0]
   num_slots, num_actions = plan.num_slots, plan.num_actions
@@ -179,8 +179,8 @@ def _initial_values(plan: SearchPlan, terminal, value, slot_legal, slot_action_v
   return num_active, node_value, slot_value
 
 
-def node_rows(expansion: Expansion, plan: SearchPlan) -> NodeRows:
-  """Sanitises a batch of estimates and lays them out as slot rows.
+def node_update(expansion: Expansion, plan: SearchPlan) -> NodeUpdate:
+  """Sanitises a batch of estimates and lays them out as slot entries.
 
   Non-finite output never reaches the tree. Values that are NaN/inf become 0; a row of prior
   logits holding NaN or ``+inf`` becomes uniform (``-inf`` is a legitimate zero prior). Action
@@ -216,7 +216,7 @@ def node_rows(expansion: Expansion, plan: SearchPlan) -> NodeRows:
   bound, bad = _achievable_bound(expansion, bad)
   slot_bounds = entropy = None
   if plan.backup.keeps_bounds:
-    slot_bounds = tree_lib.rows(tree_lib.SlotBounds, upper=jnp.broadcast_to(
+    slot_bounds = tree_lib.update(tree_lib.SlotBounds, upper=jnp.broadcast_to(
         upper[:, None], slot_action.shape) if slot_upper is None else slot_upper)
   if plan.entropy is not None:
     entropy = tree_lib.EntropyStats(*entropy_lib.fresh_node(
@@ -225,23 +225,23 @@ def node_rows(expansion: Expansion, plan: SearchPlan) -> NodeRows:
   # ``None`` (not written): each write is a kernel per simulation.
   fixed = fixed_node_fields(expansion, plan)
   keep = lambda name, value: None if name in fixed else value  # noqa: E731
-  return NodeRows(
-      nodes=tree_lib.rows(tree_lib.NodeStats, value=node_value, raw_value=clean.value,
+  return NodeUpdate(
+      nodes=tree_lib.update(tree_lib.NodeStats, value=node_value, raw_value=clean.value,
                           num_active=keep("num_active", num_active)),
-      slots=tree_lib.rows(tree_lib.SlotStats, action=keep("action", slot_action),
+      slots=tree_lib.update(tree_lib.SlotStats, action=keep("action", slot_action),
                           legal=slot_legal,
                           prior_logits=keep("prior_logits", slot_logits),
                           action_value=keep("action_value", slot_action_value),
                           value=keep("slot_value", slot_value),
                           prior_probs=(masked_softmax(slot_logits, slot_legal)
                                        if plan.keeps_prior_probs else None)),
-      bounds=tree_lib.rows(tree_lib.BoundStats, bound=keep("bound", bound),
+      bounds=tree_lib.update(tree_lib.BoundStats, bound=keep("bound", bound),
                            upper=keep("upper", upper), cut_upper=keep("cut_upper", cut_upper)),
       bad=bad, slot_bounds=slot_bounds, entropy=entropy)
 
 
 def fixed_node_fields(expansion: Expansion, plan: SearchPlan) -> frozenset:
-  """Names of the :class:`NodeRows` fields that equal what :func:`jaxsearch.tree.allocate`
+  """Names of the :class:`NodeUpdate` fields that equal what :func:`jaxsearch.tree.allocate`
   put there, for every node, whatever the estimates (known at trace time). A node is only ever
   written where nothing was (the tree's entries past ``num_nodes`` are as allocated: ``reroot``
   clears them), so these writes can be skipped."""
@@ -262,28 +262,28 @@ def fixed_node_fields(expansion: Expansion, plan: SearchPlan) -> frozenset:
   return frozenset(fixed)
 
 
-def set_node(tree: Tree, index, expansion: Expansion, rows: NodeRows, parent, depth,
+def set_node(tree: Tree, index, expansion: Expansion, update: NodeUpdate, parent, depth,
               stats: bool = True) -> Tree:
-  """Writes decision node(s) ``index`` of one (unbatched) tree from unbatched ``rows``:
-  ``index`` is a scalar (rows unbatched) or ``[M]`` (rows ``[M, ...]``); out-of-range indices
-  are dropped. ``stats=False`` leaves the node's visits and value to the caller (the
+  """Writes decision node(s) ``index`` of one (unbatched) tree from an unbatched ``update``:
+  ``index`` is a scalar (``update`` unbatched) or ``[M]`` (``update`` ``[M, ...]``);
+  out-of-range indices are dropped. ``stats=False`` leaves the node's visits and value to the caller (the
   running-mean backup writes them in the scatters that update the path)."""
-  nodes = rows.nodes.replace(visits=1 if stats else None,
-                             value=rows.nodes.value if stats else None, parent=parent,
+  nodes = update.nodes.replace(visits=1 if stats else None,
+                             value=update.nodes.value if stats else None, parent=parent,
                              depth=depth, terminal=expansion.terminal, state=expansion.state)
   return tree.replace(
       nodes=tree_lib.write(tree.nodes, nodes, index),
-      slots=tree_lib.write(tree.slots, rows.slots, index),
-      bounds=tree_lib.write(tree.bounds, rows.bounds.replace(solved=expansion.terminal), index),
-      slot_bounds=tree_lib.write(tree.slot_bounds, rows.slot_bounds, index),
-      entropy=tree_lib.write(tree.entropy, rows.entropy, index))
+      slots=tree_lib.write(tree.slots, update.slots, index),
+      bounds=tree_lib.write(tree.bounds, update.bounds.replace(solved=expansion.terminal), index),
+      slot_bounds=tree_lib.write(tree.slot_bounds, update.slot_bounds, index),
+      entropy=tree_lib.write(tree.entropy, update.entropy, index))
 
 
-def write_root(tree: Tree, expansion: Expansion, rows: NodeRows) -> Tree:
+def write_root(tree: Tree, expansion: Expansion, update: NodeUpdate) -> Tree:
   """Writes node 0 of one empty tree (unbatched)."""
-  tree = set_node(tree, 0, expansion, rows, UNEXPANDED, 0)
+  tree = set_node(tree, 0, expansion, update, UNEXPANDED, 0)
   return tree.replace(num_nodes=jnp.int32(1),
-                      nonfinite_estimates=tree.nonfinite_estimates + rows.bad.astype(jnp.int32))
+                      nonfinite_estimates=tree.nonfinite_estimates + update.bad.astype(jnp.int32))
 
 
 def root_noise_logits(key, logits, legal, fraction, alpha):

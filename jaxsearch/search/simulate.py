@@ -16,7 +16,7 @@ from jaxsearch.search import opening
 from jaxsearch.search.backup import SimulationKeys, simulation_keys
 from jaxsearch.search.config import SearchConfig
 from jaxsearch.search.descent import STEP_COLUMNS, RootPrior, empty_steps, root_prior, select
-from jaxsearch.search.nodes import fixed_node_fields, node_rows, root_noise_logits, write_root
+from jaxsearch.search.nodes import fixed_node_fields, node_update, root_noise_logits, write_root
 from jaxsearch.search.plan import SearchPlan, plan_for
 from jaxsearch.search.walks import select_walks, walk_keys
 from jaxsearch.selection.base import RootContext
@@ -48,7 +48,7 @@ def init_tree(model: Model, config: SearchConfig | SearchPlan, params, key, root
                             prior_probs=plan.keeps_prior_probs,
                             slot_actions="action" not in fixed,
                             action_values="action_value" not in fixed)
-  fresh = jax.vmap(write_root)(fresh, expansion, node_rows(expansion, plan))
+  fresh = jax.vmap(write_root)(fresh, expansion, node_update(expansion, plan))
   if tree is None:
     return fresh
   _check_reused(tree, fresh, plan.config)

@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # the plan holds the config, which holds the backup rules tha
 
 def _node_entropy(legal, visits, values, logits, node_visits, node_value, terminal, has_chance,
                   probs, kids, kid_entropy, kid_leaves, kid_closed, *, plan: SearchPlan):
-  """``(H, K, closed)`` of one node from its ``[K]`` slot rows and its children's ``[K, O]``
+  """``(H, K, closed)`` of one node from its ``[K]`` slot entries and its children's ``[K, O]``
   statistics, under ``plan.entropy.policy``'s playout policy."""
   view = NodeView(visits=node_visits, value=node_value, child_visits=visits,
                   child_values=values, prior_logits=logits, action_values=values,
@@ -34,9 +34,9 @@ def _node_entropy(legal, visits, values, logits, node_visits, node_value, termin
                                 mode=options.kind)
 
 
-def _level_entropy(tree: Tree, path: Path, node, row, depth, child_h, child_k, child_c, *,
+def _level_entropy(tree: Tree, path: Path, node, level, depth, child_h, child_k, child_c, *,
                    plan: SearchPlan):
-  """``(H, K, closed)`` ``[B]`` of the path nodes ``node[B]`` at ``row[B]``: the path child
+  """``(H, K, closed)`` ``[B]`` of the path nodes ``node[B]`` at ``level[B]``: the path child
   (below every level but the deepest) takes the carried statistics ``child_*``."""
   rows = jnp.arange(tree.batch_size)
   slots, nodes = tree.slots, tree.nodes
@@ -45,8 +45,8 @@ def _level_entropy(tree: Tree, path: Path, node, row, depth, child_h, child_k, c
   kids = jnp.where((chance >= 0)[:, :, None], tree.chance.child[rows[:, None], safe_chance],
                    UNEXPANDED)
   safe_kids = jnp.maximum(kids, 0)
-  carried = ((jnp.arange(tree.num_slots) == path.slots[rows, row][:, None])[:, :, None] &
-             (jnp.arange(tree.num_outcomes) == path.outcomes[rows, row][:, None])[:, None, :] &
+  carried = ((jnp.arange(tree.num_slots) == path.slots[rows, level][:, None])[:, :, None] &
+             (jnp.arange(tree.num_outcomes) == path.outcomes[rows, level][:, None])[:, None, :] &
              (depth < path.length)[:, None, None])
 
   def kid(field, value):
@@ -65,7 +65,7 @@ def entropy_update(tree: Tree, path: Path, plan: SearchPlan) -> Tree:
   nodes on every path, leaf to root, by the chain rule (:mod:`jaxsearch.entropy`).
 
   Runs after the running-mean backup (the playout policy reads the new visit counts and
-  values). Only path nodes change: each level reads one node's ``[K]`` slot rows and its
+  values). Only path nodes change: each level reads one node's ``[K]`` slot entries and its
   children's ``[K, O]`` statistics from the tree, replaces the path child's by the value the
   loop carries up, and the results are written once per field after the loop — the loop
   carries ``O(B)`` values, never the tree (docs/architecture.md). ``O(D·K·O)``.
@@ -80,15 +80,15 @@ def entropy_update(tree: Tree, path: Path, plan: SearchPlan) -> Tree:
     depth, child_h, child_k, child_c, out_h, out_k, out_c = carry
     depth = depth - 1
     live = depth >= 0
-    row = jnp.maximum(depth, 0)
-    node = jnp.maximum(nodes[rows, row], 0)
-    h, k, c = _level_entropy(tree, path, node, row, depth, child_h, child_k, child_c,
+    level = jnp.maximum(depth, 0)
+    node = jnp.maximum(nodes[rows, level], 0)
+    h, k, c = _level_entropy(tree, path, node, level, depth, child_h, child_k, child_c,
                              plan=plan)
-    out_row = jnp.where(live, depth, depth_limit + 1)
-    out_h = out_h.at[rows, out_row].set(h, mode="drop")
-    out_k = out_k.at[rows, out_row].set(k, mode="drop")
-    out_c = out_c.at[rows, out_row].set(c, mode="drop")
-    return (row, jnp.where(live, h, child_h), jnp.where(live, k, child_k),
+    out_level = jnp.where(live, depth, depth_limit + 1)
+    out_h = out_h.at[rows, out_level].set(h, mode="drop")
+    out_k = out_k.at[rows, out_level].set(k, mode="drop")
+    out_c = out_c.at[rows, out_level].set(c, mode="drop")
+    return (level, jnp.where(live, h, child_h), jnp.where(live, k, child_k),
             jnp.where(live, c, child_c), out_h, out_k, out_c)
 
   zeros = jnp.zeros((batch_size,), jnp.float32)
