@@ -10,7 +10,7 @@ only.
 from __future__ import annotations
 
 import enum
-from typing import TypeVar
+from typing import Optional, TypeVar
 
 
 class OutcomeRule(enum.StrEnum):
@@ -170,3 +170,32 @@ def coerce(kind: type[E], value, name: str) -> E:
   except ValueError:
     valid = ", ".join(repr(member.value) for member in kind)
     raise ValueError(f"{name} must be one of {valid}, got {value!r}") from None
+
+
+class TrainPreset(enum.StrEnum):
+  """Which of a game's two presets a configuration was built from
+  (:func:`jaxsearch.app.training.preset`): ``CPU`` (sized for a few CPU cores) or
+  ``ACCELERATOR`` (a GPU or TPU: thousands of self-play games a step, a bigger network,
+  bfloat16 convolutions, the steps between metric reads in one device loop)."""
+
+  CPU = "cpu"
+  ACCELERATOR = "accelerator"
+
+  @classmethod
+  def for_backend(cls, backend: Optional[str] = None) -> "TrainPreset":
+    """The preset for a JAX backend's name (``"cpu"``, ``"gpu"``, ``"tpu"``, ...; default:
+    ``jax.default_backend()``): ``CPU`` for ``"cpu"``, ``ACCELERATOR`` for any other."""
+    if backend is None:
+      import jax  # only here: importing this module stays cheap
+      backend = jax.default_backend()
+    return cls.CPU if backend == "cpu" else cls.ACCELERATOR
+
+
+class ComputeDtype(enum.StrEnum):
+  """The network's arithmetic (``TrainConfig.compute_dtype``): ``FLOAT32`` everywhere, or
+  ``BFLOAT16`` in the trunk's matrix products and convolutions (the parameters, the optimiser
+  state, the normalisations, the residual stream and the output heads stay ``float32``;
+  :mod:`jaxsearch.train.networks`)."""
+
+  FLOAT32 = "float32"
+  BFLOAT16 = "bfloat16"

@@ -11,6 +11,7 @@ import pytest
 
 from jaxsearch.guessing import policy_file
 from jaxsearch.app import evaluators, presets, registry, training
+from jaxsearch.enums import TrainPreset
 from jaxsearch.train.config import TrainConfig
 
 
@@ -73,7 +74,9 @@ def test_the_policy_file_reader_is_plugged_from_the_registry():
 def test_presets_are_the_registry_s(name):
   config = training.preset(name, seed=3)
   assert isinstance(config, TrainConfig) and config.game == name and config.seed == 3
-  assert training.preset(name) == TrainConfig(**registry.entry(name).training.preset(name))
+  for which in TrainPreset:  # explicit: the default follows the backend the tests run on
+    assert training.preset(name, preset=which) == TrainConfig(
+        **registry.entry(name).training.preset(name, which))
   assert training.default_minutes(name) == {"tictactoe": 4.5, "connect_four": 30.0}[name]
   with pytest.raises(TypeError):
     training.preset(name, no_such_setting=1)

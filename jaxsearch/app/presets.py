@@ -1,5 +1,5 @@
 """The per-game training presets: each game's :class:`~jaxsearch.train.config.TrainConfig`
-fields, from the game's full name and the :class:`~jaxsearch.train.config.TrainPreset` (the
+fields, from the game's full name and the :class:`~jaxsearch.enums.TrainPreset` (the
 ``CPU`` one by default; ``ACCELERATOR`` for a GPU or TPU).
 
 The registry (:mod:`jaxsearch.app.registry`) says which presets a game has;
@@ -17,7 +17,7 @@ the steps between two reads of the metrics run as one device loop.
 from __future__ import annotations
 
 from jaxsearch.enums import SearchPolicy, ValueScaleKind, ValueTarget, coerce
-from jaxsearch.train.config import ComputeDtype, TrainPreset
+from jaxsearch.enums import ComputeDtype, TrainPreset
 
 # The host reads the metrics (and checks --minutes) every this many steps: on a CPU the steps
 # are dispatched one call each (XLA's CPU convolutions are slower inside a loop); on an

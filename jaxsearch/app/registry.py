@@ -33,8 +33,10 @@ class TrainingSpec:
   """How ``jaxsearch train`` trains a game.
 
   Attributes:
-    preset: ``name -> dict`` of the game's :class:`~jaxsearch.train.config.TrainConfig`
-      fields (:mod:`jaxsearch.app.presets`).
+    preset: ``(name, which) -> dict`` of the game's
+      :class:`~jaxsearch.train.config.TrainConfig` fields for the
+      :class:`~jaxsearch.enums.TrainPreset` ``which`` (default ``CPU``;
+      :mod:`jaxsearch.app.presets`).
     evaluator: builds the run's evaluation from the trainer
       (:data:`jaxsearch.train.evaluators.MakeEvaluator`, the game's exact oracles:
       :mod:`jaxsearch.app.evaluators`); ``None``: the library's matches against a random
@@ -42,7 +44,7 @@ class TrainingSpec:
     minutes: ``jaxsearch train``'s budget unless ``--minutes`` or ``--steps`` says otherwise.
   """
 
-  preset: Callable[[str], dict]
+  preset: Callable[..., dict]
   evaluator: Optional[Callable] = None
   minutes: float = 30.0
 

@@ -18,7 +18,8 @@ from typing import Any, Optional
 from jaxsearch.app import registry
 from jaxsearch.enums import coerce
 from jaxsearch.train import trainer as trainer_lib
-from jaxsearch.train.config import TrainConfig, TrainPreset
+from jaxsearch.enums import TrainPreset
+from jaxsearch.train.config import TrainConfig
 
 
 def games() -> tuple[str, ...]:
@@ -32,9 +33,9 @@ def preset(game: str, preset: Optional[TrainPreset | str] = None, **overrides) -
 
   Args:
     game: the game's name in the registry.
-    preset: which of the game's presets: a :class:`~jaxsearch.train.config.TrainPreset`
+    preset: which of the game's presets: a :class:`~jaxsearch.enums.TrainPreset`
       (``"cpu"`` or ``"accelerator"``); ``None``: the one for the backend JAX runs on
-      (:meth:`TrainPreset.for_backend <jaxsearch.train.config.TrainPreset.for_backend>`).
+      (:meth:`TrainPreset.for_backend <jaxsearch.enums.TrainPreset.for_backend>`).
     overrides: :class:`~jaxsearch.train.config.TrainConfig` fields.
 
   Raises:

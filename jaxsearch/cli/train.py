@@ -12,7 +12,7 @@ from typing import Sequence
 
 from jaxsearch.app import registry
 from jaxsearch.enums import SearchPolicy
-from jaxsearch.train.config import TrainPreset
+from jaxsearch.enums import TrainPreset
 from jaxsearch.cli.common import (CommandError, check_plot_file, check_writable, game_name,
                                   positive_float, positive_int, prng_seed)
 

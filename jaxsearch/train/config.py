@@ -8,12 +8,12 @@ defaults (``preset``) are the application layer's: :func:`jaxsearch.app.training
 from __future__ import annotations
 
 import dataclasses
-import enum
 import math
 import numbers
 from typing import Optional
 
-from jaxsearch.enums import SearchPolicy, ValueScaleKind, ValueTarget, coerce
+from jaxsearch.enums import (ComputeDtype, SearchPolicy, TrainPreset, ValueScaleKind, ValueTarget,
+                             coerce)
 from jaxsearch.seeds import seed_problem
 
 # Configuration fields a resumed run may change (they do not change what a step computes;
@@ -47,35 +47,6 @@ FLOAT_FIELDS = dict(
     c=(0.0, math.inf, True))
 BOOL_FIELDS = ("ones_plane", "reuse", "pibar_target", "device_loop")
 NETWORKS = ("mlp", "resnet")
-
-
-class TrainPreset(enum.StrEnum):
-  """Which of a game's two presets a configuration was built from
-  (:func:`jaxsearch.app.training.preset`): ``CPU`` (sized for a few CPU cores) or
-  ``ACCELERATOR`` (a GPU or TPU: thousands of self-play games a step, a bigger network,
-  bfloat16 convolutions, the steps between metric reads in one device loop)."""
-
-  CPU = "cpu"
-  ACCELERATOR = "accelerator"
-
-  @classmethod
-  def for_backend(cls, backend: Optional[str] = None) -> "TrainPreset":
-    """The preset for a JAX backend's name (``"cpu"``, ``"gpu"``, ``"tpu"``, ...; default:
-    ``jax.default_backend()``): ``CPU`` for ``"cpu"``, ``ACCELERATOR`` for any other."""
-    if backend is None:
-      import jax  # only here: importing this module stays cheap
-      backend = jax.default_backend()
-    return cls.CPU if backend == "cpu" else cls.ACCELERATOR
-
-
-class ComputeDtype(enum.StrEnum):
-  """The network's arithmetic (``TrainConfig.compute_dtype``): ``FLOAT32`` everywhere, or
-  ``BFLOAT16`` in the trunk's matrix products and convolutions (the parameters, the optimiser
-  state, the normalisations, the residual stream and the output heads stay ``float32``;
-  :mod:`jaxsearch.train.networks`)."""
-
-  FLOAT32 = "float32"
-  BFLOAT16 = "bfloat16"
 
 
 class ConfigError(ValueError):

@@ -311,7 +311,7 @@ class Trainer:
     Returns:
       the summary: the final evaluation's fields plus ``steps``, ``positions`` (self-play
       positions played, all runs), ``games``, ``updates``, ``minutes`` (this call),
-      ``out_dir``, ``preset`` (the configuration's :class:`~jaxsearch.train.config.TrainPreset`
+      ``out_dir``, ``preset`` (the configuration's :class:`~jaxsearch.enums.TrainPreset`
       or ``None``), ``positions_per_s`` and ``updates_per_s`` (this call's steady state: its
       read intervals after the first, which holds the compilation; evaluations and
       checkpoints excluded; ``None`` after a single interval), ``first_interval_s`` (the
