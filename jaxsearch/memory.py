@@ -41,9 +41,11 @@ class MemoryEstimate:
       :data:`RUNTIME_BYTES`).
     nodes: ``B · N``.
 
-  Not counted: moving the open trees into larger ones (a regrowth holds both for a moment:
-  ``trees`` more), which the search does only where that memory is free then
-  (:func:`can_hold`), and the certificates' worker processes (their own memory).
+  It is the peak of the run's own process. Not counted: after a regrowth (the proven roots
+  leave the batch, the open ones move into larger trees, array by array), the proven roots'
+  trees, cut to what they allocated, which the search keeps only where they fit then
+  (:func:`can_hold`); and the certificates' worker processes, each a process of its own, as
+  many as fit beside this estimate (:func:`plan_workers`).
   """
 
   trees: int
@@ -182,3 +184,72 @@ def can_hold(extra: int, estimate: Optional[MemoryEstimate],
     return (0 if estimate is None else estimate.total) + extra <= budget
   free = available_memory()
   return free is None or extra <= free
+
+
+# A certificate worker process before it is sent anything: Python, numpy and JAX imported
+# with jaxsearch.guessing.certificates (164 MB measured with `resource.getrusage`, rounded
+# up). What it is sent comes on top (:func:`worker_bytes`).
+WORKER_RUNTIME_BYTES = 175_000_000
+
+
+def worker_bytes(game_bytes: int, tree_bytes: int) -> int:
+  """The memory of one certificate worker process: its runtime
+  (:data:`WORKER_RUNTIME_BYTES`), the game's exact bounds (``game_bytes``: their arrays) and
+  the largest tree it is sent (``tree_bytes``), each twice (as received, then unpickled).
+  Wordle's: 175 MB + 2 × 47 MB + 2 × 4 MB = 277 MB; measured 240–300 MB."""
+  return WORKER_RUNTIME_BYTES + 2 * int(game_bytes) + 2 * int(tree_bytes)
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkerPlan:
+  """How many certificate worker processes a run starts, and why.
+
+  Attributes:
+    workers: processes (1: the certificates run in this process, none is started).
+    cores: the CPU cores (``os.cpu_count()``).
+    each: the bytes one worker is expected to hold (:func:`worker_bytes`).
+    free: the bytes the workers may take: the budget less the run's estimate, or the memory
+      available now; ``None`` where unknown (no cap).
+    capped: fewer workers than cores (and roots to certify) because of ``free``.
+    late: none started because the certificates' time was (nearly) spent: without the exact
+      search, which stops then, each certificate reads its tree alone, quicker than a
+      process starts.
+  """
+
+  workers: int
+  cores: int
+  each: int
+  free: Optional[int]
+  capped: bool
+  late: bool = False
+
+  def describe(self) -> str:
+    """Where the certificates run, in words: ``"on 2 worker processes (2 cores)"``, ``"in
+    this process (4 cores; capped by memory: 300 MB free, about 277 MB a worker)"``."""
+    cores = f"{self.cores} core{'s' if self.cores != 1 else ''}"
+    where = ("in this process" if self.workers == 1 else
+             f"on {self.workers} worker processes")
+    if self.late:
+      return f"{where} ({cores}; their time is spent: the trees alone)"
+    if not self.capped:
+      return f"{where} ({cores})"
+    return (f"{where} ({cores}; capped by memory: {format_bytes(max(self.free or 0, 0))} "
+            f"free, about {format_bytes(self.each)} a worker)")
+
+
+def plan_workers(each: int, tasks: int, estimate: Optional[MemoryEstimate] = None,
+                 budget: Optional[float] = None, cores: Optional[int] = None) -> WorkerPlan:
+  """Worker processes for ``tasks`` independent certificates, ``each`` bytes a worker: one
+  per core (``cores``, default ``os.cpu_count()``) and task, as many as fit in what the
+  budget leaves beside the run's ``estimate`` (``budget`` bytes), or in the memory
+  available now; at least one (then the work runs in this process)."""
+  cores = max(int(cores or os.cpu_count() or 1), 1)
+  wanted = max(min(cores, int(tasks)), 1)
+  if budget is not None:
+    free: Optional[int] = int(budget - (0 if estimate is None else estimate.total))
+  else:
+    free = available_memory()
+  fit = wanted if free is None else max(free // max(int(each), 1), 1)
+  workers = min(wanted, fit)
+  return WorkerPlan(workers=workers, cores=cores, each=int(each), free=free,
+                    capped=workers < wanted)

@@ -12,7 +12,7 @@ from jaxsearch.games import mastermind
 from jaxsearch import guessing as guessing_lib
 from jaxsearch import solve as solve_lib
 from jaxsearch.guessing import report
-from jaxsearch.solve import chunked
+from jaxsearch.solve import chunked, records
 
 
 def test_chunks_reuse_one_compiled_program_and_report_their_phases():
@@ -65,4 +65,79 @@ def test_a_chunk_takes_over_the_previous_trees_buffers():
   assert all(leaf.is_deleted() for leaf in jax.tree.leaves(trees))
   assert not any(leaf.is_deleted() for leaf in jax.tree.leaves(grown))
   assert int(grown.num_nodes[0]) > 1
-  assert chunked.read_record(record)["num_nodes"].tolist() == [int(grown.num_nodes[0])]
+  assert records.read_record(record)["num_nodes"].tolist() == [int(grown.num_nodes[0])]
+
+
+class _OnTheDevice:
+  """Stands for the trees between chunks: the host touching them fails the test."""
+
+  def __getattr__(self, name):
+    raise AssertionError(f"the host read the trees ({name}) between chunks")
+
+
+def _counting_estimator(estimator, calls: list):
+  """``estimator``, each call's states' ``remaining`` bitsets recorded as it runs (a
+  callback: only the calls the compiled program makes, a branch not taken records none)."""
+  import jax
+
+  def estimate(params, key, states):
+    jax.debug.callback(lambda remaining: calls.append(np.asarray(remaining)), states.remaining)
+    return estimator(params, key, states)
+
+  return estimate
+
+
+def test_a_chunk_reads_one_small_record_and_leaves_the_trees_on_the_device(monkeypatch):
+  """Between chunks the trees stay on the device: the host reads the chunk's record (one
+  ``i32[6, B]`` array: bounds, values, nodes) and nothing of the trees, which each chunk
+  passes to the next (a stand-in that fails when touched replaces them between chunks). No
+  chunk evaluates the roots again (only the initialiser does), and no chunk recompiles."""
+  import dataclasses
+  import jax
+  import jax.numpy as jnp
+  from jaxsearch.guessing.subproblems import meets, opening_roots
+  base = mastermind.puzzle(3, 3)
+  calls = []
+  puzzle = dataclasses.replace(
+      base, estimator=_counting_estimator(base.estimator, calls),
+      bind=lambda tables: (lambda game, estimator: (
+          game, _counting_estimator(estimator, calls)))(*base.bind(tables)))
+  _, states = opening_roots(puzzle, puzzle.openings[0])
+  roots = jax.tree.map(lambda *xs: jnp.stack(xs), *states)
+  batch = len(states)
+  options = solve_lib.SolveOptions.from_keywords(chunk=1, max_nodes=400 * batch,
+                                                 num_slots=None).for_trees(batch, 41)
+  loop = chunked.ChunkedSearch(puzzle, roots, -np.ones(batch), options)
+  key = jax.random.PRNGKey(0)
+  loop.begin(loop.init(loop.tables, key, roots))
+  held, compiled = {}, (loop.step, loop.proof_step)
+
+  def guarded(program):
+    def run(tables, key, roots, trees):
+      if isinstance(trees, _OnTheDevice):
+        trees = held.pop("trees")
+      trees, record = program(tables, key, roots, trees)
+      assert record.shape == (len(records.RECORD_ROWS), batch)
+      held["trees"] = trees
+      return _OnTheDevice(), record
+    return run
+
+  loop.step, loop.proof_step = guarded(loop.step), guarded(loop.proof_step)
+  reads = []
+  real_read = records.read_record
+  monkeypatch.setattr(records, "read_record", lambda record: reads.append(1) or
+                      real_read(record))
+  phases = {"first_chunk_s": 0.0, "device_s": 0.0}
+  for chunk in range(1, 4):
+    chunked.run_chunk(loop, key, phases, lambda progress: None, None, meets)
+    assert loop.regrow(key, meets)  # nothing full: the search goes on, the trees untouched
+    assert len(reads) == chunk  # one record a chunk
+  assert loop.simulations == 3 and loop.nodes() > batch
+  # Each program compiled at most once (the proof rule's runs every chunk by default).
+  assert max(program._cache_size() for program in compiled if program is not None) == 1
+  jax.effects_barrier()
+  roots_remaining = np.asarray(roots.remaining)
+  evaluated = [c for c in calls if c.shape == roots_remaining.shape and
+               np.array_equal(c, roots_remaining)]
+  assert len(evaluated) == 1, "the roots were evaluated again"
+  assert len(calls) > 1  # the chunks did evaluate their leaves

@@ -53,9 +53,9 @@ def straight(small):
   """The uninterrupted run the resumed ones must equal."""
   result = guessing_lib.solve_puzzle(small, max_simulations=TOTAL, **SMALL)
   # One batch of one tree per root, whatever happened to them: here the open ones moved
-  # into larger trees (what the tests need), the proven ones kept their size.
+  # into larger trees (what the tests need), the proven ones are kept cut to the nodes they use.
   assert len(result.trees) == 12 and all(t.num_nodes.shape == (1,) for t in result.trees)
-  assert len({t.nodes.visits.shape[1] for t in result.trees}) == 2, "no regrowth"
+  assert max(t.nodes.visits.shape[1] for t in result.trees) > 60, "no regrowth"
   assert result.simulations == TOTAL
   return result
 

@@ -118,6 +118,11 @@ def _add_budget_arguments(solve: argparse.ArgumentParser) -> None:
   solve.add_argument("--chunk", type=positive_int, default=None,
                      help="simulations per jitted call (the progress and the time budget are "
                           f"checked between calls; default {_per_game(lambda d: d.chunk)})")
+  solve.add_argument("--leaves-per-step", type=positive_int, default=None, metavar="K",
+                     help="paths each tree descends in one step of a chunk, at most --chunk "
+                          "(default: by the backend and the number of trees: 1 on a CPU; on "
+                          "an accelerator the largest power of two up to 16 that keeps trees "
+                          "× K within 1024)")
   solve.add_argument("--nodes", type=positive_int, default=None,
                      help="node budget, shared out between the trees of a batch (default "
                           f"{_per_game(lambda d: d.nodes)}: about 3.7 GB for a 5-minute run)")
@@ -270,12 +275,17 @@ def _solve_options(args: argparse.Namespace, num_slots):
   """The command line's :class:`jaxsearch.solve.SolveOptions` (its defaults filled in)."""
   from jaxsearch.solve import SolveOptions
   share = float(solvable(args).defaults.search_share)
+  if args.leaves_per_step is not None and args.leaves_per_step > args.chunk:
+    raise CommandError(f"jaxsearch solve: --leaves-per-step {args.leaves_per_step} is larger "
+                       f"than --chunk {args.chunk}, the paths of one chunk; lower it or "
+                       f"raise --chunk")
   # --seconds is the whole run's; the search's own limit (every run's search, with
   # --resume) is its share, and this run's clock stops it too (Budget.clock).
   return SolveOptions.from_keywords(
       "jaxsearch solve", seconds=args.seconds * share, run_seconds=args.seconds,
       search_share=share, max_simulations=args.simulations,
-      chunk=args.chunk, max_nodes=args.nodes, num_slots=num_slots,
+      chunk=args.chunk, leaves_per_step=args.leaves_per_step, max_nodes=args.nodes,
+      num_slots=num_slots,
       bound_slots=args.bound_slots, seed=args.seed,
       certify_seconds=_certify_seconds(args),
       memory=None if args.memory is None else args.memory * (1 << 30),
@@ -304,9 +314,7 @@ def _check_memory(args: argparse.Namespace, options) -> None:
     return  # sizes the game refuses in its own words; the solver checks again
   count = game.count_trees(args)
   if searches_first_guess(args):
-    root = RootOptions()
-    rows = -(-min(sizes.outcomes - 1, sizes.secrets) // root.pad_rows) * root.pad_rows
-    batch = rows * root.live_openings
+    batch = RootOptions().most_trees(sizes.outcomes, sizes.secrets)  # the solver's own count
   elif count is None:
     return
   else:
@@ -352,7 +360,8 @@ def _search(args: argparse.Namespace, puzzle, title: str, options, clock_start: 
     try:
       result = guessing_lib.solve_puzzle(puzzle, first=args.first, openings=openings, root=root,
                                       options=options, on_chunk=progress.chunk,
-                                      on_phase=progress.phase, started=clock_start)
+                                      on_phase=_phase_reporter(progress),
+                                      started=clock_start)
     except solve_lib.MemoryBudgetError as error:
       progress.stop()
       raise CommandError(f"jaxsearch solve: refused: {error}") from None
@@ -361,6 +370,25 @@ def _search(args: argparse.Namespace, puzzle, title: str, options, clock_start: 
       raise CommandError(f"jaxsearch solve: --checkpoint: {error}") from None
     progress.finish(result)  # the result's bounds, not the last chunk's
     return result
+
+
+def _phase_reporter(progress):
+  """``progress.phase`` (:class:`jaxsearch.guessing.report.ProgressReporter`), and, as the
+  exact certificates start, a line saying where they run: how many worker processes, and
+  whether the memory capped them below the cores."""
+  def phase(info: dict) -> None:
+    plan = info.get("workers")
+    if plan is not None and not progress.quiet:
+      text = f"exact certificates {plan.describe()}"
+      if progress.live:
+        progress.console.print(f"solving {progress.title}: {text}", markup=False,
+                               highlight=False)
+      else:
+        print(f"solving {progress.title} [{progress.clock() - progress.started:.1f} s]: "
+              f"{text}", file=progress.console.file, flush=True)
+    progress.phase(info)
+
+  return phase
 
 
 def _check_checkpoint_free(args: argparse.Namespace) -> None:

@@ -18,6 +18,7 @@ import contextlib
 import dataclasses
 import multiprocessing
 import os
+import pickle
 import signal
 import sys
 import threading
@@ -28,8 +29,13 @@ from typing import Any, Callable, Optional, Protocol, Sequence, runtime_checkabl
 import jax
 import numpy as np
 
+from jaxsearch.memory import MemoryEstimate, WorkerPlan, plan_workers, worker_bytes
 from jaxsearch.solve.tree_reader import TreeReader
 
+
+# Less time than this left to the certificates: no worker process is started (one takes
+# 1-5 s to start, importing JAX; after the deadline each certificate reads its tree alone).
+WORKER_START_SECONDS = 2.0
 
 # Children of at most this many secrets are given their exact optimum as their target
 # (``exact.optimum_within``); larger ones what the tree's float bound suggests.
@@ -336,18 +342,47 @@ def _settle_tree(game: Optional[CertificateGame], tree, target: int,
   return Settled(True, int(target) if policy is None else int(total), policy)
 
 
+def worker_plan(puzzle, trees, rows, estimate: Optional[MemoryEstimate] = None,
+                budget: Optional[float] = None, cores: Optional[int] = None,
+                deadline: Optional[float] = None) -> WorkerPlan:
+  """The worker processes :func:`settle_each` starts for the roots ``rows`` of ``trees``:
+  one per core (``cores``, default ``os.cpu_count()``) and root, as many as fit in the
+  memory (:func:`jaxsearch.memory.plan_workers`: the budget ``budget`` less the run's
+  ``estimate``, or the memory available now), each worker counted at its runtime, the
+  game's exact bounds as sent (pickled) and the largest tree
+  (:func:`jaxsearch.memory.worker_bytes`). One (no process started) where the bounds cannot
+  be sent, or where ``deadline`` (``time.monotonic()``) leaves less than
+  :data:`WORKER_START_SECONDS`: the exact search stops then, and the trees alone are read
+  quicker than a process starts."""
+  rows = list(rows)
+  game = CertificateGame.of(puzzle)
+  cores = max(int(cores or os.cpu_count() or 1), 1)
+  if game is None or not game.portable or len(rows) <= 1:
+    return WorkerPlan(workers=1, cores=cores, each=0, free=None, capped=False)
+  if deadline is not None and deadline - time.monotonic() < WORKER_START_SECONDS:
+    return WorkerPlan(workers=1, cores=cores, each=0, free=None, capped=False, late=True)
+  game_bytes = len(pickle.dumps(game.for_workers(), protocol=pickle.HIGHEST_PROTOCOL))
+  tree_bytes = max(sum(int(np.asarray(x).nbytes) for x in jax.tree.leaves(trees[row]))
+                   for row in rows)
+  return plan_workers(worker_bytes(game_bytes, tree_bytes), len(rows), estimate, budget,
+                      cores)
+
+
 def settle_each(puzzle, trees, targets: dict, deadline: Optional[float] = None,
                 workers: Optional[int] = None,
                 on_settled: Optional[Callable[[int, Settled], None]] = None) -> dict:
   """``{row: settle(puzzle, trees, row, target)}`` for ``targets = {row: target}``, the
-  roots in parallel processes (``workers``, default one per CPU core) where the game's exact
-  bounds can be sent to them (:attr:`CertificateGame.portable`: a dataclass of arrays, no
-  closures), else one after another. Each root is independent, and the exact search is
-  single-threaded numpy: the cores are otherwise idle while it runs. Largest roots first,
-  so that the processes finish together. ``on_settled(row, settled)`` is called in this
-  process as each root's result comes (e.g. to checkpoint it:
+  roots in parallel processes (``workers``, default one per CPU core and root, as many as
+  fit in the memory available: :func:`worker_plan`) where the game's exact bounds can be
+  sent to them (:attr:`CertificateGame.portable`: a dataclass of arrays, no closures), else
+  one after another. Each root is independent, and the exact search is single-threaded
+  numpy: the cores are otherwise idle while it runs. Largest roots first, so that the
+  processes finish together. ``on_settled(row, settled)`` is called in this process as each
+  root's result comes (e.g. to checkpoint it:
   :meth:`jaxsearch.solve.checkpoint.Checkpoint.save_settled`)."""
-  workers = min(workers or os.cpu_count() or 1, len(targets))
+  if workers is None:
+    workers = worker_plan(puzzle, trees, targets).workers
+  workers = min(workers, len(targets))
   game = CertificateGame.of(puzzle)
   done = {}
   if workers <= 1 or game is None or not game.portable:

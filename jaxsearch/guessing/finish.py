@@ -12,8 +12,8 @@ import time
 from typing import TYPE_CHECKING, Callable, Optional
 
 from jaxsearch.guessing import policy_file
-from jaxsearch.memory import MemoryEstimate
-from jaxsearch.guessing.certificates import Settled, certify, settle_each
+from jaxsearch.memory import MemoryEstimate, WorkerPlan
+from jaxsearch.guessing.certificates import Settled, certify, settle_each, worker_plan
 from jaxsearch.guessing.extract import PolicyExtractor
 from jaxsearch.solve.options import RunClock
 
@@ -70,7 +70,13 @@ class RunProgress:
     on_phase: called as each phase after the search goes, with a dict: ``{"phase":
       "extracting"}`` when the policy is read off the trees and evaluated, ``{"phase":
       "certifying", "done": k, "total": n, "deadline": d}`` before the certificates and
-      after each (``d``: when they stop at the latest, ``time.monotonic()``), or ``None``.
+      after each (``d``: when they stop at the latest, ``time.monotonic()``), or ``None``;
+      as the exact certificates start, their dict also has ``"workers"``: where they run
+      (a :class:`jaxsearch.memory.WorkerPlan`: worker processes, cores, the memory cap).
+    memory: the run's memory budget in bytes (``None``: the memory available), which the
+      certificates' worker processes must fit in beside the search's ``estimate``.
+    estimate: the search's memory estimate (:class:`jaxsearch.memory.MemoryEstimate`),
+      once known.
   """
 
   clock: RunClock
@@ -78,20 +84,25 @@ class RunProgress:
   on_phase: Optional[Callable[[dict], None]] = None
   certified: int = 0  # certificates done so far in this run
   to_certify: int = 0  # and in all, as far as known
+  memory: Optional[float] = None
+  estimate: Optional[MemoryEstimate] = None
 
   def extracting(self) -> None:
     if self.on_phase is not None:
       self.on_phase({"phase": "extracting"})
 
   def certifying(self, deadline: float, more: int = 0, done: int = 0,
-                 say: bool = True) -> None:
+                 say: bool = True, workers: Optional[WorkerPlan] = None) -> None:
     """``more`` certificates are coming, ``done`` were completed (told unless ``say`` is
-    false)."""
+    false); ``workers``: where the exact certificates about to start run."""
     self.to_certify += more
     self.certified += done
     if self.on_phase is not None and say:
-      self.on_phase({"phase": "certifying", "done": self.certified,
-                     "total": self.to_certify, "deadline": deadline})
+      info = {"phase": "certifying", "done": self.certified, "total": self.to_certify,
+              "deadline": deadline}
+      if workers is not None:
+        info["workers"] = workers
+      self.on_phase(info)
 
 
 def quiet_progress() -> RunProgress:
@@ -144,8 +155,13 @@ def settle_saved(puzzle, trees, targets: dict, deadline: float, store,
   certifying) are not redone."""
   saved = {} if store is None else store.settled(targets, Settled)
   todo = {row: target for row, target in targets.items() if row not in saved}
+  # One worker process per core and root, as many as the memory holds beside the search's.
+  plan = worker_plan(puzzle, trees, list(todo),
+                     None if progress is None else progress.estimate,
+                     None if progress is None else progress.memory, deadline=deadline)
   if progress is not None:
-    progress.certifying(deadline, more=len(targets), done=len(saved))
+    progress.certifying(deadline, more=len(targets), done=len(saved),
+                        workers=plan if todo else None)
 
   def save(row, one):
     if store is not None:
@@ -153,7 +169,8 @@ def settle_saved(puzzle, trees, targets: dict, deadline: float, store,
     if progress is not None:
       progress.certifying(deadline, done=1)
 
-  fresh = settle_each(puzzle, trees, todo, deadline, on_settled=save) if todo else {}
+  fresh = (settle_each(puzzle, trees, todo, deadline, workers=plan.workers, on_settled=save)
+           if todo else {})
   return {row: saved[row] if row in saved else fresh[row] for row in targets}
 
 

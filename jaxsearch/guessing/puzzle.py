@@ -189,6 +189,7 @@ def _solve_from_start(puzzle: Puzzle, options: SolveOptions,
                    extract=False, deadline=progress.clock.search_ends)
   history = [(sims, secs, float(bound.sum()), None if upper is None else float(upper.sum()))
              for sims, secs, bound, upper in searched.history]
+  progress.estimate = searched.memory
   progress.extracting()
   started = time.perf_counter()
   policy = extract_policy(puzzle, searched.trees, 0)
@@ -269,6 +270,7 @@ def _solve_openings(puzzle: Puzzle, openings: Sequence[str], options: SolveOptio
                    on_chunk=progress.on_chunk, store=store, deadline=progress.clock.search_ends)
   history = [(sims, secs) + totals(bound, upper)
              for sims, secs, bound, upper in searched.history]
+  progress.estimate = searched.memory
   progress.extracting()
   started = time.perf_counter()
   evaluation, policy, chosen, sub_totals = _best_opening(puzzle, openings, groups, offsets,
@@ -381,7 +383,8 @@ def solve_puzzle(puzzle: Puzzle, first: Optional[str] = None,
       (:class:`CheckpointMismatch`, named), or cannot be read.
   """
   options = _options("solve_puzzle", options, keywords)
-  progress = RunProgress(options.budget.clock(started), on_chunk, on_phase)
+  progress = RunProgress(options.budget.clock(started), on_chunk, on_phase,
+                         memory=options.capacity.memory)
   if first is not None:
     openings = [first]
   if openings is not None:

@@ -26,8 +26,10 @@ one batch of trees.
 
 Memory: at most ``live_openings`` first guesses hold trees at once, each ``max_nodes //
 live_openings`` nodes (:class:`~jaxsearch.solve.options.SolveOptions`) shared out between its
-trees (each tree at least :func:`subproblem_min_nodes`); the run's estimate is checked before
-the first trees are allocated (:func:`jaxsearch.memory.check_memory`). When a new first guess
+trees (each tree at least :func:`subproblem_min_nodes`); the run's estimate, which counts
+``live_openings`` batches of the most feedbacks a first guess can leave
+(:meth:`RootOptions.most_trees`, whichever first guesses are visited), is checked before the
+first trees are allocated (:func:`jaxsearch.memory.check_memory`). When a new first guess
 needs trees, the live one with the worst q̂3 (never the one holding the best policy) is
 retired: it keeps its figures and is not visited again. Each batch is padded to a multiple of ``pad_rows`` trees
 (repeats of its smallest sub-problem, weight 0), so that first guesses with similar numbers
@@ -46,7 +48,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsearch import debias
-from jaxsearch.memory import check_memory
+from jaxsearch.memory import PuzzleSizes, check_memory, estimate_from_sizes
 from jaxsearch.solve import chunked
 from jaxsearch.guessing.finish import (Outcome, RunProgress, certify_saved, corrected_policy,
                                     opening_policy, settle_saved)
@@ -78,6 +80,14 @@ class RootOptions:
       value = getattr(self, name)
       if not isinstance(value, int) or value < least:
         raise ValueError(f"RootOptions.{name} must be an int >= {least}, got {value!r}")
+
+  def most_trees(self, outcomes: int, secrets: int) -> int:
+    """The most trees the live first guesses hold at once, in a game of ``outcomes``
+    feedbacks (the solved one included) and ``secrets`` secrets: ``live_openings`` batches
+    of the most feedbacks a first guess can leave, padded to ``pad_rows`` (Wordle: 2 × 256).
+    The run's memory estimate counts them, whichever first guesses it visits."""
+    rows = -(-max(min(outcomes - 1, secrets), 1) // self.pad_rows) * self.pad_rows
+    return rows * self.live_openings
 
 
 @dataclasses.dataclass(frozen=True)
@@ -259,10 +269,9 @@ class RootSearch:
     loop = chunked.ChunkedSearch(self.puzzle, roots, weights, tree_options)
     key = jax.random.fold_in(self.key, opening.action)
     if self.memory is None:  # the first batch: check the whole run's memory up front
-      self.memory = chunked.estimate_memory(self.puzzle, loop.init, loop.tables, key, roots)
-      self.memory = dataclasses.replace(
-          self.memory, trees=self.memory.trees * self.options.live_openings,
-          nodes=self.memory.nodes * self.options.live_openings)
+      sizes = PuzzleSizes.of(self.puzzle)
+      self.memory = estimate_from_sizes(sizes, self.solve_options,
+                                        self.options.most_trees(sizes.outcomes, sizes.secrets))
       check_memory(self.memory, self.solve_options.capacity.memory)
     loop.memory = self.memory
     loop.begin(loop.init(loop.tables, key, roots))
@@ -421,6 +430,7 @@ def solve_root(puzzle, root: RootOptions, options: SolveOptions,
   search.release_unless_provable(best, search.game_upper() if best.upper_total is None
                                  else best.upper_total - 1.0)
   gc.collect()
+  progress.estimate = search.memory
   progress.extracting()
   trees = best.loop.final_trees()
   started = time.perf_counter()

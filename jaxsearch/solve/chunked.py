@@ -14,6 +14,12 @@ object with ``game``, ``estimator``, ``tables`` and ``bind`` (:class:`Problem`, 
 Its result (:class:`SearchResult`) holds the final trees in one shape whatever happened to
 them: a list with one batch of one tree per root (``trees[r]``: root ``r``'s), in numpy.
 
+Memory: the trees stay on the device from chunk to chunk (each chunk's program takes them
+over, donated), and the host reads one small record per chunk
+(:func:`jaxsearch.solve.records.chunk_record`). A regrowth holds one set of trees, moved
+array by array, and the proven roots' trees cut to what they allocated
+(:mod:`jaxsearch.solve.regrowth`).
+
 With a checkpoint (:mod:`jaxsearch.solve.checkpoint`) the loop's state is saved as it goes
 and a killed run resumes from it: chunk ``i``'s key is ``fold_in(key, simulations before
 it)``, so a resumed run draws the same keys and grows the same trees as one never stopped.
@@ -35,7 +41,7 @@ from jaxsearch.game import Estimator, Game
 from jaxsearch.memory import (MemoryEstimate, RUNTIME_BYTES, can_hold, check_memory,
                               working_bytes)
 from jaxsearch.solve import checkpoint as checkpoint_lib
-from jaxsearch.solve import regrowth
+from jaxsearch.solve import records, regrowth
 from jaxsearch.solve.options import SolveOptions
 
 SLEEP_ENV = "JAXSEARCH_SOLVE_CHUNK_SLEEP"  # tests: seconds to sleep after each chunk
@@ -78,7 +84,8 @@ class SearchResult:
     resumed_from: the simulations a resumed run went on from (0 for a fresh run).
     trees: the final trees, one batch of one tree per root (``trees[r]`` is root ``r``'s, a
       :class:`jaxsearch.tree.Tree` of numpy arrays with a leading axis of 1), whether or
-      not the open roots moved into larger trees.
+      not the open roots moved into larger trees; a root that left the batch proven has its
+      tree cut to the nodes and chance records it allocated (all that is ever read of it).
   """
 
   bound: np.ndarray
@@ -114,7 +121,7 @@ def _program(problem, config, devices=None):
 
   def step(tables, key, roots, trees):
     out = search(tables)(None, key, roots, trees)
-    return out.tree, chunk_record(out)
+    return out.tree, records.chunk_record(out)
 
   if devices is not None:  # the sharded search jits itself, per device
     return init, step
@@ -122,42 +129,6 @@ def _program(problem, config, devices=None):
   # instead of holding (and copying into) a second set of trees. Only the trees and the
   # chunk's record leave the program: the decision's other outputs are never computed.
   return jax.jit(init), jax.jit(step, donate_argnums=(3,))
-
-
-# The rows of a chunk's record (chunk_record): what the host reads of a chunk.
-RECORD_ROWS = ("value", "bound", "upper", "num_nodes", "num_chance", "present")
-_HAS_BOUND, _HAS_UPPER = 1, 2  # bits of the record's "present" row
-
-
-def chunk_record(out) -> jax.Array:
-  """``i32[6, B]``: what the host reads of a chunk (``out``, its ``PolicyOutput``), in one
-  array so that a chunk costs one small device-to-host transfer (:data:`RECORD_ROWS`): the
-  roots' backed-up values, achievable and optimistic bounds (``f32``, their bits), the
-  trees' allocated nodes and chance records, and which bounds the search gives (bits)."""
-  batch = out.tree.num_nodes.shape[0]
-  missing = jnp.full((batch,), jnp.nan, jnp.float32)
-
-  def bits(values):
-    values = missing if values is None else jnp.asarray(values, jnp.float32)
-    return jax.lax.bitcast_convert_type(values, jnp.int32)
-
-  present = ((0 if out.root_bound is None else _HAS_BOUND)
-             | (0 if out.root_upper is None else _HAS_UPPER))
-  return jnp.stack([bits(out.root_value), bits(out.root_bound), bits(out.root_upper),
-                    out.tree.num_nodes.astype(jnp.int32), out.tree.num_chance.astype(jnp.int32),
-                    jnp.full((batch,), present, jnp.int32)])
-
-
-def read_record(record) -> dict:
-  """The host's copy of a chunk's record (:func:`chunk_record`): the chunk's one
-  device-to-host transfer (it waits for the chunk). ``{"value", "bound", "upper": f32[B] or
-  None, "num_nodes", "num_chance": i32[B]}``."""
-  host = np.asarray(record)
-  floats = host[:3].view(np.float32)
-  present = int(host[5, 0])
-  return {"value": floats[0], "bound": floats[1] if present & _HAS_BOUND else None,
-          "upper": floats[2] if present & _HAS_UPPER else None,
-          "num_nodes": host[3], "num_chance": host[4]}
 
 
 def estimate_memory(problem, init, tables, key, roots) -> MemoryEstimate:
@@ -253,22 +224,22 @@ class ChunkedSearch:
     """Takes ``tree`` (the open roots' trees, fresh or restored) as the trees to search, and
     reads their allocated nodes and chance records once (each chunk's record updates them
     after)."""
-    self.tree = tree
+    self.tree, self.max_chance = tree, int(tree.max_chance)
     self.num_nodes = np.asarray(tree.num_nodes).astype(np.int32)
     self.num_chance = np.asarray(tree.num_chance).astype(np.int32)
 
   def advance(self, key, simulations: int, proof: bool) -> float:
     """One chunk on the current trees, which stay on the device; updates the per-root
     bounds and the trees' sizes from the chunk's record, its one device-to-host transfer
-    (:func:`chunk_record`). Returns the seconds from the chunk's dispatch to its results
-    (the device's share of a chunk: on a GPU a program with data-dependent loops runs
-    within its dispatch, which waits on each loop's condition; the rest of a chunk's time
-    is host work, during which the device idles)."""
+    (:func:`jaxsearch.solve.records.chunk_record`). Returns the seconds from the chunk's
+    dispatch to its results (the device's share of a chunk: on a GPU a program with
+    data-dependent loops runs within its dispatch, which waits on each loop's condition; the
+    rest of a chunk's time is host work, during which the device idles)."""
     run = self.proof_step if proof else self.step
     started = time.perf_counter()
     self.tree, record = run(self.tables, jax.random.fold_in(key, simulations), self.roots,
                             self.tree)
-    read = read_record(record)
+    read = records.read_record(record)
     waited = time.perf_counter() - started
     self.num_nodes, self.num_chance = read["num_nodes"], read["num_chance"]
     weights = self.weights[self.rows]
@@ -289,9 +260,9 @@ class ChunkedSearch:
     """Whether the search can go on: some open tree can still grow, or, every open tree
     being full, the proven roots leave the batch and the open ones move into larger trees
     (the node budget ``B × max_nodes`` shared among them; one recompile)."""
-    tree, max_nodes = self.tree, self.options.capacity.max_nodes
+    max_nodes = self.options.capacity.max_nodes
     stuck = ((self.num_nodes + self.problem.game.num_outcomes > self.nodes_per_tree)
-             | (self.num_chance >= tree.max_chance))
+             | (self.num_chance >= self.max_chance))
     closed = np.array([self.upper is not None and meets(self.bound[r], self.upper[r])
                        for r in self.rows])
     open_stuck = stuck[~closed]
@@ -305,10 +276,10 @@ class ChunkedSearch:
   def _move(self, key, closed: np.ndarray, larger: int) -> bool:
     """The regrowth itself (:meth:`regrow`): the ``closed`` roots' trees kept on the host cut
     to what they allocated, the others moved into trees of ``larger`` nodes array by array
-    (:func:`jaxsearch.solve.regrowth.grow_leafwise`; one program where that cannot be
-    used). Only where what it holds more than the run's estimate fits: the kept trees and,
-    for a moment, one array (or, in one program, a second set of trees); else the search
-    ends here, trees full."""
+    (:func:`jaxsearch.solve.regrowth.grow_leafwise`; in one program where that cannot be
+    done). Only where what it holds beyond the run's estimate fits: the kept trees and, for
+    a moment, two arrays (in one program, a second set of trees); else the search ends
+    here, trees full."""
     tree, max_nodes = self.tree, self.options.capacity.max_nodes
     keep = np.flatnonzero(~closed)
     ratio = max(max_nodes // self.options.max_chance_for(self.problem.game), 1)
@@ -317,14 +288,14 @@ class ChunkedSearch:
     roots = jax.tree.map(lambda x: x[keep], self.roots)
     spec = regrowth.fresh_spec(tree, jax.eval_shape(init, self.tables, key, roots))
     largest = max(x.size * x.dtype.itemsize for x in jax.tree.leaves(tree))
-    extra = regrowth.cut_bytes(tree, np.flatnonzero(closed), self.num_nodes, self.num_chance)
+    closed_rows = np.flatnonzero(closed)
+    extra = regrowth.kept_bytes(tree, closed_rows, self.num_nodes, self.num_chance)
     extra += 2 * largest if spec is not None else int(tree.nbytes())
     if not can_hold(extra, self.memory, self.options.capacity.memory):
       return False
-    closed_rows = np.flatnonzero(closed)
-    for index, cut in zip(closed_rows, regrowth.cut_rows(tree, closed_rows, self.num_nodes,
-                                                         self.num_chance)):
-      self.kept[int(self.rows[index])] = cut
+    for index, kept in zip(closed_rows, regrowth.kept_rows(tree, closed_rows, self.num_nodes,
+                                                           self.num_chance)):
+      self.kept[int(self.rows[index])] = kept
     self.rows, self.nodes_per_tree, self.sizes = self.rows[keep], larger, sizes
     self.roots, self.init, self.step, self.proof_step = roots, init, step, proof_step
     self.tree = None
