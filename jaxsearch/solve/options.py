@@ -16,8 +16,8 @@ The parts: :class:`Budget` (when the search stops: ``seconds``, ``max_simulation
 ``certify_seconds`` for the certificates after it, ``run_seconds`` for the whole solve), :class:`Capacity` (the trees' sizes:
 ``max_nodes``, ``num_slots``, ``bound_slots``, ``max_chance``, ``max_depth``, and the
 ``memory`` budget), :class:`SearchRule` (how the trees grow: ``chunk``, ``seed``,
-``selection``, ``variance``, ``proof_every``), :class:`Checkpointing` (``checkpoint``,
-``resume``, ``checkpoint_seconds``) and ``devices``.
+``selection``, ``variance``, ``proof_every``, ``leaves_per_step``), :class:`Checkpointing`
+(``checkpoint``, ``resume``, ``checkpoint_seconds``) and ``devices``.
 """
 
 from __future__ import annotations
@@ -206,6 +206,11 @@ class SearchRule:
     proof_every: where the game has an optimistic bound, every ``proof_every``-th chunk runs
       the proof-directed rule (:func:`jaxsearch.selection.optimistic`) on the same trees, the
       others ``selection``; 0 never. The default, 1, runs only the proof rule.
+    leaves_per_step: ``L``, the paths each tree descends in one step of a chunk
+      (:attr:`jaxsearch.search.SearchConfig.leaves_per_step`; ``chunk`` counts paths, so a
+      chunk is ``ceil(chunk / L)`` steps), from 1 to ``chunk``; ``None`` (the default): by
+      the backend and the number of trees, :func:`default_leaves_per_step`
+      (:meth:`SolveOptions.leaves_for`). 1 is the one-path search, bit for bit.
   """
 
   chunk: int = 128
@@ -213,6 +218,7 @@ class SearchRule:
   selection: Any = None
   variance: Variance = Variance.AVTS
   proof_every: int = 1
+  leaves_per_step: Optional[int] = None
 
   def __post_init__(self):
     _int(self, "chunk", 1)
@@ -223,6 +229,10 @@ class SearchRule:
                       f"got {self.selection!r}")
     _set(self, "variance", coerce(Variance, self.variance, "SolveOptions: variance"))
     _int(self, "proof_every", 0)
+    _int(self, "leaves_per_step", 1, optional=True)
+    if self.leaves_per_step is not None and self.leaves_per_step > self.chunk:
+      raise ValueError(f"SolveOptions: leaves_per_step must be at most chunk ({self.chunk}: "
+                       f"the paths of one chunk), got {self.leaves_per_step}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -271,6 +281,7 @@ _KEYWORDS = {
     "selection": ("search", "selection"),
     "variance": ("search", "variance"),
     "proof_every": ("search", "proof_every"),
+    "leaves_per_step": ("search", "leaves_per_step"),
     "checkpoint": ("checkpointing", "directory"),
     "resume": ("checkpointing", "resume"),
     "checkpoint_seconds": ("checkpointing", "every_seconds"),
@@ -286,6 +297,37 @@ def _default_rules():
   programs keyed by them are reused (:func:`jaxsearch.solve.chunked._cached_program`)."""
   from jaxsearch import selection
   return selection.thompson(), selection.optimistic()
+
+
+# An accelerator's default: the paths one step of a chunk descends in all, trees × leaves
+# per step, that keep its kernels wide (a guess: not yet measured on a device).
+ACCELERATOR_STEP_WIDTH = 1024
+# The most leaves per step a default gives one tree: the sample cost at 16 leaves was
+# measured on the CPU (docs/benchmarks.md, "Several leaves per step in the solver").
+MAX_DEFAULT_LEAVES = 16
+
+
+def default_leaves_per_step(backend: str, batch: Optional[int]) -> int:
+  """The solver's default ``leaves_per_step`` on ``backend`` (``"cpu"``, ``"gpu"``,
+  ``"tpu"``, ...: a JAX platform) for a chunk of ``batch`` trees (``None``: not known,
+  taken as one tree), before it is capped at the chunk (:meth:`SolveOptions.leaves_for`).
+
+  * CPU: 1. Measured on two cores (docs/benchmarks.md, "Several leaves per step in the
+    solver"): a chunk's time there is the estimator's evaluations of new states, which
+    wider steps barely speed up (new nodes per second at most 1.2× at 4 or 16 leaves),
+    and Mastermind 4×6 took more simulations, nodes and time to its proof at 4 and 16
+    leaves than at 1.
+  * An accelerator: the largest power of two ``L <= MAX_DEFAULT_LEAVES`` (16) with
+    ``batch × L <= ACCELERATOR_STEP_WIDTH`` (1024), at least 1: one tree gets 16, the 52
+    trees of Mastermind 4×6's openings 16, Wordle's 158 after ``tarse`` 4. This choice is
+    not yet measured on a device: it only makes a step's kernels wider where the batch is
+    narrow, within the leaves whose sample cost was measured.
+  """
+  if backend == "cpu":
+    return 1
+  trees = max(int(batch or 1), 1)
+  wanted = max(ACCELERATOR_STEP_WIDTH // trees, 1)
+  return min(1 << (wanted.bit_length() - 1), MAX_DEFAULT_LEAVES)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -329,9 +371,9 @@ class SolveOptions:
     """The options of flat keywords (the defaults for those not given): ``seconds``,
     ``max_simulations``, ``certify_seconds``, ``run_seconds``, ``search_share`` (:class:`Budget`); ``max_nodes``,
     ``num_slots``, ``bound_slots``, ``max_chance``, ``max_depth``, ``memory``
-    (:class:`Capacity`); ``chunk``, ``seed``, ``selection``, ``variance``, ``proof_every``
-    (:class:`SearchRule`); ``checkpoint``, ``resume``, ``checkpoint_seconds``
-    (:class:`Checkpointing`); ``devices``.
+    (:class:`Capacity`); ``chunk``, ``seed``, ``selection``, ``variance``, ``proof_every``,
+    ``leaves_per_step`` (:class:`SearchRule`); ``checkpoint``, ``resume``,
+    ``checkpoint_seconds`` (:class:`Checkpointing`); ``devices``.
 
     Raises:
       TypeError: an unknown keyword (``where`` names the caller in the message).
@@ -360,17 +402,39 @@ class SolveOptions:
 
   def for_trees(self, count: int, least: int) -> "SolveOptions":
     """The options of each of ``count`` trees that share ``max_nodes`` (a batch's budget),
-    each given at least ``least`` nodes (a smaller share is raised to it).
+    each given at least ``least`` nodes (a smaller share is raised to it), with
+    ``leaves_per_step`` decided for ``count`` trees where it was left to the default
+    (:meth:`leaves_for`).
 
     Raises:
       ValueError: the share is below ``chunk + 1``.
     """
     share = max(self.capacity.max_nodes // max(int(count), 1), int(least))
+    options = self
+    if self.search.leaves_per_step is None:
+      options = dataclasses.replace(self, search=dataclasses.replace(
+          self.search, leaves_per_step=self.leaves_for(count)))
     try:
-      return self.with_capacity(max_nodes=share)
+      return options.with_capacity(max_nodes=share)
     except ValueError as error:
       raise ValueError(f"{error} (max_nodes {self.capacity.max_nodes} shared out between "
                        f"{count} trees)") from None
+
+  def backend(self) -> str:
+    """The JAX platform the trees are searched on: ``devices``' (the first's), else JAX's
+    default backend."""
+    if self.devices:
+      return self.devices[0].platform
+    import jax
+    return jax.default_backend()
+
+  def leaves_for(self, batch: Optional[int] = None) -> int:
+    """``L``, the paths each tree descends per step: ``search.leaves_per_step``, else
+    :func:`default_leaves_per_step` of :meth:`backend` and ``batch`` trees (``None``: not
+    known, taken as one tree) capped at ``chunk``."""
+    if self.search.leaves_per_step is not None:
+      return self.search.leaves_per_step
+    return min(default_leaves_per_step(self.backend(), batch), self.search.chunk)
 
   def max_depth_for(self, game) -> int:
     """``D``: ``capacity.max_depth``, else the game's ``max_length``, else the default."""
@@ -399,18 +463,24 @@ class SolveOptions:
 
   def tree_options(self, game) -> dict:
     """The options that shape the trees, with the game's defaults filled in (JSON-able):
-    what a checkpoint's fingerprint compares (:func:`jaxsearch.solve.chunked.fingerprint`)."""
+    what a checkpoint's fingerprint compares (:func:`jaxsearch.solve.chunked.fingerprint`).
+    ``leaves_per_step`` (:meth:`leaves_for`) is among them only where it is not 1, so that
+    the fingerprint of a one-path search is what it was before the option existed."""
     capacity = self.capacity
-    return dict(num_simulations=self.search.chunk, max_nodes=capacity.max_nodes,
-                max_depth=self.max_depth_for(game), num_slots=capacity.num_slots,
-                bound_slots=capacity.bound_slots, variance=self.search.variance.value,
-                max_chance=self.max_chance_for(game))
+    shape = dict(num_simulations=self.search.chunk, max_nodes=capacity.max_nodes,
+                 max_depth=self.max_depth_for(game), num_slots=capacity.num_slots,
+                 bound_slots=capacity.bound_slots, variance=self.search.variance.value,
+                 max_chance=self.max_chance_for(game))
+    if self.leaves_for() != 1:
+      shape["leaves_per_step"] = self.leaves_for()
+    return shape
 
   def search_config(self, game, *, proof: bool = False):
     """The :class:`jaxsearch.search.SearchConfig` of one chunk on these options' trees:
     AVTS (the Bellman backup with progressive widening and debiasing) with
     ``search.selection`` (Thompson sampling by default) or, with ``proof``, the proof rule
-    (:func:`jaxsearch.selection.optimistic`, the ``gap`` outcome rule)."""
+    (:func:`jaxsearch.selection.optimistic`, the ``gap`` outcome rule), ``leaves_for()``
+    paths per tree in each step."""
     from jaxsearch.enums import Backup, OutcomeRule
     from jaxsearch.search import AvtsOptions, SearchConfig
     thompson, optimistic = _default_rules()
@@ -421,7 +491,7 @@ class SolveOptions:
     return SearchConfig(
         num_simulations=self.search.chunk, selection=rule, max_nodes=self.capacity.max_nodes,
         max_depth=self.max_depth_for(game), backup=Backup.BELLMAN, outcome_rule=outcome_rule,
-        num_slots=self.capacity.num_slots,
+        num_slots=self.capacity.num_slots, leaves_per_step=self.leaves_for(),
         avts=AvtsOptions(widening=True, debias=True, variance=self.search.variance,
                          bound_slots=self.capacity.bound_slots,
                          max_chance=self.max_chance_for(game)))

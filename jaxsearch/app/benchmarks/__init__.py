@@ -9,6 +9,7 @@
     jaxsearch bench article                 the AVTS article's experiment, its own protocol
     jaxsearch bench tictactoe               minimax mistakes over every decisive position
     jaxsearch bench solve                   ``jaxsearch solve wordle``: total, time, memory
+    jaxsearch bench leaves                  the solver's chunk throughput against leaves per step
 
 Plain ``jaxsearch bench`` (no subcommand) is ``jaxsearch bench engine``. Each subcommand
 takes ``--help`` and ``--quick`` (tiny shapes, a smoke run; ``solve``: a short search) and
@@ -41,6 +42,8 @@ SUBCOMMANDS = {
                   "minimax mistakes over every decisive tic-tac-toe position"),
     "solve": ("jaxsearch.app.benchmarks.solve",
               "jaxsearch solve wordle: total, proof, time and peak memory"),
+    "leaves": ("jaxsearch.app.benchmarks.leaves",
+               "the solver's chunk throughput against leaves per step"),
 }
 
 

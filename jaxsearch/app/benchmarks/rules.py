@@ -46,6 +46,10 @@ the compiled programs as an argument, not embedded.
     jaxsearch bench rules                      # 20-40 answers, JSON + PNG
     jaxsearch bench rules --quick              # a small smoke run
 
+``--leaves-per-step K`` runs every search ``K`` paths per tree per step
+(:attr:`jaxsearch.SearchConfig.leaves_per_step`) for the same budget: evaluations and
+simulations (paths) to the optimum at ``K`` compare with those at 1.
+
 Prints one JSON line: per rule the medians (and quartiles) of evaluations, simulations and
 seconds, the fraction reached, and ``ratio_puct_over_thompson`` (median evaluations PUCT ÷
 Thompson-AVTS; ``null`` when a median lies beyond the budget, ``..._at_least`` when only
@@ -119,22 +123,24 @@ class Alternating:
 
 def search_factory(name: str, bind, value_range, *, num_slots: int, max_nodes: int,
                    max_depth: int, variance: str = "avts", bound_slots: int = 0,
-                   alternate_block: int = 4, proof_every: int = 2):
-  """``table -> Search`` for rule ``name`` (one simulation per call), built from a traced
-  ``u8[S, G]`` table with ``bind`` (:attr:`jaxsearch.games.wordle.Wordle.bind`); for
-  ``solver_alternating`` an :class:`Alternating` pair (called with the simulation index)."""
+                   alternate_block: int = 4, proof_every: int = 2, leaves: int = 1):
+  """``table -> Search`` for rule ``name`` (one step of ``leaves`` paths per tree per call,
+  :attr:`jaxsearch.search.SearchConfig.leaves_per_step`; one simulation by default), built
+  from a traced ``u8[S, G]`` table with ``bind`` (:attr:`jaxsearch.games.wordle.Wordle.bind`);
+  for ``solver_alternating`` an :class:`Alternating` pair (called with the step index; its
+  blocks of ``alternate_block`` simulations are ``max(alternate_block // leaves, 1)``
+  steps)."""
   sel = js.selection
-  options = dict(num_simulations=1, max_nodes=max_nodes, max_depth=max_depth,
-                 num_slots=num_slots, variance=variance, bound_slots=bound_slots)
+  options = dict(num_simulations=leaves, leaves_per_step=leaves, max_nodes=max_nodes,
+                 max_depth=max_depth, num_slots=num_slots, variance=variance,
+                 bound_slots=bound_slots)
   if name == "solver_alternating":
-    thompson = search_factory("thompson_avts", bind, value_range, num_slots=num_slots,
-                              max_nodes=max_nodes, max_depth=max_depth, variance=variance,
-                              bound_slots=bound_slots)
-    proof = search_factory("optimistic", bind, value_range, num_slots=num_slots,
-                           max_nodes=max_nodes, max_depth=max_depth, variance=variance,
-                           bound_slots=bound_slots)
-    return lambda table: Alternating(thompson(table), proof(table), alternate_block,
-                                     proof_every)
+    sizes = dict(num_slots=num_slots, max_nodes=max_nodes, max_depth=max_depth,
+                 variance=variance, bound_slots=bound_slots, leaves=leaves)
+    thompson = search_factory("thompson_avts", bind, value_range, **sizes)
+    proof = search_factory("optimistic", bind, value_range, **sizes)
+    return lambda table: Alternating(thompson(table), proof(table),
+                                     max(alternate_block // leaves, 1), proof_every)
   selection = {"thompson_avts": None, "laplace": sel.laplace(0.1),
                "puct_value_prior": sel.value_prior_puct(1.0),
                "hoeffding": sel.hoeffding(value_range, 0.999),
@@ -261,7 +267,7 @@ def plot(curves, optimum_mean, path: str, title: str) -> None:
 
 
 def _parser(prog: str):
-  from jaxsearch.cli.common import ArgumentParser
+  from jaxsearch.cli.common import ArgumentParser, positive_int
   parser = ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
   parser.add_argument("--answers", default=None, help="answer list (default: NYT 3158)")
   parser.add_argument("--guesses", default="answers",
@@ -285,6 +291,9 @@ def _parser(prog: str):
                       help="solver_alternating: every this-many-th block runs the proof rule "
                            "(the solver's proof_every; default 2)")
   parser.add_argument("--only", default=None, help="comma-separated rule names")
+  parser.add_argument("--leaves-per-step", type=positive_int, default=1, metavar="K",
+                      help="paths each tree descends per step (SearchConfig.leaves_per_step; "
+                           "default 1); the budget stays the same, in steps of K")
   parser.add_argument("--seed", type=int, default=0)
   parser.add_argument("--plot", default="rules_wordle.png", help="PNG path ('' for none)")
   parser.add_argument("--quick", action="store_true",
@@ -358,22 +367,25 @@ def rule_report(name: str, found: dict, args) -> tuple:
   guesses per answer over all kept answers against the mean evaluations (the article's)."""
   w, keep = found["w"], found["keep"]
   roots, sizes, target = roots_of(found)
-  steps = args.budget  # at least one evaluation per simulation until the tree is solved
+  leaves = args.leaves_per_step
+  # At least one evaluation per simulation until the tree is solved: the budget in
+  # simulations, in steps of ``leaves``.
+  steps = -(-args.budget // leaves)
   make = search_factory(name, w.bind, w.game.value_range, num_slots=args.num_slots,
-                        max_nodes=args.budget + wordle.NUM_PATTERNS + 1,
+                        max_nodes=args.budget + leaves * wordle.NUM_PATTERNS + 1,
                         max_depth=args.max_depth, variance=args.variance,
                         bound_slots=args.bound_slots, alternate_block=args.alternate_block,
-                        proof_every=args.proof_every)
+                        proof_every=args.proof_every, leaves=leaves)
   evaluations, bounds, uppers, zero_variance, compile_seconds, run_seconds = trace(
       make, jnp.asarray(w.by_secret), roots, jax.random.key(args.seed), steps)
   within, columns = evaluations <= args.budget, np.arange(len(keep))
   first = first_reach(bounds, target, within)
   evals = np.where(first >= 0, evaluations[np.maximum(first, 0), columns], np.inf)
-  sims = np.where(first >= 0, first + 1.0, np.inf)
+  sims = np.where(first >= 0, (first + 1.0) * leaves, np.inf)
   proof = first_proof(bounds, uppers, -target * sizes, sizes, within)
   proof_evals = np.where(proof >= 0, evaluations[np.maximum(proof, 0), columns], np.inf)
-  proof_sims = np.where(proof >= 0, proof + 1.0, np.inf)
-  per_step = run_seconds / steps / len(keep)
+  proof_sims = np.where(proof >= 0, (proof + 1.0) * leaves, np.inf)
+  per_step = run_seconds / steps / len(keep) / leaves  # per tree and simulation
   # Simulations that evaluated nothing (they ended in a solved or terminal part of the tree)
   # before the optimum was reached: search effort that cannot move the bound.
   grew = np.diff(np.concatenate([np.zeros((1, len(keep)), evaluations.dtype), evaluations]),
@@ -423,6 +435,7 @@ def main(argv=None, prog: str = "jaxsearch bench rules") -> int:
           "budget": args.budget, "num_slots": args.num_slots, "variance": args.variance,
           "bound_slots": args.bound_slots, "alternate_block": args.alternate_block,
           "proof_every": args.proof_every, "seed": args.seed,
+          "leaves_per_step": args.leaves_per_step,
           "exact_seconds": round(found["exact_seconds"], 1),
           "sub_problems": [problems[i] for i in keep], "rules": report}
   line.update(ratio_line(report, args.budget))

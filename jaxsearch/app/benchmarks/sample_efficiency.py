@@ -30,7 +30,9 @@ progressive widening, as in the AVTS article; only the selection differs):
   puct_value_prior   the AVTS article's PUCT: q̂3 + c·softmax(q̂1)·sqrt(N)/(1+n), c = 1
   uct                classic UCT, running-mean backup, leaf value max q̂1
 and, only when named in ``--only``: ``thompson_centred`` and ``thompson_reference``
-(Thompson-AVTS with ``variance="centred"`` / ``"reference"``).
+(Thompson-AVTS with ``variance="centred"`` / ``"reference"``), and ``optimistic``, the
+solver's proof rule (``js.selection.optimistic``, best optimistic bound first, outcome rule
+"gap", as ``jaxsearch solve`` grows its trees).
 
 The estimator is ``Q* + bias_per_step·(moves left) + noise·z`` (fixed per state): optimistic
 far from the end, like Wordle's entropic estimator. ``--num-slots K`` keeps the top-K actions
@@ -50,10 +52,18 @@ after 50, 200 and 1000 simulations: why Thompson sampling explores as much as it
 pegs and C colours (the Wordle machinery of ``jaxsearch.games.mastermind``: entropic optimistic
 estimator, exact chance over feedbacks), one instance searched by ``--repeats`` independent
 trees per Bellman-backup rule, scored by the bound metric against the known optimal total
-(docs/algorithms.md §6; ``evaluations_used`` per tree says how far each run got):
+(docs/algorithms.md §6; ``evaluations_used`` per tree says how far each run got), and by
+``proven``: the evaluations until the optimistic bound has come down to it too (the float
+bounds meet):
 
     jaxsearch bench sample-efficiency --mastermind 4x3 --budget 4096 --repeats 4 \
         --only thompson_avts,puct_value_prior,laplace
+
+``--leaves-per-step K`` runs every search ``K`` paths per tree per step
+(:attr:`jaxsearch.SearchConfig.leaves_per_step`) for the same simulation budget, so that the
+evaluations to an optimum at ``K`` compare with those at 1 (the solver's sample cost of
+several leaves); with ``--mastermind``, each rule's ``simulations`` gives the same figure in
+simulations (paths).
 
 Prints one JSON line: per rule the median and quartiles of evaluations and the fraction solved
 for both metrics (``median``/``q1``/``q3``/``solved`` and ``bound_median``/``bound_q1``/
@@ -77,14 +87,16 @@ from jaxsearch.app import timing
 from jaxsearch.games import garnet
 
 
-def rules(game, estimator, max_nodes: int, avts_options=None):
-  """``name -> Search`` doing one simulation per call.
+def rules(game, estimator, max_nodes: int, avts_options=None, leaves: int = 1):
+  """``name -> Search`` doing one step of ``leaves`` simulations per call (one path per
+  tree by default; ``leaves`` paths per tree in one step otherwise,
+  :attr:`jaxsearch.search.SearchConfig.leaves_per_step`).
 
   ``avts_options``: extra :func:`js.policies.avts` options for every Bellman-backup rule (e.g.
   ``num_slots``, ``variance``); UCT ignores them.
   """
   value_range = game.value_range
-  common = dict(num_simulations=1, max_nodes=max_nodes)
+  common = dict(num_simulations=leaves, leaves_per_step=leaves, max_nodes=max_nodes)
   avts_common = dict(common, **(avts_options or {}))
   sel = js.selection
   return {
@@ -101,10 +113,12 @@ def rules(game, estimator, max_nodes: int, avts_options=None):
                                            **dict(avts_common, variance="centred")),
       "thompson_reference": js.policies.avts(game, estimator,
                                              **dict(avts_common, variance="reference")),
+      "optimistic": js.policies.avts(game, estimator, selection=sel.optimistic(),
+                                     outcome_rule="gap", **avts_common),
   }
 
 
-EXTRA_RULES = ("thompson_centred", "thompson_reference")
+EXTRA_RULES = ("thompson_centred", "thompson_reference", "optimistic")
 
 
 def root_record(out):
@@ -129,8 +143,9 @@ def root_record(out):
 
 
 def trace(search, roots, key, steps: int, record=None):
-  """Runs ``steps`` single-simulation searches in one jitted scan; returns
-  ``(actions i32[T, M], evaluations i32[T, M])`` after each simulation, plus
+  """Runs ``steps`` searches of one step each (one simulation per tree, or ``leaves``: see
+  :func:`rules`) in one jitted scan; returns
+  ``(actions i32[T, M], evaluations i32[T, M])`` after each step, plus
   ``record(out)`` stacked over the steps as a third item when ``record`` is given (e.g.
   ``lambda out: out.root_bound``)."""
 
@@ -323,6 +338,42 @@ MASTERMIND_OPTIMA = {(2, 2): 8, (2, 3): 21, (3, 2): 18, (2, 4): 45, (3, 3): 73, 
                      (3, 4): 206}
 
 
+def root_bounds(out):
+  """``(root_bound f32[B], root_upper f32[B])`` of a search's output: the achievable and
+  the optimistic bound at each root (``+inf`` where the game gives no optimistic bound)."""
+  upper = (jnp.full_like(out.root_bound, jnp.inf) if out.root_upper is None
+           else out.root_upper)
+  return out.root_bound, upper
+
+
+def mastermind_rule(search, roots, args, steps: int, optimum: int, codes: int) -> dict:
+  """One rule's report on Mastermind (:func:`run_mastermind`): ``steps`` steps of
+  ``--leaves-per-step`` paths on ``--repeats`` trees from ``roots``, scored against the
+  ``optimum`` total over ``codes`` secrets."""
+  leaves = args.leaves_per_step
+  with timing.Stopwatch() as watch:
+    _, evaluations, (bounds, uppers) = jax.tree.map(np.asarray, jax.block_until_ready(
+        trace(search, roots, jax.random.key(args.seed), steps, root_bounds)))
+  target = np.full(args.repeats, -optimum / codes)
+  reach = reach_evaluations(bounds, evaluations, target, args.budget, tolerance=1e-4)
+  # Proven: the optimistic bound has come down to the optimum too (the float bounds meet;
+  # the solver's exact certificate is not run here).
+  certified = np.where(uppers <= target[None] + 1e-4, bounds, -np.inf)
+  proven = reach_evaluations(certified, evaluations, target, args.budget, tolerance=1e-4)
+  reach_simulations = reach_evaluations(
+      bounds, np.cumsum(np.full_like(evaluations, leaves), axis=0), target, steps * leaves,
+      tolerance=1e-4)
+  within = evaluations <= args.budget
+  last = np.array([np.nonzero(within[:, r])[0][-1] for r in range(args.repeats)])
+  return dict(
+      summary(reach), reach=[None if math.isinf(x) else int(x) for x in reach],
+      simulations={k: v for k, v in summary(reach_simulations).items() if k != "solved"},
+      proven=summary(proven),
+      final_total=[round(float(-bounds[t, r] * codes), 2) for r, t in enumerate(last)],
+      evaluations_used=[int(evaluations[t, r]) for r, t in enumerate(last)],
+      seconds=round(watch.seconds, 2))
+
+
 def run_mastermind(args, parser):
   """The AVTS article's own kind of problem: evaluations until the root's achievable bound on
   Mastermind ``--mastermind PxC`` (entropic estimator, as Wordle) reaches the known optimum;
@@ -343,43 +394,34 @@ def run_mastermind(args, parser):
   if args.num_slots is not None:
     avts_options["num_slots"] = args.num_slots
   outcomes = m.game.num_outcomes
-  searches = rules(m.game, m.estimator, args.budget + outcomes + 1, avts_options)
+  leaves = args.leaves_per_step
+  searches = rules(m.game, m.estimator, args.budget + leaves * outcomes + 1, avts_options,
+                   leaves)
   searches = {k: v for k, v in searches.items() if v.config.backup.kind is js.Backup.BELLMAN}
   names = args.only.split(",") if args.only else [k for k in searches if k not in EXTRA_RULES]
   unknown = set(names) - set(searches)
   if unknown:
     parser.error(f"--only: unknown or bound-less rules {sorted(unknown)}; known: "
                  f"{sorted(searches)}")
-  # An expansion evaluates its possible outcomes only (often fewer than O): enough steps for
-  # three per expansion; ``evaluations_used`` says how far each run got.
-  steps = args.budget // 3 + 1
+  # An expansion evaluates its possible outcomes only (often fewer than O): enough
+  # simulations for three per expansion, whatever the leaves per step (paths of a step that
+  # share a leaf evaluate it once); ``evaluations_used`` says how far each run got.
+  steps = -(-(args.budget // 3 + 1) // leaves)
   report = {}
   for name in names:
-    with timing.Stopwatch() as watch:
-      _, evaluations, bounds = map(np.asarray, jax.block_until_ready(trace(
-          searches[name], roots, jax.random.key(args.seed), steps,
-          lambda out: out.root_bound)))
-    reach = reach_evaluations(bounds, evaluations, np.full(args.repeats, -optimum / codes),
-                              args.budget, tolerance=1e-4)
-    within = evaluations <= args.budget
-    last = np.array([np.nonzero(within[:, r])[0][-1] for r in range(args.repeats)])
-    report[name] = dict(
-        summary(reach), reach=[None if math.isinf(x) else int(x) for x in reach],
-        final_total=[round(float(-bounds[t, r] * codes), 2) for r, t in enumerate(last)],
-        evaluations_used=[int(evaluations[t, r]) for r, t in enumerate(last)],
-        seconds=round(watch.seconds, 2))
+    report[name] = mastermind_rule(searches[name], roots, args, steps, optimum, codes)
     print(f"# {name}: {report[name]}", file=sys.stderr, flush=True)
   line = {"benchmark": "sample_efficiency_mastermind", "pegs": pegs, "colours": colours,
           "optimal_total": optimum, "budget": args.budget, "repeats": args.repeats,
           "num_slots": args.num_slots, "variance": args.variance, "seed": args.seed,
-          "rules": report}
+          "leaves_per_step": leaves, "rules": report}
   if "thompson_avts" in report and "puct_value_prior" in report:
     line.update(ratio(report, "median", args.budget, "_bound"))
   return line
 
 
 def _parser(prog: str) -> argparse.ArgumentParser:
-  from jaxsearch.cli.common import ArgumentParser
+  from jaxsearch.cli.common import ArgumentParser, positive_int
   parser = ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
   add_garnet_arguments(parser, mdps=128, actions=32)
   parser.add_argument("--budget", type=int, default=2000,
@@ -397,6 +439,9 @@ def _parser(prog: str) -> argparse.ArgumentParser:
                            "optimum: 2x2 2x3 3x2 2x4 3x3 4x3 3x4), bound metric only")
   parser.add_argument("--repeats", type=int, default=8,
                       help="--mastermind: independent trees per rule")
+  parser.add_argument("--leaves-per-step", type=positive_int, default=1, metavar="K",
+                      help="paths each tree descends per step (SearchConfig.leaves_per_step; "
+                           "default 1); the simulation budget stays the same, in steps of K")
   parser.add_argument("--quick", action="store_true",
                       help="16 MDPs, a budget of 300: a smoke run")
   parser.add_argument("--calibration", action="store_true",
@@ -409,7 +454,8 @@ def run_rule(name, search, roots, args, optimal, v_root) -> tuple:
   """One rule over the Garnets: ``(settle figures f[M], bound figures f[M] or None, its
   report)``."""
   bellman = search.config.backup.kind is js.Backup.BELLMAN
-  steps = args.budget // (args.branching if bellman else 1) + 1
+  leaves = args.leaves_per_step
+  steps = -(-(args.budget // (args.branching if bellman else 1) + 1) // leaves)
   with timing.Stopwatch() as watch:
     history = jax.block_until_ready(trace(search, roots, jax.random.key(args.seed), steps,
                                           root_record if bellman else None))
@@ -436,8 +482,12 @@ def run_garnets(args, parser) -> dict:
   avts_options = {"variance": args.variance}
   if args.num_slots is not None:
     avts_options["num_slots"] = args.num_slots
-  searches = rules(family.game, estimator, args.budget + args.branching + 1, avts_options)
+  searches = rules(family.game, estimator,
+                   args.budget + args.leaves_per_step * args.branching + 1, avts_options,
+                   args.leaves_per_step)
   if args.calibration:
+    if args.leaves_per_step != 1:
+      parser.error("--calibration counts single simulations: use --leaves-per-step 1")
     return {"benchmark": "calibration", "variance": args.variance, "mdps": args.mdps,
             "rule": "thompson_avts", "root": calibration(
                 searches["thompson_avts"], roots, jax.random.key(args.seed),
@@ -457,7 +507,7 @@ def run_garnets(args, parser) -> dict:
           "actions": args.actions, "branching": args.branching, "horizon": args.horizon,
           "bias_per_step": args.bias_per_step, "noise": args.noise, "budget": args.budget,
           "num_slots": args.num_slots, "variance": args.variance,
-          "seed": args.seed, "rules": report}
+          "seed": args.seed, "leaves_per_step": args.leaves_per_step, "rules": report}
   if "thompson_avts" in report and "puct_value_prior" in report:
     # A median beyond the budget (solved on fewer than half the MDPs) is null.
     line.update(ratio(report, "median", args.budget))
