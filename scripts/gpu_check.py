@@ -28,6 +28,8 @@ The parts, in order:
 * ``mastermind``: ``jaxsearch solve mastermind`` (4×6) end to end, with its phases, twice on
   a compilation cache of its own: compiling everything (``cold``), then from the cache
   (``warm``, what a user's later runs take);
+* ``leaves``: ``jaxsearch bench leaves``, the solver's chunk at K = 1, 4, 16, 64 leaves per
+  tree per step: simulations and new nodes per second, where the device saturates;
 * ``mastermind_graphs`` (when named): the same with XLA's CUDA graphs over loops
   (:data:`GRAPH_FLAGS` added to ``XLA_FLAGS``);
 * ``solve_profile`` (when named): a ``jax.profiler`` trace of one chunk of Mastermind's
@@ -66,20 +68,22 @@ import sys
 import time
 from pathlib import Path
 
-from gpu_parts.commands import (part_estimator, part_mastermind, part_mastermind_graphs,
-                                part_openings, part_solve_profile, part_train, part_wordle,
-                                part_wordle_empty)
+from gpu_parts.commands import (part_estimator, part_leaves, part_mastermind,
+                                part_mastermind_graphs, part_openings, part_solve_profile,
+                                part_train, part_wordle, part_wordle_empty)
 from gpu_parts.common import ROOT, child_env
 from gpu_parts.engine import part_bench, part_env, part_profile, part_variants
 
 # Seconds each part may take at most (the full run; --smoke uses SMOKE_CAPS).
 CAPS = {"env": 60, "bench": 170, "variants": 120, "profile": 90, "mastermind": 130,
+        "leaves": 90,
         "mastermind_graphs": 100, "solve_profile": 120, "estimator": 90, "train": 100,
         "wordle": 120, "wordle_empty": 300, "openings": 120}
 SMOKE_CAPS = {"env": 60, "bench": 120, "variants": 120, "profile": 60, "mastermind": 150,
+              "leaves": 120,
               "mastermind_graphs": 90, "solve_profile": 120, "estimator": 90, "train": 90,
               "wordle": 90, "wordle_empty": 120, "openings": 90}
-ORDER = ("env", "variants", "bench", "profile", "estimator", "mastermind",
+ORDER = ("env", "variants", "bench", "profile", "estimator", "mastermind", "leaves",
          "mastermind_graphs", "solve_profile", "train", "wordle", "wordle_empty", "openings")
 # Run only when named (profile also with --profile).
 OPTIONAL = ("variants", "profile", "mastermind_graphs", "solve_profile", "wordle_empty",
@@ -88,6 +92,7 @@ OPTIONAL = ("variants", "profile", "mastermind_graphs", "solve_profile", "wordle
 
 PARTS = {"env": part_env, "bench": part_bench, "variants": part_variants,
          "profile": part_profile, "estimator": part_estimator, "mastermind": part_mastermind,
+         "leaves": part_leaves,
          "mastermind_graphs": part_mastermind_graphs, "solve_profile": part_solve_profile,
          "train": part_train, "wordle": part_wordle, "wordle_empty": part_wordle_empty,
          "openings": part_openings}
@@ -178,7 +183,8 @@ def _summary(records: list[dict], statuses: list[dict]) -> str:
           f"| {r['workload']} | {r['batch']} | {r['setting']} | {r['xla_flags'] or '–'} | "
           f"{mega(r, 'sims_per_s_ours')} | {mega(r, 'sims_per_s_ours_gumbel')} | "
           f"{mega(r, 'sims_per_s_mctx_muzero')} | {mega(r, 'sims_per_s_mctx_gumbel')} |")
-  for part in ("estimator", "mastermind", "mastermind_graphs", "solve_profile", "train",
+  for part in ("estimator", "mastermind", "leaves", "mastermind_graphs", "solve_profile",
+               "train",
                "wordle", "wordle_empty", "openings", "profile"):
     for r in by_part.get(part, []):
       if "status_record" not in r:

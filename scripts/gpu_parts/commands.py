@@ -1,5 +1,6 @@
 """The parts of ``scripts/gpu_check.py`` that run the command line's jobs: Mastermind and
-Wordle solved, the estimator, a profiler trace of the solver, and training."""
+Wordle solved, the solver's chunk at several leaves per step, the estimator, a profiler trace
+of the solver, and training."""
 
 from __future__ import annotations
 
@@ -42,6 +43,15 @@ def part_mastermind(args, xla_flags: str = "", runs: tuple = ("cold", "warm")) -
 def part_estimator(args) -> None:
   emit(run_script("bench_estimator.py", ["--batch", "16" if args.smoke else "1024"],
                   args.cap - 2))
+
+
+def part_leaves(args) -> None:
+  """``jaxsearch bench leaves``: simulations per second of the solver's chunk program at
+  K = 1, 4, 16, 64 leaves per tree per step (Mastermind's opening sub-problems), where the
+  device saturates."""
+  argv = ["bench", "leaves"] + (["--quick"] if args.smoke else [])
+  status, stdout, wall = run_cli(argv, args.cap - 2)
+  emit({"status": status, "wall_s": round(wall, 2), **(last_json(stdout) or {})})
 
 
 def part_mastermind_graphs(args) -> None:
