@@ -1,4 +1,5 @@
-"""PUCT: the prior-weighted rule of AlphaZero and MuZero (docs/algorithms.md §1).
+"""PUCT: the prior-weighted rule of AlphaZero and MuZero (Silver et al. 2017; Schrittwieser et
+al. 2020).
 
 ``argmax q̄(a) + c(N) * π(a) * sqrt(N) / (1 + n(a))`` where ``π`` is the softmax of the prior
 logits over legal slots and ``q̄`` is Q after a :data:`QTransform` (per-node min-max by default).
@@ -44,7 +45,8 @@ def puct(c: Optional[float] = None, c1: float = MUZERO_C1, c2: float = MUZERO_C2
       (``N = 1 + sum(n)``, mctx) or ``"children"`` (``N = sum(n)``).
     prior: :class:`~jaxsearch.enums.PriorSource`: ``"logits"`` (softmax of the estimator's
       prior logits) or ``"action_values"`` (softmax of its q̂1 over the selectable slots: the AVTS
-      article's PUCT without a policy head, docs/algorithms.md §1).
+      article's PUCT without a policy head: T. Tyl, *Wordle Perfect Play with Generic Methods*,
+      2024).
   """
   visit_convention = coerce(VisitConvention, visit_convention, "visit_convention")
   prior = coerce(PriorSource, prior, "prior")
