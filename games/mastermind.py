@@ -44,6 +44,7 @@ from jaxsearch.guessing.exact import ExactBounds
 # Re-exported: the symmetry's names were this module's.
 from jaxsearch.games.mastermind_symmetry import (AT_START, MAX_GROUP, MAX_SYMMETRIES,  # noqa: F401
                                                  Symmetry, code_digits, with_symmetry)
+from jaxsearch.games.mastermind_set_symmetry import SetSymmetry
 from jaxsearch.guessing import policy_file
 from jaxsearch.game import Estimator, Game
 
@@ -51,6 +52,9 @@ from jaxsearch.game import Estimator, Game
 # make its estimator ~20 % faster. Wordle keeps DEFAULT_TIERS (each tier is one more compiled
 # branch embedding its 47 MB table; the gain there was not measured).
 MASTERMIND_TIERS = (2, 4, 8) + DEFAULT_TIERS
+# The exact search's two-step floors for parts of at least this many codes
+# (:class:`ExactBounds`'s ``lookahead``): 4×6 solved outright with half the work.
+EXACT_LOOKAHEAD = 3
 
 
 # ---------------------------------------------------------------------------------------------
@@ -133,14 +137,25 @@ class Mastermind:
 
   @functools.cached_property
   def exact_bounds(self) -> ExactBounds:
-    """The game's bounds in exact integers, for certificates (:class:`ExactBounds`); with
-    symmetry, redundant guesses are left out as the estimator leaves them out."""
-    redundant = None
-    if self.symmetry is not None:
-      check = jax.jit(self.symmetry.redundant)
-      redundant = lambda state: np.asarray(check(jnp.asarray(state.symmetries)))  # noqa: E731
+    """The game's bounds in exact integers, for certificates (:class:`ExactBounds`): with
+    symmetry, the guesses a state's kept permutations make redundant are left out as the
+    estimator leaves them out; the exact search leaves out the guesses each set's own
+    colour-and-peg symmetries make redundant (:class:`SetSymmetry`, numpy: the bounds go to
+    the certificates' worker processes)."""
+    symmetry = SetSymmetry.build(
+        self.pegs, self.colours,
+        [self.code_index(code) for code in openings(self.pegs, self.colours)],
+        with_history=self.symmetry is not None)
+    # With the states' symmetries, ``redundant`` is given as a function on purpose: the
+    # certificates then settle the tree's sub-problems in this process (bounds with a
+    # function among their fields are not sent to worker processes). With this exact search
+    # they take a few seconds up to 5×4, less than starting the workers (``exact_game``
+    # starts its own for whole games).
+    redundant = None if self.symmetry is None else symmetry.state_redundant
     return ExactBounds.build(self.by_secret, self.num_outcomes, self.solved_code,
-                             redundant=redundant, guess_of_secret=np.arange(self.num_codes))
+                             redundant=redundant,
+                             guess_of_secret=np.arange(self.num_codes), symmetry=symmetry,
+                             lookahead=EXACT_LOOKAHEAD)
 
   @property
   def feedback(self) -> jax.Array:

@@ -26,6 +26,19 @@ class OutcomeRule(enum.StrEnum):
   GAP = "gap"
 
 
+class SolveMethod(enum.StrEnum):
+  """How a guessing game whose first guesses are all covered (up to its symmetry) is solved.
+
+  ``AUTO``: the game's exact search of the whole game first
+  (:func:`jaxsearch.guessing.exact_game.exact_first`), given three quarters of the search's
+  time; where it does not prove the optimum in that time, the trees. ``TREE``: the trees
+  only.
+  """
+
+  AUTO = "auto"
+  TREE = "tree"
+
+
 class Backup(enum.StrEnum):
   """``MEAN``: running means of sampled returns (AlphaZero, MuZero, UCT). ``BELLMAN``: AVTS's
   Bellman backup over every outcome of an expanded action (docs/algorithms.md §2)."""

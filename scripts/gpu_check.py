@@ -25,8 +25,8 @@ The parts, in order:
 * ``profile``: the trace named above (with ``--profile``);
 * ``estimator``: ``scripts/bench_estimator.py``, Mastermind's estimator one state at a time
   against all states at once (B = 1024);
-* ``mastermind``: ``jaxsearch solve mastermind`` (4×6) end to end, with its phases, twice on
-  a compilation cache of its own: compiling everything (``cold``), then from the cache
+* ``mastermind``: ``jaxsearch solve mastermind --method tree`` (4×6, the trees) end to end,
+  with its phases, twice on a compilation cache of its own: compiling everything (``cold``), then from the cache
   (``warm``, what a user's later runs take);
 * ``leaves``: ``jaxsearch bench leaves``, the solver's chunk at K = 1, 4, 16, 64 leaves per
   tree per step: simulations and new nodes per second, where the device saturates;

@@ -6,6 +6,7 @@ where they run and why fewer than the cores."""
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 
 import pytest
@@ -43,8 +44,13 @@ def test_a_memory_budget_caps_the_certificates_to_this_process(monkeypatch, caps
   room for a worker, so the certificates run in this process (no pool is started), and the
   plain lines say so."""
   monkeypatch.setattr(os, "cpu_count", lambda: 4)
+  # Bounds that can be sent to workers (Mastermind's state symmetries keep its bounds in this
+  # process whatever the memory): without them.
+  from jaxsearch.games import mastermind
+  monkeypatch.setattr(mastermind, "puzzle",
+                      functools.partial(mastermind.puzzle, symmetry=False))
   argv = ["solve", "mastermind", "--pegs", "3", "--colours", "3", "--nodes", "20000",
-          "--seconds", "60"]
+          "--seconds", "60", "--method", "tree"]
   args = argparse.Namespace(pegs=3, colours=3, first=None, openings=True)
   trees = sum(SOLVABLE["mastermind"].count_trees(args).trees)
   options = SolveOptions.from_keywords(chunk=32, max_nodes=20_000, num_slots=128,
@@ -72,7 +78,7 @@ def test_the_plan_counts_the_game_and_the_largest_tree(rows):
   import pickle
   import numpy as np
   from jaxsearch.games import mastermind
-  puzzle = mastermind.puzzle(2, 3)
+  puzzle = mastermind.puzzle(2, 3, symmetry=False)  # bounds of data: sent to workers
   trees = [{"a": np.zeros((1, 1000 * (1 + r)), np.float32)} for r in range(rows)]
   plan = certificates.worker_plan(puzzle, trees, range(rows), cores=8)
   if rows == 1:
@@ -89,7 +95,7 @@ def test_no_worker_starts_once_the_certificates_time_is_spent():
   import time
   import numpy as np
   from jaxsearch.games import mastermind
-  puzzle = mastermind.puzzle(2, 3)
+  puzzle = mastermind.puzzle(2, 3, symmetry=False)  # bounds of data: sent to workers
   trees = [{"a": np.zeros((1, 10), np.float32)}] * 3
   late = certificates.worker_plan(puzzle, trees, range(3), cores=8,
                                   deadline=time.monotonic() + 0.5)

@@ -46,7 +46,8 @@ def test_run_seconds_bound_the_whole_solve(monkeypatch):
   from jaxsearch.games import mastermind
   from jaxsearch.guessing import solve_puzzle
   puzzle = mastermind.puzzle(2, 6)
-  same = dict(openings=puzzle.openings, chunk=1, num_slots=2, bound_slots=0, max_nodes=4000)
+  same = dict(openings=puzzle.openings, chunk=1, num_slots=2, bound_slots=0, max_nodes=4000,
+              method="tree")
   solve_puzzle(puzzle, seconds=0, certify_seconds=0, **same)  # compiles
   monkeypatch.setenv(SLEEP_ENV, "0.3")
   chunks, phases = [], []
@@ -79,7 +80,7 @@ def test_a_solve_ends_within_its_seconds_and_says_each_phase(monkeypatch, capsys
   monkeypatch.setenv(SLEEP_ENV, "0.3")
   assert cli.main(["solve", "mastermind", "--pegs", "3", "--colours", "3", "--slots", "2",
                    "--bound-slots", "0", "--chunk", "1", "--seconds", str(seconds),
-                   "--json"]) == 0
+                   "--method", "tree", "--json"]) == 0
   out, err = capsys.readouterr()
   summary = json.loads(out.strip().splitlines()[-1])
   lines = err.splitlines()

@@ -142,7 +142,8 @@ def test_the_certificates_check_the_games_capabilities_once():
   game = guessing_lib.CertificateGame.of(puzzle)
   assert game.searches and game.search_secrets == puzzle.exact.search_secrets
   assert game.num_secrets == 9 and game.solved_outcome == puzzle.solved_outcome
-  # Mastermind's symmetry check is a closure: its bounds stay in this process.
+  # Mastermind's state symmetries are read by a function: its bounds stay in this process
+  # (its certificates are quicker than starting workers); without them they are data.
   assert not game.portable
   assert guessing_lib.CertificateGame.of(mastermind.puzzle(2, 3, symmetry=False)).portable
   assert guessing_lib.CertificateGame.of(dataclasses.replace(puzzle, exact=None)) is None

@@ -56,6 +56,13 @@ def _add_problem_arguments(solve: argparse.ArgumentParser) -> None:
                           "up to symmetry (1111, 1112, 1122, 1123, 1234 for 4×6); Wordle "
                           "searches the first guess too, as a decision above batches of "
                           "trees of each visited first guess's feedbacks")
+  solve.add_argument("--method", choices=["auto", "tree"], default="auto",
+                     help="auto (default): where the first guesses are all searched "
+                          "(Mastermind without --first), the game's exact search solves the "
+                          "whole game first, with 3/4 of the search's time at most, and the "
+                          "trees are searched only where it does not prove the optimum by "
+                          "then (or with --checkpoint); tree: the trees only (implied by "
+                          "--plot and --draw, which show the trees' search)")
 
 
 # Mastermind's sizes (jaxsearch.games.mastermind.make's limits: colours are digits, and the
@@ -361,7 +368,7 @@ def _search(args: argparse.Namespace, puzzle, title: str, options, clock_start: 
       result = guessing_lib.solve_puzzle(puzzle, first=args.first, openings=openings, root=root,
                                       options=options, on_chunk=progress.chunk,
                                       on_phase=_phase_reporter(progress),
-                                      started=clock_start)
+                                      started=clock_start, method=_method(args))
     except solve_lib.MemoryBudgetError as error:
       progress.stop()
       raise CommandError(f"jaxsearch solve: refused: {error}") from None
@@ -370,6 +377,11 @@ def _search(args: argparse.Namespace, puzzle, title: str, options, clock_start: 
       raise CommandError(f"jaxsearch solve: --checkpoint: {error}") from None
     progress.finish(result)  # the result's bounds, not the last chunk's
     return result
+
+
+def _method(args: argparse.Namespace) -> str:
+  """``--method``; ``tree`` where ``--plot`` or ``--draw`` asks to see the trees' search."""
+  return "tree" if args.plot or args.draw else args.method
 
 
 def _phase_reporter(progress):

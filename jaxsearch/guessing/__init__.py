@@ -8,7 +8,8 @@ still possible. This package is the application of the generic solver
   feedback table (``guessing_game``), and its counting bounds;
 * :mod:`~jaxsearch.guessing.estimator` — the entropic estimator and the greedy guess;
 * :mod:`~jaxsearch.guessing.exact` — the exact branch-and-bound over sets of secrets
-  (``ExactSolver``, ``ExactBounds``);
+  (``ExactSolver``, ``ExactBounds``); :mod:`~jaxsearch.guessing.exact_game` — whole games
+  solved and proven by it alone, their parts on every core (``solve_exactly``);
 * :mod:`~jaxsearch.guessing.puzzle` — :func:`solve_puzzle`: from the initial state, a fixed
   first guess or a list of openings (:mod:`~jaxsearch.guessing.openings`), each feedback's
   sub-problem one tree of the batch, or the first guess searched too
@@ -21,8 +22,9 @@ still possible. This package is the application of the generic solver
   policy files a solve writes and ``jaxsearch evaluate`` reads.
 
 The games themselves (``jaxsearch.games.mastermind``, ``jaxsearch.games.wordle``) build a
-:class:`Puzzle` from their rules. Mastermind 4×6: 5625, proven in about a minute on 2 CPU
-cores (``jaxsearch solve mastermind``). Names load on first use, so importing the package
+:class:`Puzzle` from their rules. Mastermind 4×6: 5625, proven in seconds on 2 CPU
+cores by the exact search of the whole game (``jaxsearch solve mastermind``), or in about a
+minute by the trees (``--method tree``). Names load on first use, so importing the package
 (or :mod:`~jaxsearch.guessing.policy_file` alone) does not import JAX.
 """
 
@@ -39,11 +41,12 @@ _NAMES = {
     "IntegerBounds": "certificates", "Settled": "certificates", "certify": "certificates",
     "settle": "certificates", "settle_each": "certificates",
     "ExactBounds": "exact", "ExactSolver": "exact",
+    "ExactSolution": "exact_game", "solve_exactly": "exact_game",
     "entropic_estimator": "estimator", "greedy_guess": "estimator",
     "guessing_game": "game",
 }
-_SUBMODULES = ("certificates", "estimator", "exact", "extract", "finish", "game", "openings",
-               "policy_file", "policy_tree", "puzzle", "report", "result", "root",
+_SUBMODULES = ("certificates", "estimator", "exact", "exact_game", "extract", "finish", "game",
+               "openings", "policy_file", "policy_tree", "puzzle", "report", "result", "root",
                "subproblems")
 
 __all__ = sorted(_NAMES) + list(_SUBMODULES)

@@ -17,7 +17,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxsearch.enums import SolveMethod, coerce
 from jaxsearch.game import Estimator, Game
+from jaxsearch.guessing import exact_game
 from jaxsearch.memory import PuzzleSizes, check_memory, estimate_from_sizes
 from jaxsearch.solve import checkpoint as checkpoint_lib
 from jaxsearch.solve import chunked
@@ -324,7 +326,8 @@ def solve_puzzle(puzzle: Puzzle, first: Optional[str] = None,
                  root: Optional[RootOptions] = None, options: Optional[SolveOptions] = None,
                  on_chunk: Optional[Callable[[dict], None]] = None,
                  on_phase: Optional[Callable[[dict], None]] = None,
-                 started: Optional[float] = None, **keywords) -> SolveResult:
+                 started: Optional[float] = None,
+                 method: SolveMethod | str = SolveMethod.AUTO, **keywords) -> SolveResult:
   """Solves the whole puzzle, in one of four ways:
 
   * default: one tree from the initial state;
@@ -338,6 +341,11 @@ def solve_puzzle(puzzle: Puzzle, first: Optional[str] = None,
     batch;
   * ``openings``: the same for several first guesses at once (all their sub-problems in one
     batch of trees, ``max_nodes`` shared out); the best opening by exact evaluation wins.
+    Where they cover every first guess up to symmetry (Mastermind's ``puzzle.openings``),
+    ``method`` ``"auto"`` (:class:`jaxsearch.enums.SolveMethod`, the default) first asks the
+    game's exact search to solve the whole game (:func:`jaxsearch.guessing.exact_game.exact_first`:
+    no tree; three quarters of the search's time at most), and searches the trees only where it does not
+    prove the optimum by then (and always with a checkpoint); ``"tree"``: the trees only.
 
   What is proven depends on the way. From the initial state, or with openings that cover
   every first guess up to symmetry (``puzzle.openings``, or a list holding them all), the
@@ -383,6 +391,7 @@ def solve_puzzle(puzzle: Puzzle, first: Optional[str] = None,
       (:class:`CheckpointMismatch`, named), or cannot be read.
   """
   options = _options("solve_puzzle", options, keywords)
+  method = coerce(SolveMethod, method, "solve_puzzle: method")
   progress = RunProgress(options.budget.clock(started), on_chunk, on_phase,
                          memory=options.capacity.memory)
   if first is not None:
@@ -411,8 +420,12 @@ def solve_puzzle(puzzle: Puzzle, first: Optional[str] = None,
         outcome = _solve_from_start(puzzle, options, progress, store)
         unconditional = True
       else:
-        outcome = _solve_openings(puzzle, openings, options, progress, store)
         unconditional = covers_every_opening(puzzle, openings)
+        outcome = None
+        if method is SolveMethod.AUTO and unconditional and store is None:
+          outcome = exact_game.exact_first(puzzle, openings, options, progress)
+        if outcome is None:
+          outcome = _solve_openings(puzzle, openings, options, progress, store)
     finally:
       if store is not None:
         store.close()

@@ -127,6 +127,9 @@ class ProgressReporter:
     if info["phase"] == "extracting":
       forms = _EXTRACTING
       due = True
+    elif info["phase"] == "exact":
+      forms = _exact_forms(info)
+      due = True
     else:
       done, total = info["done"], info["total"]
       left = max(info["deadline"] - time.monotonic(), 0.0)
@@ -151,8 +154,9 @@ class ProgressReporter:
         (f"proven given {self.first_guess}",) if self.first_guess else ())
     proven = (("proven optimal",) if result.proven_optimal else
               given if result.proven_given_first else ("not proven",))
-    parts = [self._bound_forms(result.bound_total, result.upper_total), proven,
-             (f"{result.simulations} sims",), (f"{result.nodes} nodes",)]
+    work = ([(f"{result.simulations} sims",), (f"{result.nodes} nodes",)]
+            if result.simulations or result.nodes else [("no tree searched",)])
+    parts = [self._bound_forms(result.bound_total, result.upper_total), proven] + work
     if self.live:
       full = self.progress.tasks[0].total or 1  # a bar without an end (or of 0 s) ends full
       self.progress.update(self.task, total=full, completed=full)
@@ -222,6 +226,18 @@ def cell_len(text: str) -> int:
   """Terminal columns of ``text`` (rich's measure: a wide character takes two)."""
   from rich.cells import cell_len as measure
   return measure(text)
+
+
+def _exact_forms(info: dict) -> tuple:
+  """The exact search of the whole game, the longest way first: ``("exact search of the
+  whole game: 2 of 5 first guesses settled, best 5625 (at most 28 s more)", ...)``."""
+  done, of = info["done"], info["of"]
+  best = "" if info["incumbent"] is None else f", best {info['incumbent']}"
+  deadline = info["deadline"]
+  until = ("" if deadline is None else
+           f" (at most {max(deadline - time.monotonic(), 0.0):.0f} s more)")
+  return (f"exact search of the whole game: {done} of {of} first guesses settled{best}{until}",
+          f"exact search: {done}/{of}{best}", f"exact {done}/{of}")
 
 
 def _rate(previous: Optional[dict], info: dict) -> str:

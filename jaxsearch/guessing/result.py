@@ -41,7 +41,9 @@ class SolveResult:
       chunk), ``extract_s`` (policies read off the trees and evaluated), ``certify_s`` (the
       exact certificates), ``device_s`` (the chunks after the first, from dispatch to
       results) and ``host_share``: of those chunks' time, the share spent on host work
-      (reading bounds, regrowing trees, progress) while the device idles.
+      (reading bounds, regrowing trees, progress) while the device idles; ``exact_s``
+      where the exact search of the whole game solved it (no tree searched:
+      :func:`jaxsearch.guessing.exact_game.exact_first`).
     memory: the run's memory estimate (:class:`MemoryEstimate`), or ``None``.
     trees: the final search trees, one batch of one tree per root (numpy arrays, leading
       axis 1; with openings, every opening's sub-problems in order), e.g. to draw

@@ -20,7 +20,9 @@ WORDLE_TARGET = 11219  # the optimum after tarse on the 3158/14855 lists
 
 
 def part_mastermind(args, xla_flags: str = "", runs: tuple = ("cold", "warm")) -> None:
-  """``jaxsearch solve mastermind`` on a compilation cache of its own, once per ``runs``:
+  """``jaxsearch solve mastermind --method tree`` (the trees' search on the device; the
+  default solves Mastermind by the exact search on the host) on a compilation cache of its
+  own, once per ``runs``:
   ``cold`` compiles every program, ``warm`` (a user's later runs) loads them from the cache.
   Each run gets the part's time that is left (none left: its record says so)."""
   size = ["--pegs", "2", "--colours", "3"] if args.smoke else []
@@ -31,7 +33,8 @@ def part_mastermind(args, xla_flags: str = "", runs: tuple = ("cold", "warm")) -
       if left < 5:
         emit({"run": run, "status": "no time left", "xla_flags": xla_flags})
         continue
-      status, stdout, wall = run_cli(["solve", "mastermind", *size, "--json", "--quiet"],
+      status, stdout, wall = run_cli(["solve", "mastermind", *size, "--method", "tree",
+                                      "--json", "--quiet"],
                                      left, xla_flags, cache_dir)
       found = last_json(stdout) or {}
       emit({"run": run, "status": status, "wall_s": round(wall, 2), "xla_flags": xla_flags,
@@ -92,7 +95,7 @@ def part_solve_profile(args) -> None:
   # Chunks of 4 simulations keep the trace (a kernel event each) small enough to come back.
   size = ["--pegs", "3", "--colours", "4", "--chunk", "1"] if args.smoke else ["--chunk", "4"]
   cli.main(["solve", "mastermind", *size, "--simulations", "8", "--certify-seconds", "5",
-            "--quiet"])
+            "--method", "tree", "--quiet"])
   if not timing:
     raise RuntimeError("solve_profile: the search ended within its first chunk")
   # The search programs (step, for the search and the proof rule's chunks): their

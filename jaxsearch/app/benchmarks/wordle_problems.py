@@ -68,6 +68,13 @@ class CutoffBounds:
     allowed[np.asarray(self.candidates(tuple(int(s) for s in secrets)), np.int64)] = True
     return totals, considered & allowed
 
+  def search_totals(self, secrets, symmetric=True):
+    """The exact search's totals: :meth:`action_totals`, the cut applied. The game's
+    symmetries are not used: the guess a symmetry keeps may lie outside the cut where the
+    one it drops does not."""
+    del symmetric
+    return self.action_totals(secrets)
+
 
 def exact_optimum(solver, secrets):
   """The exact optimal total of ``secrets`` (``ExactSolver``, no work cap), or ``None`` where

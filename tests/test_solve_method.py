@@ -1,0 +1,75 @@
+"""How a game whose first guesses are all covered is solved: by default the exact search of
+the whole game first (no tree), the trees where it does not prove the optimum in its share of
+the time, the trees alone with ``method="tree"`` (or ``--method tree``)."""
+
+import contextlib
+import io
+import json
+
+import pytest
+
+from jaxsearch import cli
+from jaxsearch.games import mastermind
+from jaxsearch.guessing import exact_game, solve_puzzle
+
+SMALL = dict(chunk=16, max_nodes=3000, num_slots=32, bound_slots=16, seconds=60,
+             certify_seconds=60)
+
+
+@pytest.fixture(scope="module")
+def puzzle():
+  return mastermind.puzzle(3, 3)
+
+
+def test_the_exact_search_solves_the_whole_game_first(puzzle):
+  phases = []
+  result = solve_puzzle(puzzle, openings=puzzle.openings, on_phase=phases.append, **SMALL)
+  assert result.proven_optimal and result.evaluation.total_guesses == 73
+  assert result.simulations == 0 and result.trees is None and "exact_s" in result.phases
+  exact = [info for info in phases if info["phase"] == "exact"]
+  assert exact[0]["done"] == 0 and exact[-1]["done"] == exact[-1]["of"] == len(
+      puzzle.openings)
+  assert exact[-1]["incumbent"] == 73
+
+
+def test_the_trees_where_the_exact_search_runs_out_of_time(puzzle, monkeypatch):
+  """No time for the exact search (its share is 0): it proves nothing, and the trees solve
+  the game as ``method="tree"`` does."""
+  monkeypatch.setattr(exact_game, "EXACT_SHARE", 0.0)
+  fallback = solve_puzzle(puzzle, openings=puzzle.openings, **SMALL)
+  monkeypatch.undo()
+  trees = solve_puzzle(puzzle, openings=puzzle.openings, method="tree", **SMALL)
+  for result in (fallback, trees):
+    assert result.simulations > 0 and "exact_s" not in result.phases
+    assert result.proven_optimal and result.evaluation.total_guesses == 73
+
+
+def test_a_fixed_first_guess_is_searched_by_the_trees(puzzle):
+  """One opening does not cover the game: a result would be a claim given that guess, which
+  the exact search of the whole game does not make; the trees are searched."""
+  result = solve_puzzle(puzzle, first="112", **SMALL)
+  assert result.simulations > 0 and result.proven_given_first
+
+
+def test_an_unknown_method_is_refused_before_any_work(puzzle):
+  with pytest.raises(ValueError, match="method must be one of 'auto', 'tree'"):
+    solve_puzzle(puzzle, openings=puzzle.openings, method="exhaustive", **SMALL)
+
+
+def _cli(*argv):
+  out, err = io.StringIO(), io.StringIO()
+  with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    status = cli.main(["solve", "mastermind", "--pegs", "3", "--colours", "3", "--json",
+                       *argv])
+  return status, json.loads(out.getvalue().strip().splitlines()[-1]), err.getvalue()
+
+
+def test_the_command_says_which_way_it_solved():
+  status, summary, err = _cli()
+  assert status == 0 and summary["proven_optimal"] and summary["total_guesses"] == 73
+  assert summary["simulations"] == 0 and "exact_s" in summary["phases"]
+  assert "exact search of the whole game: 0 of 3 first guesses settled" in err
+  assert err.rstrip().endswith("proven optimal · no tree searched"), err
+  with pytest.raises(SystemExit):
+    with contextlib.redirect_stderr(io.StringIO()):
+      cli.main(["solve", "mastermind", "--method", "exhaustive"])
