@@ -139,10 +139,12 @@ def measure_exact(pegs: int, colours: int, args) -> dict:
 
 def measure_command(pegs: int, colours: int, args, method: str = "auto") -> dict:
   seconds = max(args.timeout - 30, 10)
-  command = ["jaxsearch", "solve", "mastermind", "--pegs", str(pegs), "--colours",
-             str(colours), "--seconds", str(seconds), "--json", "--quiet", "--method", method]
+  command = [sys.executable, "-m", "jaxsearch.cli", "solve", "mastermind", "--pegs", str(pegs),
+             "--colours", str(colours), "--seconds", str(seconds), "--json", "--quiet",
+             "--method", method]
   found, wall, peak, status = _run_child(command, args.timeout + 120)
-  record = {"way": "command" if method == "auto" else method, "command": " ".join(command), "wall_s": round(wall, 1),
+  record = {"way": "command" if method == "auto" else method, "command": " ".join(command),
+            "wall_s": round(wall, 1),
             "peak_rss_gib": round(peak, 3), "exit_status": status, "timed_out": found is None}
   if found is None:
     return {**record, "proven_optimal": False}
