@@ -36,8 +36,12 @@ def test_the_trees_where_the_exact_search_runs_out_of_time(puzzle, monkeypatch):
   """No time for the exact search (its share is 0): it proves nothing, and the trees solve
   the game as ``method="tree"`` does."""
   monkeypatch.setattr(exact_game, "EXACT_SHARE", 0.0)
-  fallback = solve_puzzle(puzzle, openings=puzzle.openings, **SMALL)
+  phases = []
+  fallback = solve_puzzle(puzzle, openings=puzzle.openings, on_phase=phases.append, **SMALL)
   monkeypatch.undo()
+  exact = [info for info in phases if info["phase"] == "exact"]
+  assert exact[-1]["stopped"] and not any(info["stopped"] for info in exact[:-1])
+  assert phases.index(exact[-1]) < [info["phase"] for info in phases].index("extracting")
   trees = solve_puzzle(puzzle, openings=puzzle.openings, method="tree", **SMALL)
   for result in (fallback, trees):
     assert result.simulations > 0 and "exact_s" not in result.phases

@@ -308,7 +308,8 @@ def exact_first(puzzle, openings: Sequence[str], options, progress):
   ``options``: the solve's :class:`jaxsearch.solve.options.SolveOptions` (its search
   ``seconds``); ``progress``: its :class:`jaxsearch.guessing.finish.RunProgress` (deadlines,
   and ``on_phase`` told ``{"phase": "exact", "done", "of", "incumbent", "deadline"}`` as the
-  search starts and after each first guess).
+  search starts and after each first guess, and with ``"stopped": True`` where it ends
+  unproven and the trees take over).
   """
   bounds = getattr(puzzle, "exact", None)
   if bounds is None or not getattr(bounds, "search_secrets", 0) or not hasattr(bounds, "table"):
@@ -320,8 +321,14 @@ def exact_first(puzzle, openings: Sequence[str], options, progress):
   progress.exact_search({"done": 0, "of": len(openings), "incumbent": None,
                          "deadline": deadline})
 
+  last = {"done": 0, "of": len(openings), "incumbent": None}
+
   def on_first_guess(info: dict) -> None:
+    last.update(info)
     progress.exact_search({**info, "deadline": deadline})
 
   outcome = exact_outcome(puzzle, openings, deadline, on_first_guess=on_first_guess)
-  return outcome if outcome is not None and outcome.proven else None
+  if outcome is not None and outcome.proven:
+    return outcome
+  progress.exact_search({**last, "deadline": deadline, "stopped": True})
+  return None

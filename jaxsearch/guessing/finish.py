@@ -68,9 +68,10 @@ class RunProgress:
     clock: the deadlines (:class:`jaxsearch.solve.options.RunClock`).
     on_chunk: called after every chunk of the search with its figures, or ``None``.
     on_phase: called as each phase other than the trees' search goes, with a dict: ``{"phase":
-      "exact", "done": k, "of": n, "incumbent": t, "deadline": d}`` as the exact search of
-      the whole game goes (``k`` of ``n`` first guesses settled, ``t`` the best total so
-      far or ``None``; ``d`` its deadline or ``None``), ``{"phase":
+      "exact", "done": k, "of": n, "incumbent": t, "deadline": d, "stopped": s}`` as the
+      exact search of the whole game goes (``k`` of ``n`` first guesses settled, ``t`` the
+      best total so far or ``None``; ``d`` its deadline or ``None``; ``s`` true once it
+      ended without a proof), ``{"phase":
       "extracting"}`` when the policy is read off the trees and evaluated, ``{"phase":
       "certifying", "done": k, "total": n, "deadline": d}`` before the certificates and
       after each (``d``: when they stop at the latest, ``time.monotonic()``), or ``None``;
@@ -97,10 +98,12 @@ class RunProgress:
   def exact_search(self, info: dict) -> None:
     """The exact search of the whole game (:func:`jaxsearch.guessing.exact_game.exact_first`)
     started or settled a first guess: ``info`` has ``done``, ``of`` (first guesses),
-    ``incumbent`` (the best total so far, or ``None``) and ``deadline``."""
+    ``incumbent`` (the best total so far, or ``None``), ``deadline``, and ``stopped`` (true
+    where it ended without a proof: the trees take over)."""
     if self.on_phase is not None:
       self.on_phase({"phase": "exact", "done": info["done"], "of": info["of"],
-                     "incumbent": info["incumbent"], "deadline": info["deadline"]})
+                     "incumbent": info["incumbent"], "deadline": info["deadline"],
+                     "stopped": bool(info.get("stopped", False))})
 
   def certifying(self, deadline: float, more: int = 0, done: int = 0,
                  say: bool = True, workers: Optional[WorkerPlan] = None) -> None:

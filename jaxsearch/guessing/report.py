@@ -233,6 +233,11 @@ def _exact_forms(info: dict) -> tuple:
   whole game: 2 of 5 first guesses settled, best 5625 (at most 28 s more)", ...)``."""
   done, of = info["done"], info["of"]
   best = "" if info["incumbent"] is None else f", best {info['incumbent']}"
+  if info.get("stopped"):
+    return (f"exact search of the whole game: out of time after {done} of {of} first guesses"
+            f"{best} (more --seconds gives it more); searching the trees…",
+            f"exact search out of time ({done}/{of}); searching the trees…",
+            "searching the trees…")
   deadline = info["deadline"]
   until = ("" if deadline is None else
            f" (at most {max(deadline - time.monotonic(), 0.0):.0f} s more)")
