@@ -11,6 +11,7 @@ import pytest
 from jaxsearch import cli
 from jaxsearch.games import mastermind
 from jaxsearch.guessing import exact_game, solve_puzzle
+from jaxsearch.memory import MemoryBudgetError
 
 SMALL = dict(chunk=16, max_nodes=3000, num_slots=32, bound_slots=16, seconds=60,
              certify_seconds=60)
@@ -91,3 +92,27 @@ def test_mastermind_5x5_is_proven_and_its_exported_policy_evaluates(tmp_path):
   with contextlib.redirect_stdout(out):
     assert cli.main(["evaluate", str(path), "--json"]) == 0
   assert json.loads(out.getvalue().strip().splitlines()[-1])["total_guesses"] == 13496
+
+
+def test_where_the_trees_would_not_fit_the_exact_search_alone_solves(puzzle, monkeypatch):
+  """A memory budget below the trees' estimate: no refusal where the exact search of the
+  whole game may solve it (it alone is tried, with the whole search time, and says so);
+  the trees alone are refused before any work; an exact search that finds no policy ends
+  in the refusal, saying it was tried."""
+  phases = []
+  result = solve_puzzle(puzzle, openings=puzzle.openings, memory=1e6, on_phase=phases.append,
+                        **SMALL)
+  assert result.proven_optimal and result.simulations == 0
+  assert phases[0]["phase"] == "exact" and phases[0]["alone"]
+  with pytest.raises(MemoryBudgetError, match="more than the budget"):
+    solve_puzzle(puzzle, openings=puzzle.openings, memory=1e6, method="tree", **SMALL)
+  monkeypatch.setattr(exact_game, "exact_outcome", lambda *args, **kwargs: None)
+  with pytest.raises(MemoryBudgetError, match="tried instead, found no policy"):
+    solve_puzzle(puzzle, openings=puzzle.openings, memory=1e6, **SMALL)
+
+
+def test_the_command_solves_in_a_budget_the_trees_exceed():
+  status, summary, err = _cli("--memory", "0.01")
+  assert status == 0 and summary["proven_optimal"] and summary["simulations"] == 0
+  assert "the trees would not fit" in err and "it alone is tried" in err
+  assert "(alone: the trees would not fit in memory)" in err

@@ -329,7 +329,20 @@ def _check_memory(args: argparse.Namespace, options) -> None:
   try:
     check_memory(estimate_from_sizes(sizes, options, batch), options.capacity.memory)
   except MemoryBudgetError as error:
-    raise CommandError(f"jaxsearch solve: refused: {error}") from None
+    if not _exact_may_solve(args):
+      raise CommandError(f"jaxsearch solve: refused: {error}") from None
+    if not args.quiet:
+      print(f"jaxsearch solve: the trees would not fit: {error} The exact search of the whole "
+            "game needs far less: it alone is tried, with the whole search time.",
+            file=sys.stderr)
+
+
+def _exact_may_solve(args: argparse.Namespace) -> bool:
+  """Whether the exact search of the whole game is tried first (``--method auto``, every
+  first guess searched, no checkpoint, the exact search on)."""
+  return (_method(args) == "auto" and args.first is None and args.openings
+          and solvable(args).openings_up_to_symmetry and args.checkpoint is None
+          and args.exact_search != 0)
 
 
 def _plan(options, clock_start: float) -> str:

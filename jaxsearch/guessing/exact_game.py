@@ -298,10 +298,12 @@ def exact_outcome(puzzle, openings: Sequence[str], deadline: Optional[float] = N
 EXACT_SHARE = 0.75
 
 
-def exact_first(puzzle, openings: Sequence[str], options, progress):
+def exact_first(puzzle, openings: Sequence[str], options, progress, alone: bool = False):
   """The game solved by its exact search alone (:func:`exact_outcome`), where that proves
   the optimum within :data:`EXACT_SHARE` of the search's time; else ``None`` (the solve goes
-  on with the trees, which then have the rest of the time).
+  on with the trees, which then have the rest of the time). ``alone``: no trees will follow
+  (they would not fit in memory): the whole search time, and the best policy found is
+  returned even unproven (``None`` only where none was found).
 
   Asked by :func:`jaxsearch.guessing.solve_puzzle` (method ``auto``) when ``openings`` cover
   every first guess up to the game's symmetry, so that a result is a proof about the game.
@@ -317,9 +319,10 @@ def exact_first(puzzle, openings: Sequence[str], options, progress):
   left = min(options.budget.seconds, progress.clock.search_left())
   if left <= 0:
     return None
-  deadline = time.monotonic() + EXACT_SHARE * left if math.isfinite(left) else None
+  share = 1.0 if alone else EXACT_SHARE
+  deadline = time.monotonic() + share * left if math.isfinite(left) else None
   progress.exact_search({"done": 0, "of": len(openings), "incumbent": None,
-                         "deadline": deadline})
+                         "deadline": deadline, "alone": alone})
 
   last = {"done": 0, "of": len(openings), "incumbent": None}
 
@@ -328,7 +331,8 @@ def exact_first(puzzle, openings: Sequence[str], options, progress):
     progress.exact_search({**info, "deadline": deadline})
 
   outcome = exact_outcome(puzzle, openings, deadline, on_first_guess=on_first_guess)
-  if outcome is not None and outcome.proven:
+  if outcome is not None and (outcome.proven or alone):
     return outcome
-  progress.exact_search({**last, "deadline": deadline, "stopped": True})
+  if not alone:
+    progress.exact_search({**last, "deadline": deadline, "stopped": True})
   return None

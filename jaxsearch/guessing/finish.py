@@ -71,7 +71,8 @@ class RunProgress:
       "exact", "done": k, "of": n, "incumbent": t, "deadline": d, "stopped": s}`` as the
       exact search of the whole game goes (``k`` of ``n`` first guesses settled, ``t`` the
       best total so far or ``None``; ``d`` its deadline or ``None``; ``s`` true once it
-      ended without a proof), ``{"phase":
+      ended without a proof; ``"alone"`` true where the trees would not fit in memory and
+      will not follow), ``{"phase":
       "extracting"}`` when the policy is read off the trees and evaluated, ``{"phase":
       "certifying", "done": k, "total": n, "deadline": d}`` before the certificates and
       after each (``d``: when they stop at the latest, ``time.monotonic()``), or ``None``;
@@ -98,12 +99,14 @@ class RunProgress:
   def exact_search(self, info: dict) -> None:
     """The exact search of the whole game (:func:`jaxsearch.guessing.exact_game.exact_first`)
     started or settled a first guess: ``info`` has ``done``, ``of`` (first guesses),
-    ``incumbent`` (the best total so far, or ``None``), ``deadline``, and ``stopped`` (true
-    where it ended without a proof: the trees take over)."""
+    ``incumbent`` (the best total so far, or ``None``), ``deadline``, ``stopped`` (true
+    where it ended without a proof: the trees take over) and ``alone`` (true where no trees
+    follow: they would not fit in memory)."""
     if self.on_phase is not None:
       self.on_phase({"phase": "exact", "done": info["done"], "of": info["of"],
                      "incumbent": info["incumbent"], "deadline": info["deadline"],
-                     "stopped": bool(info.get("stopped", False))})
+                     "stopped": bool(info.get("stopped", False)),
+                     "alone": bool(info.get("alone", False))})
 
   def certifying(self, deadline: float, more: int = 0, done: int = 0,
                  say: bool = True, workers: Optional[WorkerPlan] = None) -> None:

@@ -20,7 +20,7 @@ import numpy as np
 from jaxsearch.enums import SolveMethod, coerce
 from jaxsearch.game import Estimator, Game
 from jaxsearch.guessing import exact_game
-from jaxsearch.memory import PuzzleSizes, check_memory, estimate_from_sizes
+from jaxsearch.memory import MemoryBudgetError, PuzzleSizes, check_memory, estimate_from_sizes
 from jaxsearch.solve import checkpoint as checkpoint_lib
 from jaxsearch.solve import chunked
 from jaxsearch.guessing.certificates import CertificateGame, IntegerBounds
@@ -344,8 +344,10 @@ def solve_puzzle(puzzle: Puzzle, first: Optional[str] = None,
     Where they cover every first guess up to symmetry (Mastermind's ``puzzle.openings``),
     ``method`` ``"auto"`` (:class:`jaxsearch.enums.SolveMethod`, the default) first asks the
     game's exact search to solve the whole game (:func:`jaxsearch.guessing.exact_game.exact_first`:
-    no tree; three quarters of the search's time at most), and searches the trees only where it does not
-    prove the optimum by then (and always with a checkpoint); ``"tree"``: the trees only.
+    no tree; three quarters of the search's time at most), and searches the trees only where
+    it does not prove the optimum by then (and always with a checkpoint); where the trees
+    would not fit in ``memory``, it is given the whole search time and no tree is searched
+    (the run is refused only if it finds no policy); ``"tree"``: the trees only.
 
   What is proven depends on the way. From the initial state, or with openings that cover
   every first guess up to symmetry (``puzzle.openings``, or a list holding them all), the
@@ -401,9 +403,21 @@ def solve_puzzle(puzzle: Puzzle, first: Optional[str] = None,
     if not openings:
       raise ValueError("solve_puzzle: openings is empty; give at least one first guess, or "
                        "openings=None to search from the initial state")
+  # The exact search of the whole game may solve it without trees (method AUTO); where the
+  # trees would not fit in memory, it is then the only way tried, and the run is refused
+  # only if it does not find a policy.
+  exact_may_solve = (method is SolveMethod.AUTO and openings is not None
+                     and options.checkpointing.directory is None
+                     and covers_every_opening(puzzle, openings))
+  trees_refused = None
   if root is None or openings is not None:
-    check_memory(estimate_from_sizes(PuzzleSizes.of(puzzle), options,
-                                     _batch(puzzle, openings)), options.capacity.memory)
+    try:
+      check_memory(estimate_from_sizes(PuzzleSizes.of(puzzle), options,
+                                       _batch(puzzle, openings)), options.capacity.memory)
+    except MemoryBudgetError as error:
+      if not exact_may_solve:
+        raise
+      trees_refused = error
   if openings is None and root is not None:
     for name, given in (("a checkpoint", options.checkpointing.directory is not None),
                         ("devices", options.devices is not None)):
@@ -422,8 +436,13 @@ def solve_puzzle(puzzle: Puzzle, first: Optional[str] = None,
       else:
         unconditional = covers_every_opening(puzzle, openings)
         outcome = None
-        if method is SolveMethod.AUTO and unconditional and store is None:
-          outcome = exact_game.exact_first(puzzle, openings, options, progress)
+        if exact_may_solve:
+          outcome = exact_game.exact_first(puzzle, openings, options, progress,
+                                           alone=trees_refused is not None)
+        if outcome is None and trees_refused is not None:
+          raise MemoryBudgetError(f"{trees_refused} (The exact search of the whole game, "
+                                  "tried instead, found no policy in its time: more "
+                                  "seconds may let it.)")
         if outcome is None:
           outcome = _solve_openings(puzzle, openings, options, progress, store)
     finally:

@@ -239,6 +239,8 @@ def _exact_forms(info: dict) -> tuple:
             f"exact search out of time ({done}/{of}); searching the trees…",
             "searching the trees…")
   deadline = info["deadline"]
+  if info.get("alone") and done == 0:  # said once, as it starts
+    best += " (alone: the trees would not fit in memory)"
   until = ("" if deadline is None else
            f" (at most {max(deadline - time.monotonic(), 0.0):.0f} s more)")
   return (f"exact search of the whole game: {done} of {of} first guesses settled{best}{until}",
