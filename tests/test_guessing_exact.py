@@ -7,6 +7,7 @@ import pytest
 
 from jaxsearch.games import mastermind
 from jaxsearch.guessing import exact as guessing_exact
+from jaxsearch.guessing import feedback_totals
 
 
 @functools.lru_cache(maxsize=None)
@@ -161,7 +162,8 @@ def test_small_sets_pairwise_totals_equal_the_sorted_ones(pegs, colours):
   rng = np.random.default_rng(pegs * colours)
   for size in sorted({1, 2, 3, largest // 2, largest}):
     secrets = np.sort(rng.choice(bounds.table.shape[0], size, replace=False))
-    small = bounds._small_action_totals(secrets)
-    sorted_ = bounds._sorted_action_totals(secrets)
+    rows = bounds.table[secrets]
+    small = feedback_totals.pairwise_totals(rows, bounds.solved_code)
+    sorted_ = feedback_totals.sorted_totals(rows, bounds._node_totals, bounds.solved_code)
     for mine, theirs in zip(small, sorted_):
       np.testing.assert_array_equal(mine, theirs)

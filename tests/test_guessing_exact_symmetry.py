@@ -21,6 +21,7 @@ import pytest
 from jaxsearch.games import mastermind
 from jaxsearch.games.mastermind_set_symmetry import SetSymmetry
 from jaxsearch.guessing import exact as guessing_exact
+from jaxsearch.guessing import feedback_totals
 from jaxsearch.guessing.certificates import CertificateGame
 from test_guessing_exact import _brute_force
 
@@ -228,11 +229,14 @@ def test_histogram_totals_equal_the_sorted_ones(pegs, colours):
   rng = np.random.default_rng(pegs * colours)
   for size in (15, 50, 200):
     secrets = np.sort(rng.choice(bounds.table.shape[0], size, replace=False))
-    for mine, theirs in zip(bounds._histogram_action_totals(secrets),
-                            bounds._sorted_action_totals(secrets)):
+    every = bounds.table[secrets]
+    args = (bounds._node_totals, bounds.solved_code)
+    num_codes = int(bounds.table.max()) + 1
+    for mine, theirs in zip(feedback_totals.histogram_totals(every, *args, num_codes),
+                            feedback_totals.sorted_totals(every, *args)):
       np.testing.assert_array_equal(mine, theirs)
     some = np.sort(rng.choice(bounds.table.shape[1], 40, replace=False))
     rows = bounds.table[np.ix_(secrets, some)]
-    for mine, theirs in zip(bounds._histogram_action_totals(secrets, rows),
-                            bounds._sorted_action_totals(secrets)):
+    for mine, theirs in zip(feedback_totals.histogram_totals(rows, *args, num_codes),
+                            feedback_totals.sorted_totals(every, *args)):
       np.testing.assert_array_equal(mine, theirs[some])

@@ -45,9 +45,9 @@ _NAMES = {
     "entropic_estimator": "estimator", "greedy_guess": "estimator",
     "guessing_game": "game",
 }
-_SUBMODULES = ("certificates", "estimator", "exact", "exact_game", "extract", "finish", "game",
-               "openings", "policy_file", "policy_tree", "puzzle", "report", "result", "root",
-               "subproblems")
+_SUBMODULES = ("certificates", "estimator", "exact", "exact_game", "extract",
+               "feedback_totals", "finish", "game", "openings", "policy_file", "policy_tree",
+               "puzzle", "report", "result", "root", "subproblems")
 
 __all__ = sorted(_NAMES) + list(_SUBMODULES)
 

@@ -39,6 +39,7 @@ from typing import Callable, Optional, Protocol
 
 import numpy as np
 
+from jaxsearch.guessing import feedback_totals
 from jaxsearch.guessing.game import (State, counting_bound_levels, counting_bound_starts,
                             feedback_branching)
 
@@ -301,7 +302,6 @@ class ExactSolver:
 # many secrets, sorting at most this many feedback codes per question (a few seconds).
 EXACT_MAX_SECRETS = 512
 EXACT_MAX_WORK = 500_000_000
-RADIX_SORT_FROM = 24  # secrets per node from which action_totals sorts by radix
 PAIRWISE_UP_TO = 40  # secrets per node up to which it compares feedback rows pairwise instead
 HISTOGRAM_MAX_CODES = 64  # games with at most this many feedbacks count them by histogram
 SYMMETRY_FROM = 24  # the exact search looks for a set's symmetries from this many secrets
@@ -423,11 +423,12 @@ class ExactBounds:
     ``considered`` is False for guesses that can never be optimal there: non-candidates
     whose feedback is the same for every remaining secret (they cost a guess and teach
     nothing, so ``opt = n + opt`` would follow) and, with ``state``, guesses the game's
-    symmetry makes redundant. Cost: one sort of each guess's ``n`` feedbacks; for small
-    sets ``n²/2`` comparisons of feedback rows (:meth:`_small_action_totals`); where the
-    game has few feedbacks (``O <=`` :data:`HISTOGRAM_MAX_CODES`: Mastermind), one histogram
-    of every guess's feedbacks instead of the sort (:meth:`_histogram_action_totals`,
-    1.1-2.5x faster there; slower for Wordle's 243 feedbacks).
+    symmetry makes redundant. Cost (:mod:`jaxsearch.guessing.feedback_totals`): one sort of
+    each guess's ``n`` feedbacks; for small sets ``n²/2`` comparisons of feedback rows
+    (``pairwise_totals``); where the game has few feedbacks (``O <=``
+    :data:`HISTOGRAM_MAX_CODES`: Mastermind), one histogram of every guess's feedbacks
+    instead of the sort (``histogram_totals``, 1.1-2.5x faster there; slower for Wordle's
+    243 feedbacks).
     """
     secrets = np.asarray(secrets, np.int64)
     totals, candidate, one_part = self._column_totals(secrets)
@@ -443,10 +444,11 @@ class ExactBounds:
     only, by the cheapest of the three ways (:meth:`action_totals`)."""
     rows = self.table[secrets] if guesses is None else self.table[np.ix_(secrets, guesses)]
     if len(secrets) <= min(self._linear_up_to, PAIRWISE_UP_TO):
-      return self._small_action_totals(secrets, rows)
+      return feedback_totals.pairwise_totals(rows, self.solved_code)
     if self._num_codes <= HISTOGRAM_MAX_CODES:
-      return self._histogram_action_totals(secrets, rows)
-    return self._sorted_action_totals(secrets, rows)
+      return feedback_totals.histogram_totals(rows, self._node_totals, self.solved_code,
+                                              self._num_codes)
+    return feedback_totals.sorted_totals(rows, self._node_totals, self.solved_code)
 
   def search_totals(self, secrets: np.ndarray, symmetric: bool = True):
     """:meth:`action_totals` for the exact search, over the guesses it needs only: with the
@@ -490,63 +492,3 @@ class ExactBounds:
   def _num_codes(self) -> int:
     """``O``: one more than the largest feedback code in the table."""
     return int(self.table.max()) + 1
-
-  @functools.cached_property
-  def _code_offsets(self) -> np.ndarray:
-    """``intp[G]``: where each guess's ``O`` bins start in :meth:`_histogram_action_totals`."""
-    return np.arange(self.table.shape[1], dtype=np.intp) * self._num_codes
-
-  def _histogram_action_totals(self, secrets: np.ndarray, rows=None):
-    """``(totals, candidate, one_part)`` per guess from the ``[G, O]`` histogram of the
-    guesses' feedbacks over ``secrets`` (one ``bincount``, no sort); ``rows``: the
-    feedbacks ``[n, k]`` of some guesses only (default every guess's)."""
-    rows = self.table[secrets] if rows is None else rows
-    num_guesses, num_codes = rows.shape[1], self._num_codes
-    bins = (rows + self._code_offsets[:num_guesses]).reshape(-1)  # [n·k]
-    sizes = np.bincount(bins, minlength=num_guesses * num_codes).reshape(num_guesses,
-                                                                          num_codes)
-    candidate = sizes[:, self.solved_code] > 0
-    one_part = np.count_nonzero(sizes, axis=1) == 1
-    parts = self._node_totals[sizes]
-    parts[:, self.solved_code] = 0
-    return len(secrets) + parts.sum(axis=1), candidate, one_part
-
-  def _sorted_action_totals(self, secrets: np.ndarray, rows=None):
-    """``(totals, candidate, one_part)`` per guess, from each guess's feedbacks sorted
-    (``rows``: as for :meth:`_histogram_action_totals`)."""
-    rows = self.table[secrets] if rows is None else rows
-    # Each guess's feedbacks in one contiguous row, sorted: a part is a run of equal codes.
-    codes = np.ascontiguousarray(rows.T)  # [G, n]
-    # numpy sorts 8-bit keys by radix when asked for a stable sort: linear in ``n``, 7-15x
-    # faster than its default from 30 secrets up; below that the default wins.
-    codes.sort(axis=1, kind="stable" if codes.shape[1] >= RADIX_SORT_FROM else "quicksort")
-    num_guesses, n = codes.shape
-    flat = codes.reshape(-1)
-    first = np.ones(flat.shape, bool)  # where a part starts (every row starts one)
-    first[1:] = flat[1:] != flat[:-1]
-    first[::n] = True
-    starts = np.flatnonzero(first)
-    sizes = np.diff(np.append(starts, flat.size))
-    guess = starts // n
-    solving = flat[starts] == self.solved_code
-    totals = n + np.bincount(guess, weights=np.where(solving, 0, self._node_totals[sizes]),
-                             minlength=num_guesses).astype(np.int64)
-    candidate = np.bincount(guess, weights=solving, minlength=num_guesses) > 0
-    one_part = np.bincount(guess, minlength=num_guesses) == 1
-    return totals, candidate, one_part
-
-  def _small_action_totals(self, secrets: np.ndarray, rows=None):
-    """The same for a set no larger than :attr:`_linear_up_to`: every part then has
-    ``T(|P|) = 2|P| - 1``, so a guess's total is ``n + Σ (2|P| - 1)`` over its unsolved parts
-    ``= 3n - candidate - parts``, and only the number of distinct feedbacks matters —
-    counted by comparing the feedback rows pairwise, no sort (5-10x faster for small sets)."""
-    rows = self.table[secrets] if rows is None else rows  # [n, G], each row contiguous
-    n = len(secrets)
-    parts = np.ones(rows.shape[1], np.int64)
-    for i in range(1, n):
-      seen = rows[i] == rows[0]
-      for j in range(1, i):
-        seen |= rows[i] == rows[j]
-      parts += ~seen
-    candidate = np.any(rows == self.solved_code, axis=0)
-    return 3 * n - candidate - parts, candidate, parts == 1
