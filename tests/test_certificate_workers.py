@@ -57,13 +57,13 @@ def test_a_memory_budget_caps_the_certificates_to_this_process(monkeypatch, caps
                                        bound_slots=96)
   estimate = estimate_from_sizes(SOLVABLE["mastermind"].sizes(args), options, trees)
   started = []
-  real_pool = certificates._worker_pool
+  real_pool = certificates.worker_pool
 
   def pool(workers, *rest):
     started.append(workers)
     return real_pool(workers, *rest)
 
-  monkeypatch.setattr(certificates, "_worker_pool", pool)
+  monkeypatch.setattr(certificates, "worker_pool", pool)
   budget_gb = (estimate.total + WORKER_RUNTIME_BYTES // 2) / GB
   assert cli.main(argv + ["--memory", f"{budget_gb:.4f}"]) == 0
   err = capsys.readouterr().err

@@ -1,6 +1,7 @@
-"""The certificates' worker processes (``jaxsearch.guessing.certificates``) end with the process that
-started them: a ``jaxsearch solve`` killed with ``SIGKILL`` mid-certification leaves no
-worker, nor the resource tracker they share, running on as an orphan."""
+"""The exact search's worker processes (``jaxsearch.guessing.workers``, the certificates' and
+the whole game's) end with the process that started them: a ``jaxsearch solve`` killed with
+``SIGKILL`` mid-certification leaves no worker, nor the resource tracker they share, running
+on as an orphan."""
 
 import os
 import signal
@@ -29,8 +30,8 @@ folder = sys.argv[1]
 sys.path.insert(0, folder)  # the spawned workers get this path too: they import the tasks
 import importlib
 import tasks
-certify = importlib.import_module("jaxsearch.guessing.certificates")  # the module, not the function
-with certify._worker_pool(2, tasks.started, (folder,)) as pool:
+workers = importlib.import_module("jaxsearch.guessing.workers")
+with workers.worker_pool(2, tasks.started, (folder,)) as pool:
   futures = [pool.submit(tasks.nap, 120) for _ in range(2)]
   while len([n for n in os.listdir(folder) if n.startswith("worker-")]) < 2:
     time.sleep(0.05)
@@ -103,9 +104,9 @@ def test_a_worker_polls_for_its_parent_where_the_system_does_not_tell_it(tmp_pat
   import os, subprocess, sys, time
   child = subprocess.Popen([sys.executable, "-c", (
       "import importlib, os, sys, time; "
-      "certify = importlib.import_module('jaxsearch.guessing.certificates'); "
-      "certify._kill_on_parent_death = lambda: False; "
-      "certify._end_with_parent(os.getppid(), print, ('watching',)); "
+      "workers = importlib.import_module('jaxsearch.guessing.workers'); "
+      "workers.kill_on_parent_death = lambda: False; "
+      "workers.end_with_parent(os.getppid(), print, ('watching',)); "
       "sys.stdout.flush(); time.sleep(120)")], stdout=subprocess.PIPE, text=True)
   assert child.stdout.readline().strip() == "watching"
   with open(os.path.join(sys.argv[1], "worker-%d" % child.pid), "w"):

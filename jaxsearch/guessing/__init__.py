@@ -47,7 +47,7 @@ _NAMES = {
 }
 _SUBMODULES = ("certificates", "estimator", "exact", "exact_game", "extract",
                "feedback_totals", "finish", "game", "openings", "policy_file", "policy_tree",
-               "puzzle", "report", "result", "root", "subproblems")
+               "puzzle", "report", "result", "root", "subproblems", "workers")
 
 __all__ = sorted(_NAMES) + list(_SUBMODULES)
 

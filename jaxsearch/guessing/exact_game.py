@@ -27,16 +27,14 @@ import concurrent.futures
 import contextlib
 import dataclasses
 import math
-import multiprocessing
 import os
-import sys
 import time
-import types
 from typing import Callable, Optional, Sequence
 
 import numpy as np
 
 from jaxsearch.guessing.exact import ExactBounds, ExactSolver
+from jaxsearch.guessing.workers import worker_pool
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,76 +69,39 @@ PARALLEL_FROM = 2000
 _WORKER: dict = {}  # in a worker process: its exact search (memo kept between parts)
 
 
-def _start_worker(bounds: ExactBounds, parent: int) -> None:
-  _end_with(parent)
+def _start_worker(bounds: ExactBounds) -> None:
   _WORKER["solver"] = ExactSolver(bounds, max_secrets=bounds.table.shape[0], max_work=1 << 62)
-
-
-def _end_with(parent: int) -> None:
-  """Asks Linux to end this worker when its parent does (elsewhere the pool's own shutdown
-  ends it)."""
-  try:
-    import ctypes
-    import signal
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
-  except (OSError, AttributeError):
-    pass
-  if os.getppid() != parent:
-    os._exit(1)
 
 
 def _solve_part(part: np.ndarray, below: int, deadline: Optional[float]):
   """In a worker: :meth:`ExactSolver.best_policy` of one part."""
-  solver = _WORKER.get("solver")
-  return solver.best_policy(part, below, deadline)
+  return _WORKER["solver"].best_policy(part, below, deadline)
 
 
 class _Runner:
-  """Runs parts in worker processes (or here, with one worker)."""
+  """Runs parts in worker processes (:func:`jaxsearch.guessing.workers.worker_pool`), or
+  here with one worker."""
 
   def __init__(self, bounds: ExactBounds, workers: int):
     self.bounds = bounds
     self.workers = workers
     self.pool = None
     self.local = None
+    self._stack = contextlib.ExitStack()
 
   def __enter__(self):
     if self.workers <= 1:
       self.local = ExactSolver(self.bounds, max_secrets=self.bounds.table.shape[0],
                                max_work=1 << 62)
-      return self
-    self._hidden = self._hide_main()
-    self._hidden.__enter__()
-    self.pool = concurrent.futures.ProcessPoolExecutor(
-        self.workers, mp_context=multiprocessing.get_context("spawn"),
-        initializer=_start_worker, initargs=(self.bounds, os.getpid()))
+    else:
+      self.pool = self._stack.enter_context(
+          worker_pool(self.workers, _start_worker, (self.bounds,)))
     return self
 
   def __exit__(self, *exc):
     if self.pool is not None:
-      try:
-        self.pool.shutdown(wait=True, cancel_futures=True)
-      finally:
-        self._hidden.__exit__(*exc)
-
-  @staticmethod
-  @contextlib.contextmanager
-  def _hide_main():
-    """While the workers start: a spawned process re-imports the parent's ``__main__`` (a
-    script without an ``if __name__ == "__main__"`` guard would run again in each), and
-    JAX there is kept off any accelerator (the exact search is numpy)."""
-    main = sys.modules.get("__main__")
-    sys.modules["__main__"] = types.ModuleType("__main__")
-    saved = os.environ.get("JAX_PLATFORMS")
-    os.environ["JAX_PLATFORMS"] = "cpu"
-    try:
-      yield
-    finally:
-      sys.modules["__main__"] = main
-      if saved is None:
-        os.environ.pop("JAX_PLATFORMS", None)
-      else:
-        os.environ["JAX_PLATFORMS"] = saved
+      self.pool.shutdown(wait=True, cancel_futures=True)
+    return self._stack.__exit__(*exc)
 
   def submit(self, part, below, deadline) -> concurrent.futures.Future:
     if self.pool is not None:
