@@ -54,13 +54,18 @@ def test_mastermind_sizes_alone_give_the_traced_estimate(pegs, colours, openings
                                                                          firsts)
 
 
-def test_wordle_sizes_alone_give_the_traced_estimate(tmp_path):
+def _tiny_wordle_lists(folder) -> argparse.Namespace:
+  """``solve wordle``'s arguments for 8 answers and 11 guesses written to ``folder``."""
   answers = ["cigar", "rebut", "sissy", "humph", "awake", "blush", "focal", "evade"]
   guesses = sorted(answers + ["tarse", "salet", "crane"])
-  (tmp_path / "answers.txt").write_text("\n".join(answers) + "\n")
-  (tmp_path / "guesses.txt").write_text("\n".join(guesses) + "\n")
-  args = argparse.Namespace(answers=str(tmp_path / "answers.txt"),
-                            guesses=str(tmp_path / "guesses.txt"))
+  (folder / "answers.txt").write_text("\n".join(answers) + "\n")
+  (folder / "guesses.txt").write_text("\n".join(guesses) + "\n")
+  return argparse.Namespace(answers=str(folder / "answers.txt"),
+                            guesses=str(folder / "guesses.txt"))
+
+
+def test_wordle_sizes_alone_give_the_traced_estimate(tmp_path):
+  args = _tiny_wordle_lists(tmp_path)
   sizes = SOLVABLE["wordle"].sizes(args)
   puzzle = wordle.puzzle(args.answers, args.guesses)
   assert sizes == PuzzleSizes.of(puzzle)
@@ -158,12 +163,7 @@ def test_the_search_over_first_guesses_counts_the_most_trees_of_any_first_guess(
   guesses' batches of the most feedbacks any first guess can leave (padded), not the first
   visited one's (a later first guess with more feedbacks holds more trees)."""
   from jaxsearch.guessing.root import RootOptions, RootSearch
-  answers = ["cigar", "rebut", "sissy", "humph", "awake", "blush", "focal", "evade"]
-  guesses = sorted(answers + ["tarse", "salet", "crane"])
-  (tmp_path / "answers.txt").write_text("\n".join(answers) + "\n")
-  (tmp_path / "guesses.txt").write_text("\n".join(guesses) + "\n")
-  args = argparse.Namespace(answers=str(tmp_path / "answers.txt"),
-                            guesses=str(tmp_path / "guesses.txt"))
+  args = _tiny_wordle_lists(tmp_path)
   sizes = SOLVABLE["wordle"].sizes(args)
   root = RootOptions()
   assert root.most_trees(sizes.outcomes, sizes.secrets) == 2 * 32  # 8 secrets, padded to 32

@@ -19,20 +19,13 @@ from jaxsearch.app import training
 from jaxsearch.games import tictactoe
 from jaxsearch.train import checkpoint as checkpoint_lib
 from jaxsearch.train import losses, networks, replay, selfplay, trainer as trainer_lib
-from train_runs import (REPO, compile_cache_at, kill_and_resume as _kill_and_resume,
+from train_runs import (REPO, compile_cache, kill_and_resume as _kill_and_resume,  # noqa: F401  (a fixture)
                         read_points, run_counting_reads)
 TINY = dict(batch_size=4, simulations=4, hidden=(16,), replay_capacity=256, min_replay=8,
             train_batch=8, warmup_steps=2, eval_every=-1, checkpoint_every=4,
             temperature_moves=2, random_opening=2)
 TINY_SET = [f"--set={k}={json.dumps(list(v) if isinstance(v, tuple) else v)}"
             for k, v in TINY.items()]
-
-
-@pytest.fixture(scope="module")
-def compile_cache(tmp_path_factory):
-  """A persistent compilation cache shared with the subprocesses of this module."""
-  with compile_cache_at(tmp_path_factory.mktemp("jax_cache")) as path:
-    yield path
 
 
 @pytest.fixture(scope="module")

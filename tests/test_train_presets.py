@@ -17,7 +17,8 @@ from jaxsearch.cli import train as cli_train
 from jaxsearch.games import connect_four
 from jaxsearch.train import networks
 from jaxsearch.train.config import ComputeDtype, TrainPreset
-from train_runs import compile_cache_at, kill_and_resume, read_points, run_counting_reads
+from train_runs import (compile_cache, kill_and_resume, read_points,  # noqa: F401  (a fixture)
+                        run_counting_reads)
 
 # The tic-tac-toe accelerator preset at tiny sizes: the device loop over 3 steps a read.
 TINY = dict(batch_size=4, simulations=4, hidden=(16,), replay_capacity=256, min_replay=8,
@@ -28,13 +29,6 @@ TINY_SET = [f"--set={k}={json.dumps(list(v) if isinstance(v, tuple) else v)}"
 # Connect Four's (ResNet, bfloat16 convolutions, Gumbel) at tiny sizes.
 C4_TINY = dict(TINY, channels=4, blocks=1, head_hidden=8)
 del C4_TINY["hidden"]
-
-
-@pytest.fixture(scope="module")
-def compile_cache(tmp_path_factory):
-  """A persistent compilation cache shared with the subprocesses of this module."""
-  with compile_cache_at(tmp_path_factory.mktemp("jax_cache")) as path:
-    yield path
 
 
 @pytest.fixture(scope="module")

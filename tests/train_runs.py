@@ -34,6 +34,14 @@ def compile_cache_at(path):
     jax.config.update("jax_persistent_cache_min_compile_time_secs", saved[1])
 
 
+@pytest.fixture(scope="module")
+def compile_cache(tmp_path_factory):
+  """A persistent compilation cache shared with the subprocesses of the module that imports
+  this fixture."""
+  with compile_cache_at(tmp_path_factory.mktemp("jax_cache")) as path:
+    yield path
+
+
 def subprocess_env(cache, **extra):
   """The environment of a training subprocess: this checkout first on ``PYTHONPATH``, the
   compilation cache ``cache``, and ``extra``."""

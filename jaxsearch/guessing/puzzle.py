@@ -406,9 +406,9 @@ def solve_puzzle(puzzle: Puzzle, first: Optional[str] = None,
   # The exact search of the whole game may solve it without trees (method AUTO); where the
   # trees would not fit in memory, it is then the only way tried, and the run is refused
   # only if it does not find a policy.
-  exact_may_solve = (method is SolveMethod.AUTO and openings is not None
-                     and options.checkpointing.directory is None
-                     and covers_every_opening(puzzle, openings))
+  covers_game = openings is not None and covers_every_opening(puzzle, openings)
+  exact_may_solve = (method is SolveMethod.AUTO and covers_game
+                     and options.checkpointing.directory is None)
   trees_refused = None
   if root is None or openings is not None:
     try:
@@ -434,7 +434,7 @@ def solve_puzzle(puzzle: Puzzle, first: Optional[str] = None,
         outcome = _solve_from_start(puzzle, options, progress, store)
         unconditional = True
       else:
-        unconditional = covers_every_opening(puzzle, openings)
+        unconditional = covers_game
         outcome = None
         if exact_may_solve:
           outcome = exact_game.exact_first(puzzle, openings, options, progress,
