@@ -77,6 +77,39 @@ time_limit = float_at_least(0.0, "a non-negative number of seconds (inf: no limi
                             allow_inf=True)
 
 
+def int_between(low: int, high: int):
+  """argparse type of an integer option in ``[low, high]``: a usage error naming the
+  option otherwise."""
+  def parse(text: str) -> int:
+    try:
+      value = int(text)
+    except ValueError:
+      raise argparse.ArgumentTypeError(f"expected an integer from {low} to {high}, got "
+                                       f"{text!r}") from None
+    if not low <= value <= high:
+      raise argparse.ArgumentTypeError(f"expected an integer from {low} to {high}, got "
+                                       f"{value}")
+    return value
+  return parse
+
+
+MEMORY_GB = (0.001, 1e9)  # --memory's range: a megabyte to more than any machine holds
+
+
+def memory_gb(text: str) -> float:
+  """argparse type of ``--memory``: a number of GB in :data:`MEMORY_GB` (beyond it the bytes
+  would overflow to ``inf``, or round to nothing)."""
+  low, high = MEMORY_GB
+  try:
+    value = positive_float(text)
+  except argparse.ArgumentTypeError:
+    value = None
+  if value is None or not low <= value <= high:
+    raise argparse.ArgumentTypeError(f"expected a number of GB from 0.001 to 1e9, got "
+                                     f"{text}")
+  return value
+
+
 def prng_seed(text: str) -> int:
   """argparse type of ``--seed``: an integer from 0 to 2**32 - 1 (:mod:`jaxsearch.seeds`:
   what ``jax.random.PRNGKey`` tells apart), refused while parsing rather than as an

@@ -14,10 +14,9 @@ import math
 import sys
 import time
 
-from jaxsearch.cli.common import (CommandError, check_solve_input, non_negative_float,
-                                  non_negative_int, positive_float, positive_int,
-                                  searches_first_guess, solvable, time_limit)
-from jaxsearch.cli.common import prng_seed
+from jaxsearch.cli.common import (CommandError, check_solve_input, int_between, memory_gb,
+                                  non_negative_float, non_negative_int, positive_int,
+                                  prng_seed, searches_first_guess, solvable, time_limit)
 from jaxsearch.games.solve_defaults import SOLVABLE
 
 
@@ -69,22 +68,6 @@ def _add_problem_arguments(solve: argparse.ArgumentParser) -> None:
 # feedback table of every pair of codes stays within 1 GiB), checked here so that a refusal
 # names the flag typed, not the function behind it.
 MAX_PEGS, MAX_COLOURS, MAX_CODES = 21, 9, 32768
-
-
-def int_between(low: int, high: int):
-  """argparse type of an integer option in ``[low, high]``: a usage error naming the
-  option otherwise."""
-  def parse(text: str) -> int:
-    try:
-      value = int(text)
-    except ValueError:
-      raise argparse.ArgumentTypeError(f"expected an integer from {low} to {high}, got "
-                                       f"{text!r}") from None
-    if not low <= value <= high:
-      raise argparse.ArgumentTypeError(f"expected an integer from {low} to {high}, got "
-                                       f"{value}")
-    return value
-  return parse
 
 
 def check_sizes(args: argparse.Namespace) -> None:
@@ -156,23 +139,6 @@ def _add_budget_arguments(solve: argparse.ArgumentParser) -> None:
                           "anything is built, with the estimate")
   solve.add_argument("--seed", type=prng_seed, default=0,
                      help="PRNG seed, 0 to 2**32 - 1 (default 0)")
-
-
-MEMORY_GB = (0.001, 1e9)  # --memory's range: a megabyte to more than any machine holds
-
-
-def memory_gb(text: str) -> float:
-  """argparse type of ``--memory``: a number of GB in :data:`MEMORY_GB` (beyond it the bytes
-  would overflow to ``inf``, or round to nothing)."""
-  low, high = MEMORY_GB
-  try:
-    value = positive_float(text)
-  except argparse.ArgumentTypeError:
-    value = None
-  if value is None or not low <= value <= high:
-    raise argparse.ArgumentTypeError(f"expected a number of GB from 0.001 to 1e9, got "
-                                     f"{text}")
-  return value
 
 
 def _add_output_arguments(solve: argparse.ArgumentParser) -> None:
