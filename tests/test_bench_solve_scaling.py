@@ -1,20 +1,13 @@
 """``scripts/bench_solve_scaling.py``: the Mastermind sweep's exact way on tiny sizes, end to
 end (a child process per size, the policy exported and re-evaluated, the plot)."""
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "bench_solve_scaling.py"
+from script_modules import load_script
 
 
 def _bench():
-  spec = importlib.util.spec_from_file_location("bench_solve_scaling", SCRIPT)
-  module = importlib.util.module_from_spec(spec)
-  sys.modules["bench_solve_scaling"] = module
-  spec.loader.exec_module(module)
-  return module
+  return load_script("bench_solve_scaling")
 
 
 def test_the_exact_way_proves_tiny_sizes_and_plots(tmp_path, capsys):

@@ -63,7 +63,7 @@ def test_every_trainable_game_has_both_presets(game):
   if game == "connect_four":
     assert big.channels >= 64 and big.blocks >= 5 and big.batch_size >= 2048
     assert big.compute_dtype is ComputeDtype.BFLOAT16
-    assert (cpu.channels, cpu.blocks, cpu.batch_size) == (16, 1, 128)  # unchanged
+    assert (cpu.channels, cpu.blocks, cpu.batch_size) == (32, 2, 128)
 
 
 def test_the_backend_picks_the_preset_and_a_resume_keeps_it(monkeypatch, tmp_path):
