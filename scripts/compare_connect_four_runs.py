@@ -22,7 +22,8 @@ import json
 import sys
 from pathlib import Path
 
-SETS = ("Test_L3_R1", "Test_L2_R2")
+from jaxsearch.app.evaluators import CONNECT4_EVALUATED as SETS  # no JAX imported
+
 KINDS = ("net_error", "search_error")
 
 
@@ -46,8 +47,6 @@ def summarise(directory: Path, last_minutes: float) -> dict:
 
 def budget_errors(directory: Path, budgets: list[int]) -> dict:
   """The newest checkpoint's search errors (in %) at each number of simulations."""
-  import dataclasses
-
   import jax
 
   from jaxsearch.app import evaluate, training
@@ -55,9 +54,7 @@ def budget_errors(directory: Path, budgets: list[int]) -> dict:
   sets = {name: evaluate.load_connect4_set(name) for name in SETS}
   found = {}
   for simulations in budgets:
-    config = dataclasses.replace(trainer.config, eval_simulations=simulations)
-    search = training.trainer(config, evaluator=False).eval_search
-    agent = evaluate.search_act_fn(search, params)
+    agent = evaluate.search_act_fn(trainer.evaluation_search(simulations), params)
     found[simulations] = {
         name: round(100 * evaluate.connect4_error_rate(agent, jax.random.PRNGKey(1), s), 2)
         for name, s in sets.items()}

@@ -15,6 +15,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+# The Connect Four sets a training run is evaluated on (of the three that ship).
+CONNECT4_EVALUATED = ("Test_L3_R1", "Test_L2_R2")
+
 if TYPE_CHECKING:
   from jaxsearch.train.evaluators import Evaluator
   from jaxsearch.train.trainer import Trainer
@@ -56,7 +59,7 @@ def connect_four(trainer: Trainer) -> Evaluator:
   search = trainer.eval_search
   logits = trainer.logits  # one object: the compiled evaluation is reused across calls
   sets = {}
-  for name in ("Test_L3_R1", "Test_L2_R2"):
+  for name in CONNECT4_EVALUATED:
     try:
       sets[name] = ev.load_connect4_set(name)
     except FileNotFoundError as error:

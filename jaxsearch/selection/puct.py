@@ -44,9 +44,9 @@ def puct(c: Optional[float] = None, c1: float = MUZERO_C1, c2: float = MUZERO_C2
     visit_convention: :class:`~jaxsearch.enums.VisitConvention`: ``"node"``
       (``N = 1 + sum(n)``, mctx) or ``"children"`` (``N = sum(n)``).
     prior: :class:`~jaxsearch.enums.PriorSource`: ``"logits"`` (softmax of the estimator's
-      prior logits) or ``"action_values"`` (softmax of its q̂1 over the selectable slots: the AVTS
-      article's PUCT without a policy head: T. Tyl, *Wordle Perfect Play with Generic Methods*,
-      2024).
+      prior logits) or ``"action_values"`` (softmax of its q̂1 over the selectable slots: PUCT
+      without a policy head, as in T. Tyl, *Wordle Perfect Play with Generic Methods*, 2024;
+      docs/algorithms.md).
   """
   visit_convention = coerce(VisitConvention, visit_convention, "visit_convention")
   prior = coerce(PriorSource, prior, "prior")

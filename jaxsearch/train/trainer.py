@@ -121,8 +121,7 @@ class Trainer:
     self.devices = sharding.resolve_devices(config.devices or None)
     self.search = self.make_search(config.simulations, config.nodes,
                                    config.dirichlet_fraction, devices=self.devices)
-    self.eval_search = self.make_search(config.eval_simulations, config.eval_simulations + 1,
-                                        0.0)
+    self.eval_search = self.evaluation_search(config.eval_simulations)
     self.selfplay = selfplay.SelfPlay(
         game=self.game, observe=self.observe, search=self.search,
         batch_size=config.batch_size, temperature_moves=config.temperature_moves,
@@ -167,6 +166,10 @@ class Trainer:
                          c=config.c, max_nodes=max_nodes, dirichlet_fraction=noise,
                          dirichlet_alpha=config.dirichlet_alpha, temperature=0.0,
                          devices=devices, pibar_target=config.pibar_target)
+
+  def evaluation_search(self, simulations: int) -> policies.Search:
+    """The evaluation's search at ``simulations``: no noise, temperature 0, no reuse."""
+    return self.make_search(simulations, simulations + 1, 0.0)
 
   @property
   def positions_per_step(self) -> int:
