@@ -17,6 +17,7 @@ from typing import Any, Optional
 
 from jaxsearch.app import registry
 from jaxsearch.enums import coerce
+from jaxsearch.train import loading
 from jaxsearch.train import trainer as trainer_lib
 from jaxsearch.enums import TrainPreset
 from jaxsearch.train.config import TrainConfig
@@ -74,5 +75,5 @@ def trainer(config: TrainConfig, out_dir: Optional[str | Path] = None,
 
 def load_trained(out_dir: str | Path, step: Optional[int] = None) -> tuple[trainer_lib.Trainer, Any]:
   """``(trainer, params)`` of a run's newest checkpoint (or ``step``):
-  :func:`jaxsearch.train.trainer.load_trained` with the game looked up in the registry."""
-  return trainer_lib.load_trained(out_dir, registry.game_module, step)
+  :func:`jaxsearch.train.loading.load_trained` with the game looked up in the registry."""
+  return loading.load_trained(out_dir, registry.game_module, step)

@@ -26,13 +26,11 @@ fields when evaluated), ``checkpoints/`` (orbax), ``config.json``, and with ``pl
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import time
-import warnings
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import jax
 import jax.numpy as jnp
@@ -52,7 +50,7 @@ from jaxsearch.train.run_state import Budget, RunProgress, next_interval, report
 from jaxsearch.train.metrics import read_metrics
 
 # The training API (``TrainConfig``, ``read_metrics`` and the settings' tables re-exported).
-__all__ = ["Trainer", "TrainState", "load_trained", "TrainConfig", "CONFIG_DEFAULTS",
+__all__ = ["Trainer", "TrainState", "TrainConfig", "CONFIG_DEFAULTS",
            "MAY_CHANGE", "read_metrics", "SLEEP_ENV"]
 
 SLEEP_ENV = "JAXSEARCH_TRAIN_STEP_SLEEP"  # tests: seconds to sleep after each step
@@ -477,45 +475,3 @@ class Trainer:
     result["eval_step"] = step
     result["eval_seconds"] = round(time.perf_counter() - t0, 2)
     return result
-
-
-def load_trained(out_dir: str | Path, game_module: Callable[[str], Any],
-                 step: Optional[int] = None) -> tuple[Trainer, Any]:
-  """``(trainer, params)`` of a run's newest checkpoint (or ``step``), the configuration read
-  from its ``config.json``; no evaluator is built.
-
-  Args:
-    out_dir: the run's output directory.
-    game_module: the game's module from its name (``config.game``), e.g.
-      :func:`jaxsearch.app.registry.game_module` (:func:`jaxsearch.app.training.load_trained`
-      passes it).
-    step: the checkpoint to read (default: the newest).
-
-  Raises:
-    FileNotFoundError: no ``config.json`` or no checkpoint in ``out_dir``.
-    CheckpointMismatch / CheckpointCorrupt: see :mod:`jaxsearch.train.checkpoint`.
-  """
-  out_dir = Path(out_dir)
-  config_path = out_dir / "config.json"
-  if not config_path.is_file():
-    raise FileNotFoundError(f"{config_path} not found: not a `jaxsearch train` output "
-                            f"directory")
-  fields = json.loads(config_path.read_text())
-  known = {f.name for f in dataclasses.fields(TrainConfig)}
-  unknown = sorted(set(fields) - known)
-  if unknown:
-    raise checkpoint_lib.CheckpointMismatch(
-        f"{config_path} has settings this version does not know: {', '.join(unknown)}")
-  fields["hidden"] = tuple(fields.get("hidden", ()))
-  fields["devices"] = 0  # play on whatever this machine has
-  config = TrainConfig(**fields)
-  trainer = Trainer(config, game_module(config.game), out_dir=out_dir, evaluator=False)
-  ckpt = trainer.checkpointer()
-  try:
-    state, restored = ckpt.restore(jax.eval_shape(trainer.init_state), step)
-  finally:
-    ckpt.close()
-  for note in ckpt.skipped:
-    warnings.warn(f"checkpoint step {note.step} is corrupt and was skipped; using step "
-                  f"{restored}. ({note.brief()})", stacklevel=2)
-  return trainer, jax.tree.map(jnp.asarray, state.params)
